@@ -1,0 +1,18 @@
+"""tumble's engine: world, components, tables, systems and phases, kernels, output, batches, CLI."""
+
+from .component import ColumnSpec, column, component
+from .errors import BackendError, InputError, ScheduleError, TumbleError
+from .scene import Dispersion, Scene
+from .system import Phase, System
+from .table import Table
+from .world import Frame, RunResult, World
+
+__all__ = ["BackendError", "ColumnSpec", "Dispersion", "Frame", "InputError", "Phase", "RunResult", "Scene",
+           "ScheduleError", "System", "Table", "TumbleError", "World", "column", "component"]
+
+try:  # the installed distribution's version
+    from importlib.metadata import version as _v
+
+    __version__ = _v("tumble")
+except Exception:  # pragma: no cover - running from a source tree
+    __version__ = "0.1.0"

@@ -1,0 +1,103 @@
+"""Components: plain data whose fields are the schema of the struct-of-arrays tables.
+
+A component is a ``@dataclass(slots=True)`` made by :func:`component`. Each field is declared with
+:func:`column`, which records its dtype, per-row shape, unit, frame and a one-line doc. The table
+column that holds a field is named ``f"{prefix}_{field}"`` (prefix-first naming, DESIGN.md §3), e.g.
+``RigidState(position=...)`` with prefix ``"body"`` fills the column ``body_position``.
+
+Field values given at authoring time may be Python scalars, sequences or numpy arrays; they are
+converted and shape-checked at pack time. A field declared with ``dtype="entity"`` holds an
+esper entity id and is packed as the row index of that entity (same sample) in its own table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+ENTITY = "entity"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """Schema of one table column.
+
+    Attributes:
+        name: full column name (``body_position``).
+        dtype: numpy dtype of the column, or ``"entity"`` for a reference to another entity.
+        shape: per-row shape, ``()`` for a scalar.
+        unit: SI unit string (``"m"``, ``"kg m^2"``, ``"1"`` for dimensionless).
+        frame: reference frame of a vector quantity (``"inertial"``, ``"body"``) or ``None``.
+        doc: one-line description.
+        default: value used when the author leaves the field unset.
+    """
+
+    name: str
+    dtype: Any
+    shape: tuple[int, ...]
+    unit: str
+    frame: str | None
+    doc: str
+    default: Any
+
+    @property
+    def storage_dtype(self) -> np.dtype:
+        return np.dtype(np.int64) if self.dtype == ENTITY else np.dtype(self.dtype)
+
+
+def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = np.float64,
+           frame: str | None = None, doc: str = "", default: Any = None):
+    """Declare a component field: dtype, per-row shape, unit, frame and doc.
+
+    ``default`` may be a scalar or array (it is copied per instance); ``None`` means zeros.
+    """
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    meta = {"unit": unit, "shape": shape, "dtype": dtype, "frame": frame, "doc": doc, "default": default}
+    if default is None:
+        fill = 0 if dtype != ENTITY else -1
+        factory = (lambda: fill) if shape == () else (lambda: np.full(shape, fill, dtype=np.dtype(np.int64 if dtype == ENTITY else dtype)))
+    elif np.ndim(default) == 0:
+        factory = lambda: default  # noqa: E731
+    else:
+        arr = np.array(default, dtype=dtype)
+        factory = lambda: arr.copy()  # noqa: E731
+    return dataclasses.field(default_factory=factory, metadata={"tumble": meta})
+
+
+def component(prefix: str):
+    """Class decorator: make a slotted dataclass whose columns are ``prefix_<field>``."""
+
+    def wrap(cls):
+        cls = dataclass(slots=True)(cls)
+        specs = []
+        for f in dataclasses.fields(cls):
+            meta = f.metadata.get("tumble")
+            if meta is None:
+                raise TypeError(f"{cls.__name__}.{f.name}: declare every component field with column(...)")
+            specs.append(ColumnSpec(name=f"{prefix}_{f.name}", dtype=meta["dtype"], shape=meta["shape"],
+                                    unit=meta["unit"], frame=meta["frame"], doc=meta["doc"],
+                                    default=meta["default"]))
+        cls.__prefix__ = prefix
+        cls.__columns__ = tuple(specs)
+        cls.__fieldnames__ = tuple(f.name for f in dataclasses.fields(cls))
+        return cls
+
+    return wrap
+
+
+def columns_of(ctype) -> tuple[ColumnSpec, ...]:
+    """The column specs a component type declares."""
+    cols = getattr(ctype, "__columns__", None)
+    if cols is None:
+        raise TypeError(f"{ctype!r} is not a tumble component (decorate it with @component(prefix))")
+    return cols
+
+
+class Component:
+    """Typing marker for classes produced by :func:`component`."""
+
+    __prefix__: ClassVar[str]
+    __columns__: ClassVar[tuple[ColumnSpec, ...]]

@@ -1,0 +1,69 @@
+"""Per-sample event records (collisions, phase switches, ...).
+
+Events are stored with a fixed capacity per sample, dims ``(sample, event)``, so that a block of
+samples owns whole shards of the events arrays exactly like every other output, runs resume
+sample by sample, and the store's bytes do not depend on block size or worker count. Unused slots
+hold NaN (floats) or -1 (integers); ``event_count`` says how many slots a sample used. A sample
+that produces more events than the capacity keeps the first ``capacity`` and its
+``event_overflow`` flag is set.
+
+Event systems declare their fields once (``world.events.declare``) and write them from kernels
+through :meth:`EventLog.arrays` (``slot = count[sample]; count[sample] += 1``), one thread per
+sample so the order is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .kernels import cuda_simulated, to_host
+
+
+@dataclass
+class EventField:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    unit: str
+    doc: str
+
+
+@dataclass
+class EventLog:
+    """Declared event fields and, after ``allocate``, their per-sample arrays."""
+
+    capacity: int = 64
+    fields: dict[str, EventField] = field(default_factory=dict)
+    arrays: dict[str, object] = field(default_factory=dict)
+    count: object = None
+    overflow: object = None
+
+    def declare(self, name: str, *, shape: tuple[int, ...] | int = (), dtype=np.float64, unit: str = "1",
+                doc: str = "") -> None:
+        """Declare an event field (idempotent for an identical declaration)."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        f = EventField(name, shape, np.dtype(dtype), unit, doc)
+        old = self.fields.get(name)
+        if old is not None and old != f:
+            raise ValueError(f"event field {name!r} declared twice with different schemas")
+        self.fields[name] = f
+
+    def allocate(self, samples: int, backend: str) -> None:
+        xp = np
+        if backend == "gpu" and not cuda_simulated():
+            import cupy as xp  # noqa: N813
+        self.arrays = {}
+        for f in self.fields.values():
+            fill = np.nan if np.issubdtype(f.dtype, np.floating) else -1
+            self.arrays[f.name] = xp.full((samples, self.capacity) + f.shape, fill, dtype=f.dtype)
+        self.count = xp.zeros(samples, np.int32)
+        self.overflow = xp.zeros(samples, np.int8)
+
+    def to_host(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        ev = {k: to_host(v) for k, v in self.arrays.items()}
+        if self.count is None:
+            return ev, np.zeros(0, np.int32)
+        ev["event_overflow"] = to_host(self.overflow)
+        return ev, to_host(self.count)

@@ -1,0 +1,202 @@
+"""One kernel source, two targets (DESIGN.md §2).
+
+Every per-row physics body is written once as a plain Python function on scalars and element
+indexing (``math.*``, no allocation, no ``raise``) and compiled twice:
+
+* ``cpu``: ``numba.njit(inline="always", cache=True)`` — called from a ``prange`` driver;
+* ``gpu``: ``numba.cuda.jit(device=True)`` — called from a ``@cuda.jit`` driver with ``cuda.grid(1)``.
+
+``dual(fn)`` returns both as a :class:`DualKernel`. The GPU compile is lazy: importing a system
+never touches CUDA, so the CPU backend works on machines without a driver, and the CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``) can run the very same sources in CI.
+
+Fastmath: never ``fastmath=True`` (it deletes ``np.isnan`` checks). ``FASTMATH`` below keeps NaN
+semantics. ``reassoc`` is excluded on purpose too: per-sample work stays in one thread and must
+not depend on the thread count (DESIGN.md §2, determinism).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+#: Safe fast-math flags: no ``nnan``/``ninf`` (NaN checks must survive), no ``reassoc``.
+FASTMATH = {"nsz", "arcp", "contract", "afn"}
+
+#: Threads per block for GPU drivers.
+GPU_BLOCK = 128
+
+
+def cuda_simulated() -> bool:
+    """True when numba's CUDA simulator is active (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+def cuda_available() -> bool:
+    """True when a CUDA device (or the CUDA simulator) can run kernels."""
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:  # pragma: no cover - depends on the machine
+        return False
+
+
+def gpu_backend_error() -> str | None:
+    """Why ``backend="gpu"`` cannot run here, in one line, or ``None`` when it can."""
+    if not cuda_available():
+        return "backend 'gpu' needs a CUDA device: none was found (install the 'gpu' extra on a machine with an NVIDIA driver)"
+    if cuda_simulated():
+        return None
+    try:
+        import cupy  # noqa: F401
+    except Exception:
+        return "backend 'gpu' needs CuPy: install the 'gpu' extra (pip install 'tumble[gpu]')"
+    return None
+
+
+def cpu_jit(fn: Callable | None = None, **options: Any):
+    """``njit`` with the project defaults (cache, safe fastmath). Usable bare or with options."""
+    opts = {"cache": True, "fastmath": FASTMATH}
+    opts.update(options)
+    if fn is None:
+        return lambda f: numba.njit(**opts)(f)
+    return numba.njit(**opts)(fn)
+
+
+#: Below this many rows a CPU driver runs its serial twin: a parallel launch costs ~10-50 µs.
+PARALLEL_MIN_ROWS = 4096
+
+
+class RowDriver:
+    """A CPU row driver compiled twice (``prange`` parallel and serial) from one source.
+
+    ``driver(n, *args)`` runs the serial build for ``n < PARALLEL_MIN_ROWS`` and the parallel one
+    otherwise. Results are identical: every row (or sample) is computed by one thread either way.
+    """
+
+    def __init__(self, fn: Callable, **options: Any):
+        self.py = fn
+        self.parallel = cpu_jit(fn, parallel=True, **options)
+        self.serial = cpu_jit(fn, **options)
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+
+    def __call__(self, n, *args):
+        return (self.parallel if n >= PARALLEL_MIN_ROWS else self.serial)(n, *args)
+
+
+def cpu_parallel(fn: Callable | None = None, **options: Any):
+    """Row driver ``fn(n, *args)`` looping ``prange(n)``: see :class:`RowDriver`."""
+    if fn is None:
+        return lambda f: RowDriver(f, **options)
+    return RowDriver(fn, **options)
+
+
+_DUAL_BY_CPU: dict[int, "DualKernel"] = {}
+
+
+@dataclass
+class DualKernel:
+    """A device function compiled for the CPU now and for the GPU on first use.
+
+    Callees: inside a kernel source, call other kernels through module globals bound to their CPU
+    twins (``_rot = quat_rotate.cpu``). The GPU build recompiles the same code object with every
+    such global swapped for the callee's GPU twin, so one source serves both targets.
+    """
+
+    py: Callable
+    cpu: Callable
+    _gpu: Callable | None = field(default=None, repr=False)
+
+    @property
+    def gpu(self) -> Callable:
+        if self._gpu is None:
+            import types
+
+            from numba import cuda
+
+            g = dict(self.py.__globals__)
+            for name in self.py.__code__.co_names:  # only the globals this source calls
+                v = g.get(name)
+                callee = _DUAL_BY_CPU.get(id(v))
+                if callee is not None and callee.cpu is v:
+                    g[name] = callee.gpu
+            fn = types.FunctionType(self.py.__code__, g, self.py.__name__, self.py.__defaults__,
+                                    self.py.__closure__)
+            self._gpu = cuda.jit(device=True)(fn)
+        return self._gpu
+
+
+def dual(fn: Callable) -> DualKernel:
+    """Compile ``fn`` as an inlined CPU device function; its GPU twin compiles lazily."""
+    k = DualKernel(py=fn, cpu=numba.njit(inline="always", cache=True, fastmath=FASTMATH)(fn))
+    _DUAL_BY_CPU[id(k.cpu)] = k
+    return k
+
+
+def gpu_grid(n: int) -> tuple[int, int]:
+    """(blocks, threads) covering ``n`` rows (threads a multiple of the 32-lane warp)."""
+    threads = min(GPU_BLOCK, 32 * max(1, (n + 31) // 32))
+    return (max(1, (n + threads - 1) // threads), threads)
+
+
+def array_module(a):
+    """numpy or cupy, whichever owns ``a``."""
+    mod = type(a).__module__
+    if mod.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def to_host(a):
+    """A numpy copy of a numpy or cupy array (no copy for numpy)."""
+    if hasattr(a, "get") and not isinstance(a, np.ndarray):
+        return a.get()
+    if hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    return np.asarray(a)
+
+
+_GPU_ROW_KERNELS: dict = {}
+
+
+def gpu_row_kernel(row: DualKernel, nargs: int):
+    """A ``@cuda.jit`` driver running ``row.gpu(i, *args)`` for ``i < n`` (built once, lazily).
+
+    The CPU twin of such a driver is written by hand next to each row function as an
+    ``njit(parallel=True, cache=True)`` loop over ``prange(n)``: hand-written drivers hit numba's
+    disk cache, generated ones (closures, dispatcher arguments) never do (DESIGN.md §2).
+    """
+    key = (id(row), nargs)
+    k = _GPU_ROW_KERNELS.get(key)
+    if k is None:
+        from numba import cuda
+
+        names = ", ".join(f"a{j}" for j in range(nargs))
+        src = (f"def _rows(n, {names}):\n"
+               f"    i = cuda.grid(1)\n"
+               f"    if i < n:\n"
+               f"        fn(i, {names})\n")
+        ns = {"cuda": cuda, "fn": row.gpu}
+        exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
+        k = cuda.jit(ns["_rows"])
+        _GPU_ROW_KERNELS[key] = k
+    return k
+
+
+def launch_rows(backend: str, cpu_driver, row: DualKernel, n: int, *args) -> None:
+    """Run a row function over ``n`` rows: ``cpu_driver(n, *args)`` or its CUDA twin."""
+    if n == 0:
+        return
+    if backend == "gpu":
+        blocks, threads = gpu_grid(n)
+        gpu_row_kernel(row, len(args))[blocks, threads](n, *args)
+    else:
+        cpu_driver(n, *args)

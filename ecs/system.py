@@ -1,0 +1,142 @@
+"""Systems, phases and the scheduler.
+
+A :class:`System` is an ``esper.Processor`` that declares the columns it ``reads``, ``writes`` and
+``accumulates`` (adds into, like forces that several systems sum) and the :class:`Phase` it runs in
+(Trick's job classes, as used by the JEOD seeds):
+
+* ``DERIVATIVE`` — at every integrator stage (gravity, contact springs, applied loads, drag);
+* ``SCHEDULED``  — once per frame, in dependency order (broadphase, the integrator, settling);
+* ``EVENT``      — when an integrator localises an event (impulsive collision, phase switch).
+
+Within a phase the scheduler orders systems so that every writer of a column runs before its
+readers (accumulators: all adders before any reader), keeping registration order otherwise. It
+refuses, naming both systems, a read-before-write cycle and two systems that both ``write`` (not
+accumulate) one column in one phase.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Sequence
+
+import esper
+
+from .errors import ScheduleError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .world import Frame
+
+
+class Phase(enum.IntEnum):
+    """When a system runs within a frame."""
+
+    DERIVATIVE = 0
+    SCHEDULED = 1
+    EVENT = 2
+
+
+class System(esper.Processor):
+    """Base class of every system.
+
+    Subclasses set the class attributes and implement :meth:`process`. ``bind`` is called once
+    after ``World.compile`` so a system can look up its tables and compile what it needs.
+
+    Attributes:
+        phase: when the system runs.
+        reads: columns read.
+        writes: columns overwritten (one writer per column per phase).
+        accumulates: columns added into (any number of accumulating systems per column).
+        after: systems (types or names) that must run before this one, besides data dependencies.
+    """
+
+    phase: Phase = Phase.SCHEDULED
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    accumulates: tuple[str, ...] = ()
+    after: tuple = ()
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def bind(self, world) -> None:
+        """Called after compile; look up tables/resources here. Default: nothing."""
+
+    def process(self, frame: "Frame") -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _matches(ref, system: System) -> bool:
+    return (isinstance(ref, type) and isinstance(system, ref)) or ref == system.name
+
+
+def order_systems(systems: Sequence[System]) -> list[System]:
+    """Order the systems of one phase by data dependencies (stable w.r.t. registration order).
+
+    Raises:
+        ScheduleError: write-write conflict or a dependency cycle, naming both systems.
+    """
+    systems = list(systems)
+    n = len(systems)
+    writer: dict[str, int] = {}
+    for i, s in enumerate(systems):
+        for col in s.writes:
+            if col in writer:
+                raise ScheduleError(
+                    f"write-write conflict: systems {systems[writer[col]].name} and {s.name} both write "
+                    f"column '{col}' in phase {s.phase.name}; let one of them write it, or declare both "
+                    f"as 'accumulates' if they add into it")
+            writer[col] = i
+    for i, s in enumerate(systems):
+        for col in s.accumulates:
+            if col in writer:
+                raise ScheduleError(
+                    f"write-write conflict: system {systems[writer[col]].name} writes column '{col}' "
+                    f"that system {s.name} accumulates into, in phase {s.phase.name}")
+    producers: dict[str, list[int]] = {}
+    for i, s in enumerate(systems):
+        for col in tuple(s.writes) + tuple(s.accumulates):
+            producers.setdefault(col, []).append(i)
+    edges: list[set[int]] = [set() for _ in range(n)]  # i -> j: i before j
+    why: dict[tuple[int, int], str] = {}
+    for j, s in enumerate(systems):
+        for col in s.reads:
+            for i in producers.get(col, ()):
+                if i != j:
+                    edges[i].add(j)
+                    why.setdefault((i, j), f"{systems[j].name} reads '{col}' that {systems[i].name} writes")
+        for ref in s.after:
+            for i, o in enumerate(systems):
+                if i != j and _matches(ref, o):
+                    edges[i].add(j)
+                    why.setdefault((i, j), f"{s.name} declares after={o.name}")
+    indeg = [0] * n
+    for i in range(n):
+        for j in edges[i]:
+            indeg[j] += 1
+    ready = [i for i in range(n) if indeg[i] == 0]
+    out: list[int] = []
+    while ready:
+        ready.sort()
+        i = ready.pop(0)
+        out.append(i)
+        for j in sorted(edges[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    if len(out) < n:
+        left = [i for i in range(n) if i not in out]
+        # find one edge inside the cycle to name both systems
+        for i in left:
+            for j in edges[i]:
+                if j in left:
+                    raise ScheduleError(
+                        f"dependency cycle between systems {systems[i].name} and {systems[j].name}: "
+                        f"{why[(i, j)]}, and the reverse dependency also holds")
+        raise ScheduleError("dependency cycle among systems " + ", ".join(systems[i].name for i in left))
+    return [systems[i] for i in out]
+
+
+def schedule(systems: Sequence[System]) -> dict[Phase, list[System]]:
+    """Group systems by phase and order each phase (see :func:`order_systems`)."""
+    return {ph: order_systems([s for s in systems if s.phase == ph]) for ph in Phase}
