@@ -1,0 +1,109 @@
+"""Rigid-body components: state, mass properties, force/torque accumulators, Euler-angle mode.
+
+Conventions, fixed here for the whole project:
+
+* **Quaternions are scalar-first** ``q = (w, x, y, z)``. ``body_attitude`` rotates body-frame
+  components into inertial components: ``v_I = q ⊗ (0, v_B) ⊗ q*`` (``q_inertial_from_body``).
+* ``body_omega`` is the angular velocity of the body w.r.t. the inertial frame, in body axes.
+* The state is carried at the body **reference point** (seed 003, GUNNS): ``body_position`` and
+  ``body_velocity`` are the inertial position and velocity of that point. ``body_com`` is the CoM
+  offset from the reference point in body axes; zero makes the reference point the CoM.
+* ``body_force`` is the resultant applied force, inertial frame, with its line of action through
+  the reference point; ``body_torque`` is the resultant moment about the reference point, in body
+  axes (a force F_B at body point r adds ``r × F_B``). Systems *accumulate* into both; the
+  integrator zeroes them before each stage.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ecs import column, component
+
+
+@component("body")
+class RigidState:
+    """6-DoF state of a rigid body at its reference point."""
+
+    position: np.ndarray = column("m", shape=3, frame="inertial", doc="reference-point position")
+    velocity: np.ndarray = column("m/s", shape=3, frame="inertial", doc="reference-point velocity")
+    attitude: np.ndarray = column("1", shape=4, frame="body->inertial", default=[1.0, 0.0, 0.0, 0.0],
+                                  doc="unit quaternion, scalar-first, rotating body components into inertial")
+    omega: np.ndarray = column("rad/s", shape=3, frame="body", doc="angular velocity w.r.t. inertial, body axes")
+
+
+@component("body")
+class MassProps:
+    """Mass properties; may change at run time (the integrator refactors its mass matrix then)."""
+
+    mass: float = column("kg", default=1.0, doc="mass")
+    com: np.ndarray = column("m", shape=3, frame="body", doc="centre of mass relative to the reference point")
+    inertia: np.ndarray = column("kg m^2", shape=(3, 3), frame="body", default=np.eye(3),
+                                 doc="inertia tensor about the CoM (off-diagonals = -products of inertia)")
+
+
+@component("body")
+class Wrench:
+    """Force and torque accumulators, summed by DERIVATIVE systems at every integrator stage."""
+
+    force: np.ndarray = column("N", shape=3, frame="inertial", doc="resultant force through the reference point")
+    torque: np.ndarray = column("N m", shape=3, frame="body", doc="resultant moment about the reference point")
+
+
+@component("body")
+class EulerAttitude:
+    """Integrate attitude as 3-2-1 Euler angles (seed 002 Eq. 1.21) instead of a quaternion.
+
+    The angles are roll φ, pitch θ, yaw ψ of the ZYX (yaw-pitch-roll) sequence: the body frame is
+    the inertial frame rotated by ψ about z, then θ about the new y, then φ about the new x.
+    ``body_attitude`` is recomputed from them at every stage. Eq. 1.21 is singular at θ = ±90°:
+    this mode exists so users can see that singularity; quaternions are the default.
+    """
+
+    euler: np.ndarray = column("rad", shape=3, frame="body->inertial", doc="(roll φ, pitch θ, yaw ψ), 3-2-1 sequence")
+
+
+def rigid_body(*, mass: float, inertia, position=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0),
+               attitude=(1.0, 0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), com=(0.0, 0.0, 0.0),
+               euler_mode: bool = False, field: str = "body") -> tuple:
+    """Validated components of one rigid body, ready for ``world.spawn(*rigid_body(...))``.
+
+    Args:
+        mass: mass [kg], > 0.
+        inertia: inertia about the CoM [kg m^2], a (3, 3) tensor or the 3 principal moments.
+        position, velocity: reference-point state, inertial frame [m], [m/s].
+        attitude: unit quaternion, scalar-first, body -> inertial.
+        omega: angular velocity, body axes [rad/s].
+        com: CoM offset from the reference point, body axes [m].
+        euler_mode: integrate 3-2-1 Euler angles (seed 002) instead of the quaternion.
+        field: name used in error messages.
+
+    Raises:
+        InputError: non-positive mass, bad inertia (asymmetric, not positive definite, violating
+            the triangle inequality), non-unit quaternion, NaN anywhere.
+    """
+    from scenes.assets.mass_properties import validate_mass_properties
+    from systems.attitude import check_quaternion, dcm_to_euler, quat_to_dcm
+
+    from ecs.errors import InputError
+
+    inertia = np.asarray(inertia, dtype=float)
+    if inertia.shape == (3,):
+        inertia = np.diag(inertia)
+    validate_mass_properties(mass, inertia, field=field)
+    for name, v, n in (("position", position, 3), ("velocity", velocity, 3), ("omega", omega, 3), ("com", com, 3)):
+        a = np.asarray(v, dtype=float)
+        if a.shape != (n,):
+            raise InputError(f"{field}.{name}", np.asarray(v).tolist(), f"must be a vector of {n} numbers")
+        if not np.all(np.isfinite(a)):
+            raise InputError(f"{field}.{name}", a.tolist(), "must be finite (no NaN or inf)")
+    q = np.asarray(attitude, dtype=float)
+    check_quaternion(q, field=f"{field}.attitude")
+    q = q / np.linalg.norm(q)
+    comps = [RigidState(position=np.array(position, float), velocity=np.array(velocity, float), attitude=q,
+                        omega=np.array(omega, float)),
+             MassProps(mass=float(mass), com=np.array(com, float), inertia=inertia), Wrench()]
+    if euler_mode:
+        yaw, pitch, roll = dcm_to_euler(quat_to_dcm(q), "321")
+        comps.append(EulerAttitude(euler=np.array([roll, pitch, yaw])))
+    return tuple(comps)

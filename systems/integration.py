@@ -1,0 +1,431 @@
+"""Integrators as systems: explicit Euler, semi-implicit Euler (Euler–Cromer), RK4,
+Bogacki–Shampine RK3(2) (MATLAB's ode23) and Dormand–Prince RK5(4), each row independent.
+
+An :class:`Integrator` is a SCHEDULED system that owns the stage loop of every table holding rigid
+bodies (:mod:`components.rigid`). At each stage it writes the stage state into the state columns
+and the stage time into ``row_time``, zeroes the ``body_force``/``body_torque`` accumulators, runs
+every DERIVATIVE system of the world (gravity, applied loads, contact springs, user forces), then
+evaluates the equations of motion of :mod:`systems.rigid_body`. Derivative systems therefore see
+ordinary columns and never know which method is running.
+
+Fixed-step methods take one step of the frame length per frame. Adaptive methods (``bs32``,
+``dp54``) keep a per-row step proposal and take as many accepted steps per row as their tolerances
+need to land exactly on the frame end; rows that finished their frame sit out the remaining
+attempts. Error control: RMS over the state components of Δ/(atol + rtol·max(|y₀|, |y₁|)),
+accept when ≤ 1, new step h·clamp(0.9·err^(−1/(p+1)), 0.2, 5) with p the embedded order (Hairer,
+Nørsett & Wanner, *Solving ODEs I*, II.4). The higher-order solution is propagated (local
+extrapolation), as ode23/ode45 do.
+
+A row whose state turns non-finite, or whose step would fall below ``h_min``, or which exceeds
+``max_steps`` attempts in one frame, is set FAILED with its last good state and stops costing work:
+it never stops the batch.
+
+Butcher tableaux: Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321–325; Dormand & Prince,
+J. Comput. Appl. Math. 6 (1980) 19–26.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import prange
+
+from components.status import Status
+from ecs import InputError, Phase, System
+from ecs.kernels import array_module, cpu_parallel, dual, launch_rows
+from systems.attitude import euler321_to_quat, quat_derivative, quat_normalize
+from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
+
+_e2q = euler321_to_quat.cpu
+_qnorm = quat_normalize.cpu
+_qdot = quat_derivative.cpu
+
+
+@dataclass(frozen=True)
+class Tableau:
+    """Explicit Runge–Kutta coefficients; ``b_err`` = b − b̂ for embedded pairs (None: fixed step)."""
+
+    name: str
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    b_err: np.ndarray | None
+    order: int          # order of the propagated solution
+    error_order: int    # order of the embedded solution (p in the step controller)
+
+    @property
+    def stages(self) -> int:
+        return len(self.b)
+
+
+def _tab(name, a, b, c, bhat=None, order=1, error_order=0):
+    s = len(b)
+    A = np.zeros((s, s))
+    for i, row in enumerate(a):
+        A[i, : len(row)] = row
+    b = np.array(b, float)
+    return Tableau(name, A, b, np.array(c, float), None if bhat is None else b - np.array(bhat, float),
+                   order, error_order)
+
+
+TABLEAUX = {
+    "euler": _tab("euler", [[]], [1.0], [0.0], order=1),
+    "semi_implicit_euler": _tab("semi_implicit_euler", [[]], [1.0], [0.0], order=1),
+    "rk4": _tab("rk4", [[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]], [1 / 6, 1 / 3, 1 / 3, 1 / 6],
+                [0.0, 0.5, 0.5, 1.0], order=4),
+    "bs32": _tab("bs32", [[], [1 / 2], [0.0, 3 / 4], [2 / 9, 1 / 3, 4 / 9]], [2 / 9, 1 / 3, 4 / 9, 0.0],
+                 [0.0, 1 / 2, 3 / 4, 1.0], bhat=[7 / 24, 1 / 4, 1 / 3, 1 / 8], order=3, error_order=2),
+    "dp54": _tab("dp54",
+                 [[], [1 / 5], [3 / 40, 9 / 40], [44 / 45, -56 / 15, 32 / 9],
+                  [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+                  [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+                  [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]],
+                 [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0],
+                 [0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0],
+                 bhat=[5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40],
+                 order=5, error_order=4),
+}
+ALIASES = {"explicit_euler": "euler", "euler_cromer": "semi_implicit_euler", "symplectic_euler": "semi_implicit_euler",
+           "rk3": "bs32", "ode23": "bs32", "rk23": "bs32", "rk45": "dp54", "ode45": "dp54", "dopri5": "dp54"}
+
+
+# --------------------------------------------------------------------------- row kernels
+def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
+    """y0[i] <- the row's state columns (layout of systems.rigid_body)."""
+    if not active[i]:
+        return
+    for k in range(3):
+        y0[i, k] = pos[i, k]
+        y0[i, 3 + k] = vel[i, k]
+        y0[i, 10 + k] = omega[i, k]
+        y0[i, 13 + k] = euler[i, k] if euler_mode else 0.0
+    for k in range(4):
+        y0[i, 6 + k] = att[i, k]
+
+
+def _set_stage(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler, euler_mode, time):
+    """Write Y = y0 + h Σ_j a[stage, j] K_j into the state columns; row_time = t0 + c h."""
+    if not active[i]:
+        return
+    hi = h[i]
+    for k in range(STATE_SIZE):
+        v = y0[i, k]
+        for j in range(stage):
+            v += hi * a[stage, j] * K[i, j, k]
+        if k < 3:
+            pos[i, k] = v
+        elif k < 6:
+            vel[i, k - 3] = v
+        elif k < 10:
+            att[i, k - 6] = v
+        elif k < 13:
+            omega[i, k - 10] = v
+        elif euler_mode:
+            euler[i, k - 13] = v
+    if euler_mode:
+        q0, q1, q2, q3 = _e2q(euler[i, 0], euler[i, 1], euler[i, 2])
+        att[i, 0] = q0
+        att[i, 1] = q1
+        att[i, 2] = q2
+        att[i, 3] = q3
+    time[i] = t0[i] + c * hi
+
+
+def _finish_step(i, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+                 euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
+                 max_steps):
+    """Combine the stages, control the error, accept or reject, and write the row back."""
+    if not active[i]:
+        return
+    hi = h[i]
+    # --- error norm (adaptive only) and finiteness of the candidate
+    err = 0.0
+    ncomp = 0
+    finite = True
+    for k in range(STATE_SIZE):
+        if euler_mode and 6 <= k < 10:
+            continue
+        if (not euler_mode) and k >= 13:
+            continue
+        y1 = y0[i, k]
+        e = 0.0
+        for j in range(nstages):
+            y1 += hi * b[j] * K[i, j, k]
+            if adaptive:
+                e += hi * b_err[j] * K[i, j, k]
+        if semi_implicit:
+            y1 = _si(i, k, y0, K, hi)
+        if not math.isfinite(y1):
+            finite = False
+        if adaptive:
+            sc = atol + rtol * max(abs(y0[i, k]), abs(y1))
+            err += (e / sc) * (e / sc)
+            ncomp += 1
+    accept = True
+    fac = 1.0
+    if adaptive:
+        err = math.sqrt(err / ncomp)
+        if not math.isfinite(err):
+            accept = False
+            fac = 0.2
+        else:
+            accept = err <= 1.0
+            fac = 5.0 if err == 0.0 else min(5.0, max(0.2, 0.9 * err ** (-1.0 / (error_order + 1))))
+    if not finite and not adaptive:
+        accept = False
+    attempts[i] += 1
+    if accept and finite:
+        for k in range(STATE_SIZE):
+            if semi_implicit:
+                v = _si(i, k, y0, K, hi)
+            else:
+                v = y0[i, k]
+                for j in range(nstages):
+                    v += hi * b[j] * K[i, j, k]
+            if k < 3:
+                pos[i, k] = v
+            elif k < 6:
+                vel[i, k - 3] = v
+            elif k < 10:
+                att[i, k - 6] = v
+            elif k < 13:
+                omega[i, k - 10] = v
+            elif euler_mode:
+                euler[i, k - 13] = v
+        if euler_mode:
+            q0, q1, q2, q3 = _e2q(euler[i, 0], euler[i, 1], euler[i, 2])
+        elif semi_implicit:
+            # Euler–Cromer: q1 = q0 + h q̇(q0, ω1), then renormalise
+            d0, d1, d2, d3 = _qdot(y0[i, 6], y0[i, 7], y0[i, 8], y0[i, 9], omega[i, 0], omega[i, 1], omega[i, 2])
+            q0, q1, q2, q3 = _qnorm(y0[i, 6] + hi * d0, y0[i, 7] + hi * d1, y0[i, 8] + hi * d2, y0[i, 9] + hi * d3)
+        else:
+            q0, q1, q2, q3 = _qnorm(att[i, 0], att[i, 1], att[i, 2], att[i, 3])
+        att[i, 0] = q0
+        att[i, 1] = q1
+        att[i, 2] = q2
+        att[i, 3] = q3
+        tn = t0[i] + hi
+        remaining = t_target - tn
+        if remaining <= 1e-12 * max(1.0, abs(t_target)):
+            time[i] = t_target
+            active[i] = False
+        else:
+            time[i] = tn
+            t0[i] = tn
+            for k in range(STATE_SIZE):  # the accepted state is the next step's start
+                if k < 3:
+                    y0[i, k] = pos[i, k]
+                elif k < 6:
+                    y0[i, k] = vel[i, k - 3]
+                elif k < 10:
+                    y0[i, k] = att[i, k - 6]
+                elif k < 13:
+                    y0[i, k] = omega[i, k - 10]
+                elif euler_mode:
+                    y0[i, k] = euler[i, k - 13]
+        if adaptive:
+            h_prop[i] = hi * fac
+            h[i] = min(h_prop[i], max(t_target - time[i], 0.0))
+    else:
+        # restore the step's start state into the columns
+        for k in range(3):
+            pos[i, k] = y0[i, k]
+            vel[i, k] = y0[i, 3 + k]
+            omega[i, k] = y0[i, 10 + k]
+            if euler_mode:
+                euler[i, k] = y0[i, 13 + k]
+        for k in range(4):
+            att[i, k] = y0[i, 6 + k]
+        time[i] = t0[i]
+        if adaptive and finite:
+            h_prop[i] = hi * fac
+            h[i] = min(h_prop[i], t_target - t0[i])
+            if h[i] < h_min:
+                status[i] = 9  # Status.FAILED: step size underflow
+                active[i] = False
+        else:
+            status[i] = 9  # Status.FAILED: non-finite state
+            active[i] = False
+    if active[i] and attempts[i] >= max_steps:
+        status[i] = 9  # Status.FAILED: too many steps in one frame
+        active[i] = False
+
+
+def _semi_implicit_component(i, k, y0, K, h):
+    """Euler–Cromer update of component k: velocities first, positions with the new velocities."""
+    if k < 3:
+        return y0[i, k] + h * (y0[i, 3 + k] + h * K[i, 0, 3 + k])
+    if 6 <= k < 10:
+        return y0[i, k] + h * K[i, 0, k]  # replaced by the q̇(q0, ω1) update in the caller
+    if k >= 13:
+        return y0[i, k] + h * K[i, 0, k]
+    return y0[i, k] + h * K[i, 0, k]
+
+
+semi_implicit_component = dual(_semi_implicit_component)
+_si = semi_implicit_component.cpu
+pack_state = dual(_pack_state)
+set_stage = dual(_set_stage)
+finish_step = dual(_finish_step)
+_pack_state_cpu = pack_state.cpu
+_set_stage_cpu = set_stage.cpu
+_finish_step_cpu = finish_step.cpu
+
+
+@cpu_parallel
+def pack_state_rows(n, active, pos, vel, att, omega, euler, euler_mode, y0):
+    for i in prange(n):
+        _pack_state_cpu(i, active, pos, vel, att, omega, euler, euler_mode, y0)
+
+
+@cpu_parallel
+def set_stage_rows(n, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler, euler_mode, time):
+    for i in prange(n):
+        _set_stage_cpu(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler, euler_mode, time)
+
+
+@cpu_parallel
+def finish_step_rows(n, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+                     euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
+                     max_steps):
+    for i in prange(n):
+        _finish_step_cpu(i, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att,
+                         omega, euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min,
+                         attempts, max_steps)
+
+
+def _zero_wrench(i, active, force, torque):
+    if active[i]:
+        for k in range(3):
+            force[i, k] = 0.0
+            torque[i, k] = 0.0
+
+
+zero_wrench = dual(_zero_wrench)
+_zero_wrench_cpu = zero_wrench.cpu
+
+
+@cpu_parallel
+def zero_rows(n, active, force, torque):
+    for i in prange(n):
+        _zero_wrench_cpu(i, active, force, torque)
+
+
+# --------------------------------------------------------------------------- the system
+STATE_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega")
+
+
+@dataclass
+class _Work:
+    """Per-table integrator scratch (system-owned, not part of the schema)."""
+
+    table: object
+    y0: np.ndarray
+    K: np.ndarray
+    active: np.ndarray
+    h: np.ndarray
+    h_prop: np.ndarray
+    t0: np.ndarray
+    attempts: np.ndarray
+    key: np.ndarray
+    L: np.ndarray
+    euler: np.ndarray
+    euler_mode: bool
+
+
+class Integrator(System):
+    """Integrate every rigid-body table with one method.
+
+    Args:
+        method: ``"euler"``, ``"semi_implicit_euler"``, ``"rk4"``, ``"bs32"`` or ``"dp54"``
+            (aliases: ``euler_cromer``, ``ode23``, ``rk45``, ``ode45``, ...).
+        rtol, atol: tolerances of the adaptive methods (per state component).
+        h0: first step of the adaptive methods [s] (default: the frame length).
+        h_min: smallest adaptive step before a row is failed [s].
+        max_steps: most step attempts per row per frame before the row is failed.
+    """
+
+    phase = Phase.SCHEDULED
+    reads = STATE_COLUMNS + ("body_mass", "body_com", "body_inertia", "body_force", "body_torque")
+    writes = STATE_COLUMNS + ("body_euler", "row_time")
+
+    def __init__(self, method: str = "rk4", *, rtol: float = 1e-10, atol: float = 1e-12, h0: float | None = None,
+                 h_min: float = 1e-12, max_steps: int = 1_000_000):
+        name = ALIASES.get(method.lower(), method.lower())
+        if name not in TABLEAUX:
+            raise InputError("integrator method", method, f"must be one of {sorted(TABLEAUX)}")
+        for fname, v in (("rtol", rtol), ("atol", atol)):
+            if not (v > 0 and math.isfinite(v)):
+                raise InputError(fname, v, "must be a positive finite tolerance")
+        self.method = name
+        self.tableau = TABLEAUX[name]
+        self.rtol, self.atol, self.h0, self.h_min, self.max_steps = rtol, atol, h0, h_min, max_steps
+        self.work: list[_Work] = []
+
+    @property
+    def adaptive(self) -> bool:
+        return self.tableau.b_err is not None
+
+    def bind(self, world) -> None:
+        self.world = world
+        self.work = []
+        s = self.tableau.stages
+        for t in world.tables_with(*STATE_COLUMNS, "body_mass", "body_force"):
+            n = t.row_count
+            xp = array_module(t["body_position"])
+            key, L = (xp.asarray(a) for a in new_mass_cache(n))
+            euler_mode = "body_euler" in t
+            euler = t["body_euler"] if euler_mode else xp.zeros((n, 3))
+            self.work.append(_Work(t, xp.zeros((n, STATE_SIZE)), xp.zeros((n, s, STATE_SIZE)), xp.zeros(n, np.bool_),
+                                   xp.zeros(n), xp.full(n, np.nan), xp.zeros(n), xp.zeros(n, np.int64), key, L,
+                                   euler, euler_mode))
+        xp = np if not self.work else array_module(self.work[0].y0)
+        self._a, self._b, self._c = xp.asarray(self.tableau.a), xp.asarray(self.tableau.b), self.tableau.c
+        self._b_err = xp.asarray(self.tableau.b_err if self.adaptive else self.tableau.b)
+
+    def process(self, frame) -> None:
+        tab = self.tableau
+        t_target = frame.t + frame.dt
+        for w in self.work:
+            t = w.table
+            st = t["row_status"]
+            array_module(st).equal(st, int(Status.RUNNING), out=w.active)
+            w.attempts[:] = 0
+            w.t0[:] = t["row_time"]
+            if self.adaptive:
+                xp = array_module(w.h_prop)
+                first = xp.isnan(w.h_prop)
+                w.h_prop[first] = self.h0 if self.h0 else frame.dt
+                xp.minimum(w.h_prop, t_target - w.t0, out=w.h)
+            else:
+                w.h[:] = t_target - w.t0
+            launch_rows(frame.backend, pack_state_rows, pack_state, t.row_count, w.active, t["body_position"],
+                        t["body_velocity"], t["body_attitude"], t["body_omega"], w.euler, w.euler_mode, w.y0)
+        semi = self.method == "semi_implicit_euler"
+        while any(w.active.any() for w in self.work):
+            for stage in range(tab.stages):
+                for w in self.work:
+                    t = w.table
+                    launch_rows(frame.backend, set_stage_rows, set_stage, t.row_count, w.active, w.y0, w.K,
+                                self._a, stage, w.h, w.t0, self._c[stage], t["body_position"], t["body_velocity"],
+                                t["body_attitude"], t["body_omega"], w.euler, w.euler_mode, t["row_time"])
+                    launch_rows(frame.backend, zero_rows, zero_wrench, t.row_count, w.active, t["body_force"],
+                                t["body_torque"])
+                frame.run_derivatives()
+                for w in self.work:
+                    t = w.table
+                    launch_rows(frame.backend, body_derivative_rows, body_derivative, t.row_count, w.active,
+                                t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"], w.euler,
+                                w.euler_mode, t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
+                                t["body_torque"], w.key, w.L, w.K, stage)
+            for w in self.work:
+                t = w.table
+                launch_rows(frame.backend, finish_step_rows, finish_step, t.row_count, w.active, t["row_status"],
+                            w.y0, w.K, self._b, self._b_err, tab.stages, w.h, w.h_prop,
+                            w.t0, t_target, t["body_position"], t["body_velocity"], t["body_attitude"],
+                            t["body_omega"], w.euler, w.euler_mode, t["row_time"], self.rtol, self.atol,
+                            self.adaptive, semi, tab.error_order, self.h_min, w.attempts, self.max_steps)
+            if not self.adaptive:
+                break
