@@ -1,0 +1,501 @@
+"""Batch runner: a Monte-Carlo batch of one scene into one Zarr store (DESIGN.md §6).
+
+Samples are split into blocks; each block is compiled (``World.compile(samples=len(block),
+sample_offset=start, overrides=...)``), run and written to its region of the store, then its
+``final/done`` flags are set. Sample ``s`` draws its dispersions, in declaration order, from
+``numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(s,)))``, so results do not
+depend on the block size, on the number of workers or on the order blocks run in.
+
+Executors:
+
+* in-process (default): blocks of any size run one after another (sequential writes into one
+  shard are safe in one process); one block's results live in memory at a time. Default block:
+  one shard (``shard_samples`` of the layout), so each block writes whole shards.
+* Dask (``workers=N`` starts a ``LocalCluster`` of N single-threaded worker processes with
+  ``NUMBA_NUM_THREADS`` = cores // N; ``scheduler="tcp://host:port"`` uses an existing cluster,
+  whose workers must see the store path): blocks are rounded up to whole shards and each task
+  writes only its own shards. Tasks receive the scene by name/path (or a picklable builder) and
+  build it themselves.
+
+Failures: a sample whose rows end FAILED is just a status in ``final/status``. When ``World.run``
+(or compile) raises for a block, every sample of that block is re-run on its own so that only the
+samples that really raise are marked FAILED (with NaN / -1 data) — the same outcome for every
+block size; the batch goes on, and the count and first message are recorded in the root
+attribute ``run`` and in the returned path's summary (see :func:`last_summary`).
+
+Resume: ``resume=True`` re-opens an existing store written for the same scene, parameters, seed,
+sample count, backend and tumble version, deletes writer temporaries, and recomputes exactly the
+samples whose done flag is not set (as contiguous runs inside the usual blocks; with Dask inside
+the usual shard-aligned tasks), since a sample's result does not depend on its neighbours. An existing path without ``resume``/``overwrite`` is
+refused before any work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+
+from . import store as zstore
+from .errors import InputError, TumbleError
+from .scene import Scene
+
+#: progress(done_samples: float, total_samples: int) -> None
+ProgressFn = Callable[[float, int], None]
+
+_SUMMARY: dict[str, Any] = {}
+
+
+@dataclass
+class BlockReport:
+    """What one block (or Dask task) reports back."""
+
+    start: int
+    stop: int
+    raised: int = 0
+    first_error: str | None = None
+    status_counts: dict[int, int] = field(default_factory=dict)
+
+
+def last_summary() -> dict[str, Any]:
+    """Summary of the last :func:`run_batch` of this process (samples run, raised, first error, seconds)."""
+    return dict(_SUMMARY)
+
+
+# ---------------------------------------------------------------------- scene handling
+class _SceneSource:
+    """Where a scene comes from; rebuilds it when a world must be fresh again."""
+
+    def __init__(self, scene_or_builder, params: dict[str, Any]):
+        self.params = dict(params)
+        self.ref: str | None = None
+        self.builder: Callable[..., Scene] | None = None
+        self.fixed: Scene | None = None
+        if isinstance(scene_or_builder, Scene):
+            if params:
+                raise InputError("params", params, "cannot be applied to an already built Scene; pass its builder")
+            self.fixed = scene_or_builder
+        elif isinstance(scene_or_builder, (str, os.PathLike)):
+            self.ref = os.fspath(scene_or_builder)
+        elif callable(scene_or_builder):
+            self.builder = scene_or_builder
+        else:
+            raise InputError("scene", type(scene_or_builder).__name__,
+                             "must be a Scene, a builder function, a built-in scene name or a .py path")
+
+    @property
+    def rebuildable(self) -> bool:
+        return self.fixed is None
+
+    @property
+    def source(self) -> str:
+        if self.ref is not None:
+            return self.ref
+        if self.builder is not None:
+            return f"{getattr(self.builder, '__module__', '?')}.{getattr(self.builder, '__qualname__', '?')}"
+        return "<Scene object>"
+
+    def build(self) -> Scene:
+        if self.fixed is not None:
+            return self.fixed
+        if self.ref is not None:
+            from scenes.registry import load_scene
+
+            return load_scene(self.ref, **self.params)
+        scene = self.builder(**self.params)
+        if not isinstance(scene, Scene):
+            raise InputError("scene builder", self.source, "must return an ecs.Scene")
+        return scene
+
+    def task_payload(self):
+        """What a Dask task needs to rebuild the scene."""
+        if self.fixed is not None:
+            raise InputError("scene", "<Scene object>", "with workers/scheduler pass a scene name, a .py path or a "
+                                                        "picklable builder function (workers build their own world)")
+        return (self.ref if self.ref is not None else self.builder, self.params)
+
+
+def _scene_params(scene: Scene, params: dict[str, Any]) -> dict[str, Any]:
+    return dict(scene.params) if scene.params else dict(params)
+
+
+# ---------------------------------------------------------------------- one block
+class _BlockRunner:
+    """Runs blocks of one scene: draws inputs, compiles, runs, writes, sets done."""
+
+    def __init__(self, source: _SceneSource, layout: zstore.Layout, *, seed: int, backend: str, path: str,
+                 scene: Scene | None = None):
+        self.source = source
+        self.layout = layout
+        self.seed = seed
+        self.backend = backend
+        self.scene = scene if scene is not None else source.build()
+        self.writer = zstore.StoreWriter(path)
+
+    def _fresh(self) -> None:
+        if self.source.rebuildable:
+            self.scene = self.source.build()
+
+    def _simulate(self, start: int, stop: int, inputs, on_frame=None):
+        scene = self.scene
+        world = scene.world
+        before = set(world.entities())
+        world.compile(samples=stop - start, backend=self.backend, sample_offset=start,
+                      overrides=self.layout.overrides(inputs))
+        res = world.run(t_end=scene.t_end, dt=scene.dt, record_every=scene.record_every,
+                        record=self.layout.record, final=self.layout.final, on_frame=on_frame)
+        if set(world.entities()) != before:  # structural changes while running must not leak into the next block
+            if not self.source.rebuildable:
+                raise InputError("scene", scene.name, "spawned or deleted entities while running; pass a builder (or "
+                                 "a scene name/path) instead of a built Scene so each block starts from a fresh world")
+            self._fresh()
+        return res
+
+    def run_block(self, start: int, stop: int, on_frame=None) -> BlockReport:
+        """Run samples ``start:stop`` and write them (data first, then done flags)."""
+        report = BlockReport(start, stop)
+        inputs = self.layout.draw_inputs(self.seed, start, stop)
+        try:
+            res = self._simulate(start, stop, inputs, on_frame)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except TumbleError as exc:
+            if not _is_run_failure(exc):
+                raise
+            res, err = None, exc
+        except Exception as exc:  # noqa: BLE001 - isolate the block; retried sample by sample below
+            res, err = None, exc
+        if res is not None:
+            arrays = self.layout.block_arrays(res, inputs, start, stop)
+            self.writer.write(start, arrays)
+            _count(report, arrays["final/status"])
+        else:
+            self._fresh()
+            for s in range(start, stop):  # only the samples that really raise become FAILED
+                one = {k: v[s - start:s - start + 1] for k, v in inputs.items()}
+                try:
+                    if stop - start == 1:
+                        raise err
+                    r1 = self._simulate(s, s + 1, one)
+                    arrays = self.layout.block_arrays(r1, one, s, s + 1)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as exc1:  # noqa: BLE001
+                    if isinstance(exc1, TumbleError) and not _is_run_failure(exc1):
+                        raise
+                    report.raised += 1
+                    if report.first_error is None:
+                        report.first_error = f"sample {s}: {type(exc1).__name__}: {exc1}"
+                    arrays = self.layout.failed_arrays(one, s, s + 1)
+                    self._fresh()
+                self.writer.write(s, arrays)
+                _count(report, arrays["final/status"])
+        self.writer.mark_done(start, stop)
+        return report
+
+
+def _is_run_failure(exc: TumbleError) -> bool:
+    """TumbleErrors that describe a sample's run (isolated) rather than the batch's set-up (fatal)."""
+    return not isinstance(exc, (InputError, zstore.StoreError))
+
+
+def _count(report: BlockReport, status: np.ndarray) -> None:
+    for code, c in zip(*np.unique(status, return_counts=True)):
+        report.status_counts[int(code)] = report.status_counts.get(int(code), 0) + int(c)
+
+
+# ---------------------------------------------------------------------- Dask task
+_TASK_LOCK = threading.Lock()
+_TASK_CACHE: dict[Any, _BlockRunner] = {}
+
+
+def _dask_block(payload, params, path: str, shard_samples: int, samples: int, seed: int, backend: str,
+                runs: list[tuple[int, int]]) -> list[BlockReport]:
+    """One Dask task: build (or reuse) the scene in this worker, run the not-done runs of one
+    shard-aligned block (all inside the block's own shards) and write them."""
+    with _TASK_LOCK:  # esper's current world is process-global: one block at a time per worker process
+        key = (repr(payload), repr(sorted(params.items())), path, seed, backend)
+        runner = _TASK_CACHE.get(key)
+        if runner is None:
+            _TASK_CACHE.clear()
+            source = _SceneSource(payload, params)
+            scene = source.build()
+            scene.world.compile(samples=1, backend=backend)
+            layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
+            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=path, scene=scene)
+            _TASK_CACHE[key] = runner
+        return [runner.run_block(a, b) for a, b in runs]
+
+
+# ---------------------------------------------------------------------- driver
+def _check_int(name: str, v, lo: int, allow_none: bool = False) -> None:
+    if v is None and allow_none:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise InputError(name, v, f"must be an integer >= {lo}")
+
+
+def _blocks(samples: int, block: int) -> list[tuple[int, int]]:
+    return [(a, min(samples, a + block)) for a in range(0, samples, block)]
+
+
+def _not_done_runs(done: np.ndarray, a: int, b: int) -> list[tuple[int, int]]:
+    """Contiguous runs ``(start, stop)`` of not-done samples within ``a:b``."""
+    runs, s = [], None
+    for i in range(a, b):
+        if not done[i] and s is None:
+            s = i
+        elif done[i] and s is not None:
+            runs.append((s, i))
+            s = None
+    if s is not None:
+        runs.append((s, b))
+    return runs
+
+
+def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: str = "cpu", block: int | None = None,
+              resume: bool = False, overwrite: bool = False, workers: int | None = None, scheduler: str | None = None,
+              progress: ProgressFn | None = None, command_line: str | list[str] | None = None,
+              params: dict[str, Any] | None = None, shard_samples: int | None = None) -> pathlib.Path:
+    """Run ``samples`` samples of a scene into the Zarr store ``out``.
+
+    Args:
+        scene_or_builder: a built-in scene name or a ``.py`` path (``scenes.registry.load_scene``),
+            a builder ``build(**params) -> Scene``, or a built :class:`~ecs.scene.Scene`
+            (in-process only).
+        samples: number of samples (>= 1).
+        out: store path (a directory).
+        seed: base seed (>= 0); sample ``s`` uses ``SeedSequence(seed, spawn_key=(s,))``.
+        backend: ``"cpu"`` or ``"gpu"``.
+        block: samples per block (default: one shard). With Dask, rounded up to whole shards.
+        resume: continue a killed run in ``out`` (skips samples whose done flag is set).
+        overwrite: delete an existing store at ``out`` first.
+        workers: start a Dask ``LocalCluster`` with this many worker processes.
+        scheduler: address of an existing Dask scheduler (``tcp://host:port``).
+        progress: ``progress(done_samples, total)`` called as samples complete (fractional within a block).
+        command_line: stored in the root attribute ``run`` (default: ``sys.argv``).
+        params: keyword arguments for the scene builder.
+        shard_samples: samples per shard, a power of two (default: chosen from the sample count and
+            the per-sample sizes, see :func:`ecs.store.choose_shard_samples`). Part of the store's
+            identity: runs compared byte for byte must use the same value.
+
+    Returns:
+        The store path.
+
+    Raises:
+        InputError: bad arguments, an existing ``out`` without ``resume``/``overwrite``, or a
+            ``resume`` of a store written for another scene, seed or sample count.
+        BackendError: ``backend="gpu"`` on a machine that cannot run it.
+    """
+    t0 = time.perf_counter()
+    params = dict(params or {})
+    _check_int("samples", samples, 1)
+    _check_int("seed", seed, 0)
+    _check_int("block", block, 1, allow_none=True)
+    _check_int("workers", workers, 1, allow_none=True)
+    _check_int("shard_samples", shard_samples, 1, allow_none=True)
+    if shard_samples is not None and shard_samples & (shard_samples - 1):
+        raise InputError("shard_samples", shard_samples, "must be a power of two")
+    if backend not in ("cpu", "gpu"):
+        raise InputError("backend", backend, "must be 'cpu' or 'gpu'")
+    if resume and overwrite:
+        raise InputError("--resume/--overwrite", "both", "choose one: --resume continues a run, --overwrite replaces it")
+    if workers is not None and scheduler is not None:
+        raise InputError("--workers/--scheduler", (workers, scheduler), "choose one: --workers starts a local "
+                                                                        "cluster, --scheduler uses an existing one")
+    path = pathlib.Path(out)
+    exists = path.exists()
+    if exists and not (resume or overwrite):
+        raise InputError("out", os.fspath(path), "already exists: pass --resume to continue it or --overwrite to "
+                                                 "replace it")
+    if resume and not exists:
+        raise InputError("--resume", os.fspath(path), "no store at this path to resume")
+    if exists and overwrite and path.is_dir() and not zstore.is_tumble_store(path) and any(path.iterdir()):
+        raise InputError("out", os.fspath(path), "exists and is not a tumble store; refusing to delete it with "
+                                                 "--overwrite")
+    if backend == "gpu":
+        from .errors import BackendError
+        from .kernels import gpu_backend_error
+
+        why = gpu_backend_error()
+        if why:
+            raise BackendError(why)
+
+    source = _SceneSource(scene_or_builder, params)
+    if workers is not None or scheduler is not None:
+        source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
+    scene = source.build()
+    scene.world.compile(samples=1, backend=backend)  # schema probe: tables, entity dims, event fields
+    layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
+    layout.draw_inputs(seed, 0, 1)  # a dispersion with a wrong shape fails here, before any work
+
+    from . import __version__
+
+    stable_attrs = {
+        "tumble": {"format": zstore.STORE_FORMAT, "version": __version__},
+        "scene": {"name": scene.name, "description": scene.description, "source": source.source,
+                  "params": _scene_params(scene, params)},
+        "seed": int(seed),
+        "seed_rule": "sample s draws its dispersions, in declaration order, from numpy.random.default_rng("
+                     "numpy.random.SeedSequence(seed, spawn_key=(s,)))",
+        "samples": int(samples),
+        "shard_samples": int(layout.shard_samples),
+        "backend": backend,
+        "t_end": float(scene.t_end),
+        "dt": float(scene.dt),
+        "record_every": scene.record_every,
+        "record": list(layout.record),
+        "final": list(layout.final),
+        "dispersions": [{"name": d.name, "entity": d.entity, "column": d.column} for d in layout.dispersions],
+        "status_legend": {k: int(v) for k, v in zstore.STATUS_LEGEND.items()},
+        "reproducibility": f"every array and attribute is identical for the same scene, params, seed and samples "
+                           f"(any block size, worker count, kill and resume) except the root attribute "
+                           f"'{zstore.RUN_ATTR}'",
+    }
+    run_history: list[dict[str, Any]] = []
+    if resume:
+        attrs = zstore.read_attrs(path)
+        if "tumble" not in attrs:
+            raise InputError("--resume", os.fspath(path), "the store is incomplete (killed while being created); "
+                                                          "use --overwrite")
+        theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt")}
+        mine = zstore.jsonable({k: stable_attrs[k] for k in theirs})
+        for k in theirs:
+            a, b = theirs[k], mine[k]
+            if k == "scene":
+                a = {kk: (a or {}).get(kk) for kk in ("name", "params")}
+                b = {kk: b.get(kk) for kk in ("name", "params")}
+            if a != b:
+                raise InputError("--resume", os.fspath(path), f"the store was written with {k} = {a!r}, this run has "
+                                                              f"{k} = {b!r} (use --overwrite or another --out)")
+        zstore.check_layout(path, layout)
+        if shard_samples is not None and shard_samples != attrs.get("shard_samples"):
+            raise InputError("--resume", os.fspath(path), f"the store has {attrs.get('shard_samples')} samples per "
+                                                          f"shard, this run asks for {shard_samples}")
+        layout.shard_samples = int(attrs["shard_samples"])
+        zstore.remove_partial_files(path)
+        run_history = list((attrs.get(zstore.RUN_ATTR) or {}).get("invocations", []))
+
+    distributed = workers is not None or scheduler is not None
+    with (_dask_client(workers, scheduler) if distributed else contextlib.nullcontext()) as client:
+        # a cluster is up (or its scheduler answered) before the store is created or changed
+        if not resume:
+            if exists:
+                zstore.remove_store(path)
+            zstore.create_store(path, layout, stable_attrs)
+        shard = layout.shard_samples
+        blk = -(-(block or shard) // shard) * shard if distributed else (block or shard)
+        done = zstore.read_done(path) if resume else np.zeros(samples, bool)
+        # per block, the runs of samples whose done flag is not set (per-sample results do not depend on
+        # how samples are grouped, so finished samples are never recomputed)
+        todo = [runs for runs in (_not_done_runs(done, a, b) for a, b in _blocks(samples, blk)) if runs]
+        already = int(done.sum())
+        if command_line is None:
+            command_line = list(sys.argv)
+        invocation = {"command_line": command_line if isinstance(command_line, str) else
+                      " ".join(map(str, command_line)),
+                      "block": int(blk), "executor": (f"dask LocalCluster, {workers} workers" if workers else
+                                                      f"dask scheduler {scheduler}" if scheduler else "in-process"),
+                      "resumed": bool(resume), "blocks_run": sum(len(r) for r in todo), "complete": False}
+        run_history.append(invocation)
+        zstore.set_run_attr(path, {"invocations": run_history})
+
+        if progress is not None:
+            progress(float(already), samples)
+        reports: list[BlockReport] = []
+        if distributed:
+            reports = _run_dask(client, source, path, layout, samples, seed, backend, todo, progress, already)
+        else:
+            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=os.fspath(path), scene=scene)
+            finished = float(already)
+            for a, b in (run for runs in todo for run in runs):
+                n = b - a
+                on_frame = None
+                if progress is not None:
+                    def on_frame(i, nf, _base=finished, _n=n):
+                        if nf and (i == nf or i % max(1, nf // 50) == 0):
+                            progress(_base + _n * i / nf, samples)
+                reports.append(runner.run_block(a, b, on_frame))
+                finished += n
+                if progress is not None:
+                    progress(finished, samples)
+
+    raised = sum(r.raised for r in reports)
+    first = next((r.first_error for r in reports if r.first_error), None)
+    invocation.update({"complete": True, "samples_run": int(sum(r.stop - r.start for r in reports)),
+                       "samples_raised": int(raised), "first_error": first})
+    zstore.set_run_attr(path, {"invocations": run_history})
+    zstore.consolidate(path)
+    _SUMMARY.clear()
+    _SUMMARY.update({"path": os.fspath(path), "samples": samples, "samples_run": invocation["samples_run"],
+                     "samples_skipped": int(already), "samples_raised": int(raised), "first_error": first,
+                     "seconds": time.perf_counter() - t0, "block": int(blk)})
+    return path
+
+
+@contextlib.contextmanager
+def _dask_client(workers: int | None, scheduler: str | None):
+    """A Dask client: a fresh LocalCluster of ``workers`` processes, or one connected to ``scheduler``."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise InputError("--workers/--scheduler", workers or scheduler,
+                         "needs dask[distributed] (pip install 'tumble[distributed]')") from exc
+    if workers is not None:
+        import logging
+
+        # single-threaded worker processes; numba's threads split the cores between them
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": str(threads)}) as cluster, \
+                Client(cluster) as client:
+            yield client
+    else:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except Exception as exc:  # noqa: BLE001
+            raise InputError("--scheduler", scheduler, f"cannot connect: {exc}") from exc
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.Layout, samples: int, seed: int,
+              backend: str, todo, progress, already) -> list[BlockReport]:
+    """Submit one task per shard-aligned block; each writes only its own shards."""
+    from dask.distributed import as_completed
+
+    payload, params = source.task_payload()
+    reports: list[BlockReport] = []
+    errors: list[Exception] = []
+    futures = [client.submit(_dask_block, payload, params, os.fspath(path), layout.shard_samples, samples, seed,
+                             backend, runs, key=f"tumble-block-{runs[0][0]}-{runs[-1][1]}-{os.getpid()}", pure=False)
+               for runs in todo]
+    finished = float(already)
+    for fut in as_completed(futures):
+        try:
+            reps = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a lost worker etc.: report after the others finish
+            errors.append(exc)
+            continue
+        reports.extend(reps)
+        finished += sum(r.stop - r.start for r in reps)
+        if progress is not None:
+            progress(finished, samples)
+    fatal = [e for e in errors if isinstance(e, (InputError, zstore.StoreError))]
+    if fatal:
+        raise fatal[0]
+    if errors:
+        e = errors[0]
+        raise TumbleError(f"{len(errors)} of {len(todo)} blocks did not complete ({type(e).__name__}: {e}); the "
+                          f"others are written: rerun with --resume")
+    return reports

@@ -1,0 +1,328 @@
+"""``tumble``: the command line (typer + rich).
+
+Commands::
+
+    tumble run SCENE [--samples N] [--out PATH] [--seed S] [--backend cpu|gpu]
+                     [--resume | --overwrite] [--block B] [--workers N | --scheduler tcp://host:port]
+                     [-p KEY=VALUE ...] [--no-progress] [--debug]
+    tumble scenes                 built-in scene names with one-line descriptions
+    tumble inspect PATH           scene, samples done, status counts, arrays and sizes
+    tumble bench NAME [ARGS...]   runs benchmarks/bench_<NAME>.py's main()
+
+``SCENE`` is a built-in name (``tumble scenes``) or a path to a Python file exposing
+``build(**params) -> Scene``; ``-p KEY=VALUE`` passes parameters to ``build`` (values are parsed
+as JSON when they can be: ``-p t_end=20 -p name='"x"'``).
+
+Defaults: ``--out runs/<scene>-<seed>.zarr`` (``<scene>`` is the built-in name or the file's stem),
+``--seed 0``, ``--samples 1``; with ``--resume`` an omitted ``--samples``/``--seed`` is taken from
+the store. Progress (samples done, rate, ETA) goes to stderr, the one-line summary to stdout.
+
+Errors: any error prints one line ``error: ...`` on stderr and exits with status 1 (usage errors:
+typer's status 2); ``--debug`` (before or after the command) shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import json
+import os
+import pathlib
+import pkgutil
+import sys
+import time
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="tumble: data-oriented simulator for spacecraft contact dynamics (Monte-Carlo batches to Zarr).")
+
+_STATE = {"debug": False}
+
+
+class Backend(str, enum.Enum):
+    cpu = "cpu"
+    gpu = "gpu"
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(str(msg).split())
+
+
+class _Errors:
+    """Context manager: one line on stderr and exit 1 for any error (traceback with --debug)."""
+
+    def __init__(self, debug: bool = False):
+        self.debug = debug or _STATE["debug"] or os.environ.get("TUMBLE_DEBUG") == "1"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, exc, tb):
+        if exc is None or isinstance(exc, (typer.Exit, typer.Abort, SystemExit)):
+            return False
+        if self.debug:
+            return False
+        from .errors import TumbleError
+
+        if isinstance(exc, KeyboardInterrupt):
+            typer.echo("error: interrupted (a run continues with --resume)", err=True)
+            raise typer.Exit(130)
+        if isinstance(exc, TumbleError):
+            msg = _one_line(str(exc))
+        else:
+            msg = _one_line(f"{type(exc).__name__}: {exc}") + " (--debug shows the traceback)"
+        typer.echo(f"error: {msg}", err=True)
+        raise typer.Exit(1)
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    _STATE["debug"] = debug
+
+
+def _parse_params(items: list[str]) -> dict:
+    from .errors import InputError
+
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise InputError("--param", it, "must be KEY=VALUE")
+        k, v = it.split("=", 1)
+        k = k.strip()
+        if not k.isidentifier():
+            raise InputError("--param", it, "KEY must be a Python identifier")
+        try:
+            out[k] = json.loads(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def _scene_label(scene: str) -> str:
+    from scenes.registry import is_scene_path
+
+    return pathlib.Path(scene).stem if is_scene_path(scene) else scene
+
+
+def _progress_bar(enabled: bool):
+    """(context manager, callback) for a rich progress bar of samples on stderr."""
+    import contextlib
+
+    if not enabled:
+        return contextlib.nullcontext(), None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class Samples(ProgressColumn):
+        def render(self, task):
+            return Text(f"{int(task.completed)}/{int(task.total or 0)} samples")
+
+    class Rate(ProgressColumn):
+        def render(self, task):
+            sp = task.speed
+            if not sp and task.elapsed:  # few updates (large blocks): the mean rate of this invocation
+                sp = (task.completed - task.fields.get("initial", 0.0)) / task.elapsed
+            return Text("-- samples/s" if not sp else f"{sp:.3g} samples/s")
+
+    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), Samples(), Rate(), TextColumn("ETA"),
+                    TimeRemainingColumn(), TimeElapsedColumn(), console=Console(stderr=True))
+
+    class Lazy:
+        """Starts the bar on the first update, so an early error prints nothing but itself."""
+
+        task = None
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            if self.task is not None:
+                prog.stop()
+            return False
+
+        def __call__(self, done: float, total: int):
+            if self.task is None:
+                prog.start()
+                self.task = prog.add_task("run", total=total, completed=done, initial=done)
+            else:
+                prog.update(self.task, completed=done)
+
+    lazy = Lazy()
+    return lazy, lazy
+
+
+@app.command()
+def run(
+    scene: str = typer.Argument(..., help="Built-in scene name (see `tumble scenes`) or path to a .py file exposing build()."),
+    samples: Optional[int] = typer.Option(None, "--samples", "-n", min=1, help="Number of samples [default: 1, or the store's with --resume]."),
+    out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Store path [default: runs/<scene>-<seed>.zarr]."),
+    seed: Optional[int] = typer.Option(None, "--seed", "-s", min=0, help="Base seed [default: 0, or the store's with --resume]."),
+    backend: Backend = typer.Option(Backend.cpu, "--backend", help="Kernel backend."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out (finished samples are kept)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
+    block: Optional[int] = typer.Option(None, "--block", min=1, help="Samples per block [default: one shard]."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run blocks on a local Dask cluster of N worker processes."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+):
+    """Run a Monte-Carlo batch of SCENE into one Zarr store."""
+    with _Errors(debug):
+        from .errors import BackendError, InputError
+
+        if backend is Backend.gpu:
+            from .kernels import gpu_backend_error
+
+            why = gpu_backend_error()
+            if why:
+                raise BackendError(why)
+        from scenes.registry import BUILTIN_SCENES, is_scene_path, unknown_scene_error
+
+        if scene not in BUILTIN_SCENES and not is_scene_path(scene):
+            raise unknown_scene_error(scene)
+        if is_scene_path(scene) and not os.path.isfile(scene):
+            raise InputError("scene", scene, "no such file (a scene file is a .py file exposing build())")
+        params = _parse_params(param)
+        if out is None:
+            out = pathlib.Path("runs") / f"{_scene_label(scene)}-{0 if seed is None else seed}.zarr"
+        if resume and out.exists() and (samples is None or seed is None):
+            from .store import read_attrs
+
+            attrs = read_attrs(out)
+            samples = samples if samples is not None else attrs.get("samples")
+            seed = seed if seed is not None else attrs.get("seed")
+        seed = 0 if seed is None else seed
+        samples = 1 if samples is None else samples
+        if not out.exists() and not resume:
+            out.parent.mkdir(parents=True, exist_ok=True)
+
+        from .batch import last_summary, run_batch
+
+        ctx, progress = _progress_bar(not no_progress)
+        t0 = time.perf_counter()
+        with ctx:
+            path = run_batch(scene, samples=samples, out=out, seed=seed, backend=backend.value, block=block,
+                             resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler,
+                             progress=progress, command_line=["tumble", *sys.argv[1:]], params=params)
+        from .store import summarize
+
+        info = summarize(path)
+        s = last_summary()
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(info["status"].items(), key=lambda kv: -kv[1])) or "none"
+        line = (f"wrote {path}: {info['done']}/{info['samples']} samples done ({counts}); "
+                f"{s.get('samples_run', 0)} run, {s.get('samples_skipped', 0)} kept; {time.perf_counter() - t0:.1f} s")
+        if s.get("samples_raised"):
+            line += f"; {s['samples_raised']} raised and are marked failed (first: {_one_line(s['first_error'])})"
+        typer.echo(line)
+
+
+@app.command()
+def scenes():
+    """List the built-in scenes with one-line descriptions."""
+    with _Errors():
+        from scenes.registry import describe_scenes
+
+        rows = describe_scenes()
+        w = max(len(n) for n, _ in rows)
+        for name, desc in rows:
+            typer.echo(f"{name:<{w}}  {desc}")
+
+
+def _size(n: int) -> str:
+    if n < 0:
+        return "?"
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+@app.command()
+def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
+            debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Show a store's scene, samples done, status counts, arrays and sizes."""
+    with _Errors(debug):
+        from .store import summarize
+
+        if not path.exists():
+            from .errors import InputError
+
+            raise InputError("path", os.fspath(path), "does not exist")
+        info = summarize(path)
+        a = info["attrs"]
+        sc = a.get("scene", {})
+        runs = (a.get("run") or {}).get("invocations", [])
+        lines = [
+            f"store    {info['path']}",
+            f"scene    {sc.get('name')}: {sc.get('description')}",
+            f"source   {sc.get('source')}",
+            f"params   {json.dumps(sc.get('params', {}), sort_keys=True)}",
+            f"tumble   {a.get('tumble', {}).get('version')}   backend {a.get('backend')}   seed {a.get('seed')}   "
+            f"shard {a.get('shard_samples')} samples",
+            f"samples  {info['done']}/{info['samples']} done",
+            "status   " + (", ".join(f"{k} {v}" for k, v in sorted(info["status"].items(), key=lambda kv: -kv[1]))
+                          or "none yet"),
+        ]
+        if runs:
+            last = runs[-1]
+            lines.append(f"runs     {len(runs)} (last: {last.get('command_line')}; "
+                         f"{'complete' if last.get('complete') else 'interrupted'})")
+            raised = sum(int(r.get("samples_raised") or 0) for r in runs)
+            if raised:
+                lines.append(f"raised   {raised} samples raised during their run and are marked failed")
+        lines.append("arrays")
+        wp = max(len(r["path"]) for r in info["arrays"])
+        wd = max(len("(" + ", ".join(r["dims"]) + ")") for r in info["arrays"])
+        for r in info["arrays"]:
+            dims = "(" + ", ".join(r["dims"]) + ")"
+            shape = "x".join(str(n) for n in r["shape"])
+            dtype = "str" if "String" in r["dtype"] else r["dtype"]
+            lines.append(f"  {r['path']:<{wp}}  {dims:<{wd}}  {shape:<14} {dtype:<8} {r['units']:<8} "
+                         f"{_size(r['nbytes']):>9} -> {_size(r['stored'])} stored")
+        typer.echo("\n".join(lines))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench(ctx: typer.Context, name: str = typer.Argument(..., help="Benchmark name: runs benchmarks/bench_<NAME>.py."),
+          debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Run a benchmark (benchmarks/bench_<NAME>.py main()); extra arguments go to it."""
+    with _Errors(debug):
+        from .errors import InputError
+
+        mod_name = f"benchmarks.bench_{name}"
+        try:
+            mod = importlib.import_module(mod_name)
+        except ModuleNotFoundError as exc:
+            if exc.name not in (mod_name, "benchmarks"):
+                raise
+            try:
+                import benchmarks
+
+                have = sorted(m.name[6:] for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_"))
+            except ImportError:
+                have = []
+            raise InputError("benchmark", name, f"no module {mod_name} (available: {', '.join(have) or 'none'})") from None
+        if not callable(getattr(mod, "main", None)):
+            raise InputError("benchmark", name, f"{mod_name} has no main()")
+        argv = sys.argv
+        sys.argv = [f"tumble bench {name}", *ctx.args]
+        try:
+            rc = mod.main()
+        finally:
+            sys.argv = argv
+        if isinstance(rc, int) and rc:
+            raise typer.Exit(rc)
+
+
+def main() -> None:
+    """Entry point of the ``tumble`` script."""
+    app(prog_name="tumble")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,626 @@
+"""The run store: one Zarr v3 store per run (DESIGN.md §5), written by blocks, read with xarray.
+
+Layout (``S`` samples, ``T`` record times, ``E`` entities of a table, ``K`` event capacity)::
+
+    /                               root attrs: tumble {format, version}, scene {name, description,
+                                    source, params}, seed, seed_rule, samples, shard_samples, backend,
+                                    t_end, dt, record_every, record, final, status_legend, run (see below)
+    trajectories/time               (time)                        s      record times (coordinate)
+    trajectories/<column>           (sample, time, <entity>, <component>...)
+    final/<column>                  (sample, <entity>, <component>...)
+    final/status                    (sample)            int8   Status code; attrs legend / flag_*
+    final/event_count               (sample)            int32  event slots used (<= K)
+    final/done                      (sample)            bool   written after all of the sample's data
+    events/<field>                  (sample, event, <component>...)   unused slots NaN / -1
+    events/event_overflow           (sample)            int8   1 when more than K events occurred
+    inputs/seed                     (sample)            int64  spawn key of the sample's generator
+    inputs/<dispersion name>        (sample, <component>...)     the drawn value
+    <group>/<entity>                (<entity>)          int64  esper entity ids (index coordinate)
+    <group>/<entity>_name           (<entity>)          str    entity names (coordinate)
+    <group>/xyz, <group>/quat       component labels ("x","y","z" / "w","x","y","z")
+
+``<entity>`` is the table prefix (``body``, ``facet``, ...; a second table with the same prefix gets
+``body2``); ``<component>`` is ``xyz`` for 3-vectors, ``quat`` for 4-vectors (scalar first),
+``row``/``col`` for 3x3 matrices and ``<column>_axis<k>`` otherwise. Every array sets
+``dimension_names`` and the attributes ``units`` and ``long_name``; data variables name their
+string coordinates in ``coordinates`` so ``xarray.open_zarr(path, group="final")`` shows them.
+
+Writing rules (zarr-python #3682: two writers on one shard lose data):
+
+* The driver creates every array (:func:`create_store`), writes the coordinate arrays, sets the
+  root attributes last (a store without them is incomplete) and consolidates metadata at the end
+  (:func:`consolidate`). Blocks only write data regions (:class:`StoreWriter`).
+* The sample axis is sharded in ``shard_samples`` samples, a power of two that depends on the
+  number of samples and the per-sample byte size only — never on the block size or the worker
+  count — so a run's bytes do not depend on how it was split. Inner chunks are smaller powers of
+  two (about 1 MiB). Shards are encoded in Morton order by zarr, so a shard's bytes depend only on
+  its content, not on the order its chunks were written in. Compression is zstd level 3.
+* A sample's ``final/done`` flag is written after all of its data, so a killed run resumes by
+  recomputing every sample whose flag is not set. LocalStore writes each object atomically
+  (temporary file + rename); a kill can leave ``*.partial`` temporaries, which
+  :func:`remove_partial_files` deletes on resume.
+
+Byte-identity: re-running a scene with the same seed and sample count gives identical bytes for
+every file of the store (any block size, in-process or any number of Dask workers, killed and
+resumed), except the root attribute :data:`RUN_ATTR` (``"run"``), which records how the store was
+produced (command line, block size, executor, exception failures) and therefore varies by design.
+No timestamps are written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import shutil
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import zarr
+
+from components.status import STATUS_LEGEND, Status
+
+from .errors import InputError, TumbleError
+
+#: Version of this layout (root attribute ``tumble.format``).
+STORE_FORMAT = 1
+#: The one root attribute that legitimately differs between byte-identical reruns.
+RUN_ATTR = "run"
+#: Target uncompressed bytes of one inner chunk.
+CHUNK_TARGET_BYTES = 1 << 20
+#: Target uncompressed bytes of one shard of the largest array (bounds a block's memory too).
+SHARD_TARGET_BYTES = 32 << 20
+#: Upper bound of samples per shard.
+MAX_SHARD_SAMPLES = 1024
+
+GROUPS = ("trajectories", "events", "final", "inputs")
+_COMPRESSORS = (zarr.codecs.ZstdCodec(level=3),)
+_COMPONENT_LABELS = {"xyz": ["x", "y", "z"], "quat": ["w", "x", "y", "z"]}
+
+
+class StoreError(TumbleError):
+    """A block's results do not fit the store's layout (a scene bug; stops the batch)."""
+
+
+def _pow2_floor(x: float) -> int:
+    return 1 << max(0, int(math.floor(math.log2(max(1.0, x)))))
+
+
+def _pow2_ceil(x: int) -> int:
+    return 1 << max(0, int(math.ceil(math.log2(max(1, x)))))
+
+
+def component_dims(shape: tuple[int, ...], column: str) -> tuple[str, ...]:
+    """Dimension names of a per-row shape: ``xyz``, ``quat``, ``row``/``col``, else ``<column>_axis<k>``."""
+    if shape == ():
+        return ()
+    if shape == (3,):
+        return ("xyz",)
+    if shape == (4,):
+        return ("quat",)
+    if shape == (3, 3):
+        return ("row", "col")
+    return tuple(f"{column}_axis{k}" for k in range(len(shape)))
+
+
+def jsonable(v: Any) -> Any:
+    """A JSON-safe, deterministic version of ``v`` (numpy -> lists, unknown objects -> repr)."""
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return jsonable(v.tolist())
+    if isinstance(v, np.generic):
+        return jsonable(v.item())
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    return repr(v)
+
+
+def fill_for(dtype: np.dtype) -> Any:
+    """Fill value of an array: NaN for floats, -1 for signed ints, 0 for unsigned, False for bools."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return float("nan")
+    if dtype.kind == "b":
+        return False
+    if dtype.kind == "i":
+        return -1
+    return 0
+
+
+@dataclass
+class ArraySpec:
+    """One array of the store.
+
+    Attributes:
+        path: ``group/name``.
+        dims: dimension names (first is ``sample`` when ``sampled``).
+        tail: shape after the sample axis (``sampled``) or the full shape (coordinates).
+        dtype: numpy dtype, or ``"str"`` for variable-length strings.
+        units: unit string.
+        long_name: one-line description.
+        sampled: leading axis is ``sample`` (written by blocks); else a coordinate written by the driver.
+        fill: fill value (``None``: zarr's default).
+        attrs: extra attributes.
+        data: the values of a driver-written coordinate array.
+        time_axis: index in ``tail`` of a time axis that may be chunked.
+    """
+
+    path: str
+    dims: tuple[str, ...]
+    tail: tuple[int, ...]
+    dtype: Any
+    units: str = "1"
+    long_name: str = ""
+    sampled: bool = True
+    fill: Any = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    data: Any = None
+    time_axis: int | None = None
+
+    @property
+    def itemsize(self) -> int:
+        return 16 if self.dtype == "str" else np.dtype(self.dtype).itemsize
+
+    @property
+    def sample_bytes(self) -> int:
+        return int(np.prod(self.tail, dtype=np.int64)) * self.itemsize if self.sampled else 0
+
+
+@dataclass
+class DispersionSlot:
+    """A dispersion resolved against the compiled world."""
+
+    name: str
+    entity: int
+    column: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    draw: Any
+
+
+@dataclass
+class Layout:
+    """Every array of a run's store, derived from a scene and its compiled world.
+
+    The same derivation runs in the driver (to create the store) and in each block or Dask task
+    (to map a :class:`~ecs.world.RunResult` onto array paths), so the two always agree.
+    """
+
+    samples: int
+    shard_samples: int
+    specs: dict[str, ArraySpec]
+    times: np.ndarray
+    dispersions: list[DispersionSlot]
+    record: tuple[str, ...]
+    final: tuple[str, ...]
+    event_fields: tuple[str, ...]
+    event_capacity: int
+
+    # ------------------------------------------------------------------ derivation
+    @classmethod
+    def from_world(cls, scene, world, samples: int, shard_samples: int | None = None) -> "Layout":
+        """Derive the layout from ``scene`` and its ``world`` (compiled for any number of samples)."""
+        specs: dict[str, ArraySpec] = {}
+        record = tuple(scene.record) if (scene.record_every and scene.record) else ()
+        final = tuple(scene.final)
+        times = _record_times(scene.t_end, scene.dt, scene.record_every) if record else np.zeros(0)
+        T = len(times)
+
+        # entity dimensions: one per distinct (prefix, entity list)
+        entity_dims: dict[tuple[str, tuple[int, ...]], str] = {}
+        col_dim: dict[str, tuple[str, Any]] = {}
+        for c in record + final:
+            try:
+                table = world.column_table(c)
+            except KeyError:
+                raise InputError("record/final column", c, "no table of the scene has this column") from None
+            key = (table.prefix, tuple(int(e) for e in table.entities))
+            if key not in entity_dims:
+                taken = set(entity_dims.values())
+                name, k = table.prefix, 2
+                while name in taken:
+                    name, k = f"{table.prefix}{k}", k + 1
+                entity_dims[key] = name
+            col_dim[c] = (entity_dims[key], table)
+
+        groups_dims: dict[str, set[str]] = {g: set() for g in GROUPS}
+
+        def add(spec: ArraySpec):
+            specs[spec.path] = spec
+            groups_dims[spec.path.split("/")[0]].update(spec.dims)
+
+        def coords_attr(dims):
+            names = [f"{d}_name" for d in dims if any(d == v for v in entity_dims.values())]
+            return {"coordinates": " ".join(names)} if names else {}
+
+        if record:
+            add(ArraySpec("trajectories/time", ("time",), (T,), np.float64, "s", "record time", sampled=False,
+                          data=times))
+        for grp, cols in (("trajectories", record), ("final", final)):
+            for c in cols:
+                dim, table = col_dim[c]
+                cs = table.specs[c]
+                E = table.entity_count
+                cdims = component_dims(cs.shape, c)
+                dims = ("sample", "time", dim, *cdims) if grp == "trajectories" else ("sample", dim, *cdims)
+                tail = (T, E, *cs.shape) if grp == "trajectories" else (E, *cs.shape)
+                attrs = {**coords_attr((dim,))}
+                if cs.frame:
+                    attrs["frame"] = cs.frame
+                if cs.dtype == "entity":
+                    attrs["entity_reference"] = "row index of the referenced entity in its table, -1 for none"
+                add(ArraySpec(f"{grp}/{c}", dims, tail, cs.storage_dtype, cs.unit or "1", cs.doc or c,
+                              fill=fill_for(cs.storage_dtype), attrs=attrs,
+                              time_axis=0 if grp == "trajectories" else None))
+        add(ArraySpec("final/status", ("sample",), (), np.int8, "1", "sample status (largest row status code)",
+                      fill=int(Status.RUNNING),
+                      attrs={"legend": dict(STATUS_LEGEND),
+                             "flag_values": [int(s) for s in Status],
+                             "flag_meanings": " ".join(s.name.lower() for s in Status)}))
+        add(ArraySpec("final/event_count", ("sample",), (), np.int32, "1",
+                      "number of event slots the sample used (see events/event_overflow)", fill=0))
+        add(ArraySpec("final/done", ("sample",), (), np.bool_, "1",
+                      "sample finished and all of its data written (set after the data)", fill=False))
+
+        # events
+        ev = world.events
+        cap = int(ev.capacity)
+        event_fields = tuple(ev.fields)
+        for name, f in ev.fields.items():
+            cdims = component_dims(tuple(f.shape), name)
+            add(ArraySpec(f"events/{name}", ("sample", "event", *cdims), (cap, *f.shape), np.dtype(f.dtype),
+                          f.unit or "1", f.doc or name, fill=fill_for(f.dtype)))
+        add(ArraySpec("events/event_overflow", ("sample",), (), np.int8, "1",
+                      f"1 when the sample produced more than {cap} events (the first {cap} are kept)", fill=0,
+                      attrs={"capacity": cap}))
+
+        # inputs
+        add(ArraySpec("inputs/seed", ("sample",), (), np.int64, "1",
+                      "spawn key of the sample's random generator",
+                      fill=-1, attrs={"rebuild": "numpy.random.default_rng(numpy.random.SeedSequence(<root attr "
+                                                 "seed>, spawn_key=(inputs/seed[sample],)))"}))
+        slots: list[DispersionSlot] = []
+        seen: dict[tuple[int, str], str] = {}
+        for d in scene.dispersions:
+            eid = _entity_id(world, d.entity)
+            table = next((t for t in world.tables if d.column in t.specs and eid in set(t.entities.tolist())), None)
+            if table is None:
+                raise InputError(f"dispersion {d.name or d.column}", f"{d.column} of {world.name_of(eid)}",
+                                 "no such column on that entity")
+            name = d.name or f"{d.column}.{world.name_of(eid)}"
+            if (eid, d.column) in seen:
+                raise InputError(f"dispersion {name}", d.column,
+                                 f"disperses the same column of the same entity as dispersion {seen[(eid, d.column)]}")
+            seen[(eid, d.column)] = name
+            if "/" in name or name.startswith("__") or name in ("seed", ".", ".."):
+                raise InputError("dispersion name", name, "must not contain '/', start with '__' or be 'seed'")
+            cs = table.specs[d.column]
+            slots.append(DispersionSlot(name, eid, d.column, cs.shape, cs.storage_dtype, d.draw))
+            add(ArraySpec(f"inputs/{name}", ("sample", *component_dims(cs.shape, d.column)), cs.shape,
+                          cs.storage_dtype, d.unit or cs.unit or "1",
+                          f"{d.column} of {world.name_of(eid)} (dispersed)" + (f": {cs.doc}" if cs.doc else ""),
+                          fill=fill_for(cs.storage_dtype), attrs={"entity": eid, "column": d.column}))
+
+        # coordinates, in every group that uses the dimension
+        for (prefix, ents), dim in entity_dims.items():
+            for grp in GROUPS:
+                if dim in groups_dims[grp]:
+                    add(ArraySpec(f"{grp}/{dim}", (dim,), (len(ents),), np.int64, "1", f"{prefix} entity id",
+                                  sampled=False, data=np.array(ents, np.int64)))
+                    add(ArraySpec(f"{grp}/{dim}_name", (dim,), (len(ents),), "str", "1", f"{prefix} entity name",
+                                  sampled=False, data=np.array([world.name_of(e) for e in ents], dtype=object)))
+        for lab, values in _COMPONENT_LABELS.items():
+            for grp in GROUPS:
+                if lab in groups_dims[grp]:
+                    add(ArraySpec(f"{grp}/{lab}", (lab,), (len(values),), "str", "1", f"{lab} component label",
+                                  sampled=False, data=np.array(values, dtype=object)))
+
+        if shard_samples is None:
+            shard_samples = choose_shard_samples(samples, [s.sample_bytes for s in specs.values()])
+        return cls(samples=samples, shard_samples=int(shard_samples), specs=specs, times=times,
+                   dispersions=slots, record=record, final=final, event_fields=event_fields, event_capacity=cap)
+
+    # ------------------------------------------------------------------ blocks
+    def sampled_paths(self) -> list[str]:
+        return [p for p, s in self.specs.items() if s.sampled and p != "final/done"]
+
+    def draw_inputs(self, seed: int, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Each sample's dispersions, from its own ``SeedSequence(seed, spawn_key=(sample,))``, in order."""
+        n = stop - start
+        out = {d.name: np.empty((n, *d.shape), d.dtype) for d in self.dispersions}
+        for k, s in enumerate(range(start, stop)):
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(s,)))
+            for d in self.dispersions:
+                v = np.asarray(d.draw(rng))
+                try:
+                    out[d.name][k] = np.broadcast_to(v, d.shape)
+                except ValueError:
+                    raise InputError(f"dispersion {d.name}", v.tolist(), f"draw must have shape {d.shape}") from None
+        return out
+
+    def overrides(self, inputs: dict[str, np.ndarray]) -> dict[tuple[int, str], np.ndarray]:
+        """``World.compile`` overrides from drawn inputs."""
+        return {(d.entity, d.column): inputs[d.name] for d in self.dispersions}
+
+    def block_arrays(self, result, inputs: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
+        """Map a block's :class:`~ecs.world.RunResult` onto array paths (shape-checked)."""
+        n = stop - start
+        out: dict[str, np.ndarray] = {}
+        if self.record:
+            if not np.array_equal(np.asarray(result.times), self.times):
+                raise StoreError(f"record times of block {start}:{stop} differ from the store's trajectories/time")
+            for c in self.record:
+                out[f"trajectories/{c}"] = result.trajectories[c]
+        for c in self.final:
+            out[f"final/{c}"] = result.finals[c]
+        out["final/status"] = np.asarray(result.status, np.int8)
+        cnt = np.asarray(result.event_count)
+        out["final/event_count"] = cnt if cnt.size else np.zeros(n, np.int32)
+        for f in self.event_fields:
+            out[f"events/{f}"] = result.events[f]
+        ov = result.events.get("event_overflow")
+        out["events/event_overflow"] = ov if ov is not None and np.size(ov) else np.zeros(n, np.int8)
+        out.update(self._input_arrays(inputs, start, stop))
+        for p, a in out.items():
+            spec = self.specs[p]
+            if a.shape != (n, *spec.tail):
+                raise StoreError(f"{p}: block {start}:{stop} produced shape {a.shape}, the store expects "
+                                  f"{(n, *spec.tail)} (did the scene change its entities while running?)")
+        return out
+
+    def failed_arrays(self, inputs: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
+        """Arrays for samples whose run raised: status FAILED, NaN / -1 everywhere else."""
+        n = stop - start
+        out = {}
+        for p in self.sampled_paths():
+            s = self.specs[p]
+            if p.startswith("inputs/"):
+                continue
+            out[p] = np.full((n, *s.tail), s.fill if s.fill is not None else 0, dtype=s.dtype)
+        out["final/status"] = np.full(n, int(Status.FAILED), np.int8)
+        out["final/event_count"] = np.zeros(n, np.int32)
+        out["events/event_overflow"] = np.zeros(n, np.int8)
+        out.update(self._input_arrays(inputs, start, stop))
+        return out
+
+    def _input_arrays(self, inputs, start, stop):
+        out = {"inputs/seed": np.arange(start, stop, dtype=np.int64)}
+        for d in self.dispersions:
+            out[f"inputs/{d.name}"] = inputs[d.name]
+        return out
+
+    # ------------------------------------------------------------------ chunking
+    def chunking(self, spec: ArraySpec) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
+        """(shape, shards, inner chunks) of an array."""
+        if not spec.sampled:
+            shape = spec.tail
+            return shape, None, tuple(max(1, n) for n in shape)
+        shape = (self.samples, *spec.tail)
+        tail = [max(1, n) for n in spec.tail]
+        shard_tail = list(tail)
+        per_sample = max(1, int(np.prod(tail)) * spec.itemsize)
+        if per_sample > CHUNK_TARGET_BYTES and spec.time_axis is not None:
+            per_time = per_sample // tail[spec.time_axis]
+            T = tail[spec.time_axis]
+            n_t = -(-T // max(1, min(T, CHUNK_TARGET_BYTES // max(1, per_time))))  # time chunks per sample
+            tc = -(-T // n_t)  # even chunks: the shard overhangs the time axis by < n_t records
+            tail[spec.time_axis] = tc
+            shard_tail[spec.time_axis] = n_t * tc
+            per_sample = per_time * tc
+        cs = min(self.shard_samples, _pow2_floor(CHUNK_TARGET_BYTES / per_sample))
+        return shape, (self.shard_samples, *shard_tail), (cs, *tail)
+
+
+def _record_times(t_end: float, dt: float, record_every: int | None) -> np.ndarray:
+    """The record times ``World.run`` produces (same formula)."""
+    n_frames = int(math.ceil(t_end / dt - 1e-9))
+    n_rec = n_frames // record_every + 1
+    return np.array([min(k * record_every * dt, t_end) for k in range(n_rec)], dtype=np.float64)
+
+
+def _entity_id(world, ent) -> int:
+    if isinstance(ent, str):
+        try:
+            return world.entity(ent)
+        except KeyError:
+            raise InputError("dispersion entity", ent, "no entity of the scene has this name") from None
+    return int(ent)
+
+
+def choose_shard_samples(samples: int, sample_bytes: list[int]) -> int:
+    """Samples per shard: a power of two from the sample count and per-sample sizes only."""
+    biggest = max([1, *sample_bytes])
+    s = min(MAX_SHARD_SAMPLES, _pow2_floor(SHARD_TARGET_BYTES / biggest))
+    return max(1, min(s, _pow2_ceil(samples)))
+
+
+# ---------------------------------------------------------------------- driver side
+def is_tumble_store(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a (complete or partial) tumble store directory."""
+    p = pathlib.Path(path)
+    meta = p / "zarr.json"
+    if not meta.is_file():
+        return False
+    try:
+        return json.loads(meta.read_text()).get("node_type") == "group"
+    except (OSError, ValueError):
+        return False
+
+
+def remove_store(path: str | os.PathLike) -> None:
+    """Delete an existing store (``--overwrite``); refuses to delete anything that is not one."""
+    p = pathlib.Path(path)
+    if not p.exists():
+        return
+    if p.is_dir() and (is_tumble_store(p) or not any(p.iterdir())):
+        shutil.rmtree(p)
+        return
+    raise InputError("out", os.fspath(path), "exists and is not a tumble store; refusing to delete it with --overwrite")
+
+
+def create_store(path: str | os.PathLike, layout: Layout, attrs: dict[str, Any]) -> None:
+    """Create the store (driver only): groups, every array, coordinates, then the root attributes."""
+    root = zarr.open_group(os.fspath(path), mode="w-", zarr_format=3)
+    groups = {g: root.create_group(g) for g in GROUPS}
+    for p, spec in layout.specs.items():
+        grp, name = p.split("/", 1)
+        shape, shards, chunks = layout.chunking(spec)
+        a_attrs = {"units": spec.units, "long_name": spec.long_name, **spec.attrs}
+        kw = {}
+        if spec.fill is not None:
+            kw["fill_value"] = spec.fill
+        arr = groups[grp].create_array(name, shape=shape, dtype=str if spec.dtype == "str" else spec.dtype,
+                                       chunks=chunks, shards=shards, dimension_names=list(spec.dims),
+                                       attributes=jsonable(a_attrs), compressors=_COMPRESSORS, **kw)
+        if spec.data is not None and np.size(spec.data):
+            arr[...] = spec.data
+    root.update_attributes(jsonable(attrs))
+
+
+def open_root(path: str | os.PathLike, mode: str = "r"):
+    """Open a store's root group (no consolidated metadata: partial stores have none)."""
+    p = os.fspath(path)
+    if not is_tumble_store(p):
+        raise InputError("store", p, "is not a tumble store (no zarr.json of a group)")
+    return zarr.open_group(p, mode=mode, use_consolidated=False)
+
+
+def read_attrs(path: str | os.PathLike) -> dict[str, Any]:
+    """Root attributes of a store."""
+    return dict(open_root(path).attrs)
+
+
+def set_run_attr(path: str | os.PathLike, run: dict[str, Any]) -> None:
+    """Replace the root attribute ``run`` (the documented non-reproducible part)."""
+    root = open_root(path, "r+")
+    root.update_attributes({RUN_ATTR: jsonable(run)})
+
+
+def read_done(path: str | os.PathLike, samples: int | None = None) -> np.ndarray:
+    """The per-sample done flags (unreadable shards count as not done)."""
+    root = open_root(path)
+    arr = root["final/done"]
+    n = arr.shape[0]
+    step = arr.shards[0] if arr.shards else arr.chunks[0]
+    out = np.zeros(n, bool)
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        try:
+            out[a:b] = arr[a:b]
+        except Exception:  # a damaged shard: recompute those samples
+            out[a:b] = False
+    return out
+
+
+def remove_partial_files(path: str | os.PathLike) -> int:
+    """Delete temporaries (``*.partial``) a killed writer left behind; returns how many."""
+    n = 0
+    for f in pathlib.Path(path).rglob("*.partial"):
+        f.unlink(missing_ok=True)
+        n += 1
+    return n
+
+
+def consolidate(path: str | os.PathLike) -> None:
+    """Consolidate metadata into the root ``zarr.json`` (driver, at the end of a run)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zarr.consolidate_metadata(os.fspath(path))
+
+
+def check_layout(path: str | os.PathLike, layout: Layout) -> None:
+    """Raise when an existing store's arrays do not match ``layout`` (resume of another scene)."""
+    root = open_root(path)
+    for p, spec in layout.specs.items():
+        try:
+            arr = root[p]
+        except KeyError:
+            raise InputError("--resume", os.fspath(path), f"the store has no array {p}: it was written by a "
+                                                          f"different scene version (use --overwrite)") from None
+        shape, _, _ = layout.chunking(spec)
+        if tuple(arr.shape) != tuple(shape):
+            raise InputError("--resume", os.fspath(path), f"array {p} has shape {tuple(arr.shape)}, this scene "
+                                                          f"writes {tuple(shape)} (use --overwrite)")
+
+
+# ---------------------------------------------------------------------- block side
+class StoreWriter:
+    """Writes data regions of an existing store (blocks and Dask tasks; never creates arrays).
+
+    All arrays of one block are written concurrently (one ``asyncio.gather`` through zarr's
+    async API); the done flags are written only after every data write has returned.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self.root = zarr.open_group(self.path, mode="r+", use_consolidated=False)
+        self._arrays: dict[str, Any] = {}
+
+    def _array(self, p: str):
+        a = self._arrays.get(p)
+        if a is None:
+            a = self._arrays[p] = self.root[p]
+        return a
+
+    def write(self, start: int, arrays: dict[str, np.ndarray]) -> None:
+        """Write each ``arrays[path]`` (leading axis = samples) at sample ``start``."""
+        import asyncio
+
+        from zarr.core.sync import sync
+
+        targets = [(self._array(p)._async_array, a) for p, a in arrays.items()]
+
+        async def all_writes():
+            await asyncio.gather(*(arr.setitem(slice(start, start + len(a)), a) for arr, a in targets))
+
+        sync(all_writes())
+
+    def mark_done(self, start: int, stop: int) -> None:
+        """Set the done flags of samples ``start:stop`` (after their data)."""
+        self._array("final/done")[start:stop] = np.ones(stop - start, bool)
+
+
+# ---------------------------------------------------------------------- reading
+def summarize(path: str | os.PathLike) -> dict[str, Any]:
+    """What ``tumble inspect`` shows: attributes, samples done, status counts, arrays and sizes."""
+    root = open_root(path)
+    attrs = dict(root.attrs)
+    if "tumble" not in attrs:
+        raise InputError("store", os.fspath(path), "is incomplete: it was killed while being created (use --overwrite)")
+    done = read_done(path)
+    status_arr = root["final/status"]
+    legend = {int(v): k for k, v in STATUS_LEGEND.items()}
+    counts: dict[str, int] = {}
+    n = status_arr.shape[0]
+    step = status_arr.shards[0] if status_arr.shards else status_arr.chunks[0]
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        st = np.asarray(status_arr[a:b])[done[a:b]]
+        for code, c in zip(*np.unique(st, return_counts=True)):
+            name = legend.get(int(code), str(int(code)))
+            counts[name] = counts.get(name, 0) + int(c)
+    arrays = []
+    for grp in GROUPS:
+        if grp not in root:
+            continue
+        for name, arr in sorted(root[grp].arrays()):
+            try:
+                stored = int(arr.nbytes_stored())
+            except Exception:  # pragma: no cover - store-dependent
+                stored = -1
+            itemsize = getattr(arr.dtype, "itemsize", 0) or 16
+            arrays.append({"path": f"{grp}/{name}", "dims": list(arr.metadata.dimension_names or ()),
+                           "shape": list(arr.shape), "dtype": str(arr.dtype), "units": arr.attrs.get("units", ""),
+                           "nbytes": int(np.prod(arr.shape, dtype=np.int64)) * int(itemsize), "stored": stored})
+    return {"path": os.fspath(path), "attrs": attrs, "samples": int(n), "done": int(done.sum()),
+            "status": counts, "arrays": arrays}

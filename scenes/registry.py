@@ -1,0 +1,132 @@
+"""Built-in scenes and scene loading (``tumble run SCENE``, ``tumble scenes``).
+
+``SCENE`` is either a built-in name (a key of :data:`BUILTIN_SCENES`) or a path to a Python file
+that exposes ``build(**params) -> Scene``. Built-in modules are imported lazily, only when their
+scene is asked for, so one broken or missing scene never stops the others (or ``tumble scenes``).
+
+A scene file is imported from its own location under a module name derived from its resolved path
+(``tumble_scene_<stem>_<hash>``) and registered in ``sys.modules`` before it executes, so numba's
+``cache=True`` and pickling by reference work for functions defined in it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.util
+import os
+import pathlib
+import sys
+from typing import Any
+
+from ecs.errors import InputError, TumbleError
+from ecs.scene import Scene
+
+#: name -> (module path, one-line description). Modules expose ``build(**params) -> Scene``.
+BUILTIN_SCENES: dict[str, tuple[str, str]] = {
+    "precession": ("scenes.precession",
+                   "torque-free rigid body: precession and nutation against Euler's closed-form solution"),
+    "cubesat": ("scenes.cubesat", "tumbling CubeSat: 6-DoF rigid body with dispersed initial attitude and rates"),
+    "free_fall": ("scenes.free_fall", "point mass falling in uniform gravity (analytic reference)"),
+    "parabola": ("scenes.parabola", "ballistic parabola in uniform gravity (analytic reference)"),
+    "gunns": ("scenes.gunns", "rigid-body dynamics reference case from NASA GUNNS (GunnsDyn)"),
+}
+
+
+def scene_names() -> list[str]:
+    """Names of the built-in scenes, sorted."""
+    return sorted(BUILTIN_SCENES)
+
+
+def describe_scenes() -> list[tuple[str, str]]:
+    """``[(name, one-line description), ...]`` of the built-in scenes, sorted by name."""
+    return [(n, BUILTIN_SCENES[n][1]) for n in scene_names()]
+
+
+def closest_names(name: str, n: int = 3) -> list[str]:
+    """Built-in scene names closest to ``name`` (difflib), best first."""
+    close = difflib.get_close_matches(name, scene_names(), n=n, cutoff=0.4)
+    if not close:  # still offer something: prefix / substring matches
+        close = [s for s in scene_names() if s.startswith(name[:3]) or name in s][:n]
+    return close
+
+
+def unknown_scene_error(name: str) -> InputError:
+    """The error for an unknown scene: names the closest built-in names."""
+    close = closest_names(name)
+    hint = f"closest: {', '.join(close)}" if close else f"built-in scenes: {', '.join(scene_names())}"
+    return InputError("scene", name, f"is neither a built-in scene nor a .py file ({hint}; "
+                                     f"`tumble scenes` lists them all)")
+
+
+def is_scene_path(name_or_path: str | os.PathLike) -> bool:
+    """True when ``name_or_path`` names a file rather than a built-in scene."""
+    s = os.fspath(name_or_path)
+    return s.endswith(".py") or os.sep in s or "/" in s or os.path.isfile(s)
+
+
+def _module_name_for(path: pathlib.Path) -> str:
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    stem = "".join(ch if ch.isalnum() else "_" for ch in path.stem)
+    return f"tumble_scene_{stem}_{digest}"
+
+
+def import_scene_file(path: str | os.PathLike):
+    """Import a scene file from its location (once per process) and return the module."""
+    p = pathlib.Path(path).expanduser().resolve()
+    if not p.is_file():
+        raise InputError("scene", os.fspath(path), "no such file (a scene file is a .py file exposing build())")
+    mod_name = _module_name_for(p)
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:
+        raise InputError("scene", os.fspath(path), "cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
+    return module
+
+
+def scene_module(name_or_path: str | os.PathLike):
+    """The module of a built-in scene or a scene file (not yet built)."""
+    s = os.fspath(name_or_path)
+    if s in BUILTIN_SCENES:
+        mod_path = BUILTIN_SCENES[s][0]
+        try:
+            return importlib.import_module(mod_path)
+        except ModuleNotFoundError as exc:
+            if exc.name and (mod_path == exc.name or mod_path.startswith(exc.name + ".")):
+                raise TumbleError(f"built-in scene {s!r} is registered but its module {mod_path} is not "
+                                  f"installed") from exc
+            raise
+    if is_scene_path(s):
+        return import_scene_file(s)
+    raise unknown_scene_error(s)
+
+
+def load_scene(name_or_path: str | os.PathLike, **params: Any) -> Scene:
+    """Build a scene by built-in name or from a ``.py`` file exposing ``build(**params)``.
+
+    Raises:
+        InputError: unknown name (the message names the closest built-in names), missing file,
+            a module without ``build``, or ``build`` not returning a :class:`~ecs.scene.Scene`.
+    """
+    module = scene_module(name_or_path)
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise InputError("scene", os.fspath(name_or_path), "must expose a function build(**params) -> Scene")
+    try:
+        scene = build(**params)
+    except TypeError as exc:
+        if params and "argument" in str(exc):
+            raise InputError("scene parameters", params, f"not accepted by build(): {exc}") from exc
+        raise
+    if not isinstance(scene, Scene):
+        raise InputError(f"build() of {os.fspath(name_or_path)}", type(scene).__name__, "must return an ecs.Scene")
+    return scene

@@ -1,0 +1,134 @@
+"""The command line through a subprocess: run, scenes, inspect, bench and the error cases."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import zarr
+
+from scenes.registry import BUILTIN_SCENES
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
+
+
+def cli(*args, cwd=ROOT, env=None):
+    e = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ecs.cli", *args], cwd=cwd, env=e, capture_output=True, text=True,
+                          timeout=120)
+
+
+def one_error_line(r):
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in r.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def run_store(tmp_path_factory):
+    """One CLI run with a progress bar, the default --out (runs/<scene>-<seed>.zarr under cwd)."""
+    cwd = tmp_path_factory.mktemp("cli")
+    r = cli("run", DRIFT, "--samples", "12", "--seed", "4", "-p", "fail_above=0.8", "--block", "5", cwd=cwd)
+    return cwd, r
+
+
+def test_run_writes_the_store_and_prints_one_summary_line(run_store):
+    cwd, r = run_store
+    assert r.returncode == 0, r.stderr
+    path = cwd / "runs" / "drift-4.zarr"
+    assert path.is_dir()
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 1 and str(path.relative_to(cwd)) in lines[0] and "12/12 samples done" in lines[0]
+    assert "samples" in r.stderr  # the progress bar (on stderr)
+    root = zarr.open_group(path, mode="r")
+    status = np.asarray(root["final/status"][:])
+    n_failed, n_done = int((status == 9).sum()), int((status == 1).sum())
+    assert n_failed + n_done == 12
+    for name, n in (("done", n_done), ("failed", n_failed)):
+        if n:
+            assert f"{name} {n}" in lines[0]
+    assert root.attrs["seed"] == 4 and root.attrs["samples"] == 12
+    cmd = root.attrs["run"]["invocations"][-1]["command_line"]
+    assert cmd.startswith("tumble run") and "--block 5" in cmd
+
+
+def test_inspect(run_store):
+    cwd, _ = run_store
+    r = cli("inspect", "runs/drift-4.zarr", cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "drift: two bodies drifting with drag" in out
+    assert "samples  12/12 done" in out
+    status = np.asarray(zarr.open_group(cwd / "runs" / "drift-4.zarr", mode="r")["final/status"][:])
+    assert f"done {(status == 1).sum()}" in out
+    for arr, dims in (("trajectories/body_position", "(sample, time, body, xyz)"),
+                      ("final/status", "(sample)"), ("events/position", "(sample, event, xyz)"),
+                      ("inputs/probe_velocity", "(sample, xyz)")):
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(arr + " "))
+        assert dims in line and "stored" in line
+
+
+def test_inspect_not_a_store(tmp_path):
+    r = cli("inspect", str(tmp_path))
+    assert r.returncode == 1 and "not a tumble store" in one_error_line(r)
+
+
+def test_scenes_lists_names_with_descriptions():
+    r = cli("scenes")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert [ln.split()[0] for ln in lines] == sorted(BUILTIN_SCENES)
+    for ln in lines:
+        name = ln.split()[0]
+        assert ln[len(name):].strip() == BUILTIN_SCENES[name][1]
+
+
+def test_unknown_scene_lists_the_closest_names():
+    r = cli("run", "precesion", "--no-progress")
+    assert r.returncode == 1
+    line = one_error_line(r)
+    assert "precesion" in line and "closest: precession" in line
+
+
+def test_existing_path_is_refused(run_store):
+    cwd, _ = run_store
+    r = cli("run", DRIFT, "--samples", "12", "--seed", "4", "--no-progress", cwd=cwd)
+    assert r.returncode == 1
+    line = one_error_line(r)
+    assert "runs/drift-4.zarr" in line and "--resume" in line and "--overwrite" in line
+
+
+def test_bad_option_is_a_usage_error():
+    r = cli("run", DRIFT, "--bogus")
+    assert r.returncode == 2 and "--bogus" in r.stderr
+    r = cli("run", DRIFT, "--backend", "tpu")
+    assert r.returncode == 2
+
+
+def test_gpu_without_cuda_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    probe = subprocess.run([sys.executable, "-c", "from ecs.kernels import gpu_backend_error as g; print(g() is None)"],
+                           env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+    if probe.stdout.strip() == "True":
+        pytest.skip("this machine can run the gpu backend")
+    r = cli("run", DRIFT, "--backend", "gpu", "--out", str(tmp_path / "g.zarr"), "--no-progress", env=env)
+    assert r.returncode == 1
+    assert "gpu" in one_error_line(r) and "CUDA" in r.stderr
+    assert not (tmp_path / "g.zarr").exists()
+
+
+def test_debug_shows_the_traceback():
+    r = cli("--debug", "run", "precesion", "--no-progress")
+    assert r.returncode != 0 and "Traceback" in r.stderr and "InputError" in r.stderr
+
+
+def test_bad_scene_parameter_and_missing_benchmark(tmp_path):
+    r = cli("run", DRIFT, "-p", "no_such=1", "--out", str(tmp_path / "p.zarr"), "--no-progress")
+    assert r.returncode == 1 and "no_such" in one_error_line(r)
+    r = cli("bench", "no_such_benchmark")
+    assert r.returncode == 1 and "bench_no_such_benchmark" in one_error_line(r)

@@ -1,0 +1,73 @@
+"""Dask execution: shard-aligned tasks on 1 and 2 worker processes give the in-process bytes."""
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+import zarr
+
+distributed = pytest.importorskip("distributed")
+
+from ecs.batch import run_batch  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
+N, SEED, SHARD = 40, 9, 8
+PARAMS = {"fail_above": 0.8, "raise_above": 0.95}
+
+
+def store_files(path):
+    """Every file of a store as bytes; the root attribute 'run' (documented as varying) removed."""
+    out = {}
+    for d, _, fs in os.walk(path):
+        for f in fs:
+            full = os.path.join(d, f)
+            rel = os.path.relpath(full, path)
+            data = pathlib.Path(full).read_bytes()
+            if rel == "zarr.json":
+                meta = json.loads(data)
+                meta["attributes"].pop("run")
+                data = json.dumps(meta, sort_keys=True).encode()
+            out[rel] = data
+    return out
+
+
+def test_one_and_two_workers_match_in_process(tmp_path):
+    ref = tmp_path / "inproc.zarr"
+    run_batch(DRIFT, samples=N, out=ref, seed=SEED, block=3, shard_samples=SHARD, params=PARAMS)
+    two = tmp_path / "two.zarr"
+    seen = []
+    run_batch(DRIFT, samples=N, out=two, seed=SEED, workers=2, block=3, shard_samples=SHARD, params=PARAMS,
+              progress=lambda done, total: seen.append(done))
+    assert seen[0] == 0 and seen[-1] == N
+    runs = zarr.open_group(two, mode="r").attrs["run"]["invocations"]
+    assert runs[-1]["block"] == SHARD  # block 3 rounded up to whole shards
+    assert "2 workers" in runs[-1]["executor"]
+
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        one = tmp_path / "one.zarr"
+        run_batch(DRIFT, samples=N, out=one, seed=SEED, scheduler=cluster.scheduler_address, shard_samples=SHARD,
+                  params=PARAMS)
+
+    a = store_files(ref)
+    status = np.asarray(zarr.open_group(ref, mode="r")["final/status"][:])
+    assert (status == 9).any() and (status == 1).any()
+    assert len([k for k in a if "/c/" in k and k.startswith("final/status")]) == N // SHARD  # several shards
+    for other in (two, one):
+        b = store_files(other)
+        assert sorted(a) == sorted(b)
+        assert [k for k in a if a[k] != b[k]] == [], other.name
+
+
+def test_a_built_scene_cannot_go_to_workers(tmp_path):
+    from ecs.errors import InputError
+    from scenes.registry import load_scene
+
+    scene = load_scene(DRIFT)
+    with pytest.raises(InputError, match="workers"):
+        run_batch(scene, samples=4, out=tmp_path / "x.zarr", workers=2)
+    assert not (tmp_path / "x.zarr").exists()

@@ -1,0 +1,116 @@
+"""Kill a CLI run mid-way, resume it, and get the bytes of an uninterrupted run."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import zarr
+
+from ecs.batch import run_batch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
+N, SEED, BLOCK = 32, 5, 2
+PARAMS = {"spin": 10000, "fail_above": 0.8}  # spin: slow enough per block to be killed mid-way
+
+
+def store_files(path):
+    """Every file of a store as bytes; the root attribute 'run' (documented as varying) removed."""
+    out = {}
+    for d, _, fs in os.walk(path):
+        for f in fs:
+            full = os.path.join(d, f)
+            rel = os.path.relpath(full, path)
+            data = pathlib.Path(full).read_bytes()
+            if rel == "zarr.json":
+                meta = json.loads(data)
+                meta["attributes"].pop("run")
+                data = json.dumps(meta, sort_keys=True).encode()
+            out[rel] = data
+    return out
+
+
+def cli(*args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ecs.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+def done_count(path):
+    try:
+        return int(np.asarray(zarr.open_array(os.path.join(path, "final", "done"), mode="r")[:]).sum())
+    except Exception:  # not created yet
+        return 0
+
+
+def test_killed_run_resumes_to_identical_bytes(tmp_path):
+    out = tmp_path / "killed.zarr"
+    params = [a for k, v in PARAMS.items() for a in ("-p", f"{k}={v}")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "ecs.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
+                             "--block", str(BLOCK), "--out", str(out), "--no-progress", *params],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    killed_at = 0
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            n = done_count(out)
+            if 0 < n < N:
+                proc.send_signal(signal.SIGKILL)
+                killed_at = n
+                break
+            time.sleep(0.01)
+    finally:
+        if proc.poll() is None and not killed_at:
+            proc.kill()
+        proc.wait()
+    assert killed_at, f"could not catch the run mid-way (rc={proc.returncode}, {proc.stderr.read()!r})"
+    assert proc.returncode == -signal.SIGKILL
+    done_after_kill = done_count(out)
+    assert 0 < done_after_kill < N
+
+    # without --resume or --overwrite the existing store is refused, untouched
+    before = store_files(out)
+    r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress", *params)
+    assert r.returncode == 1 and "already exists" in r.stderr and "--resume" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert store_files(out) == before
+
+    # another seed cannot resume it
+    r = cli("run", DRIFT, "--seed", str(SEED + 1), "--out", str(out), "--resume", "--no-progress", *params)
+    assert r.returncode == 1 and "seed" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+    # --resume (samples and seed come from the store) finishes only what was not done
+    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params)
+    assert r.returncode == 0, r.stderr
+    assert f"{N}/{N} samples done" in r.stdout
+    runs = zarr.open_group(out, mode="r").attrs["run"]["invocations"]
+    assert len(runs) == 2 and runs[0]["complete"] is False and runs[1]["resumed"] is True
+    assert runs[1]["samples_run"] == N - done_after_kill
+    assert not list(pathlib.Path(out).rglob("*.partial"))
+
+    ref = tmp_path / "uninterrupted.zarr"
+    run_batch(DRIFT, samples=N, out=ref, seed=SEED, params=PARAMS)
+    a, b = store_files(out), store_files(ref)
+    assert sorted(a) == sorted(b)
+    assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_resume_needs_an_existing_store(tmp_path):
+    r = cli("run", DRIFT, "--out", str(tmp_path / "nothing.zarr"), "--resume", "--no-progress")
+    assert r.returncode == 1 and "no store" in r.stderr
+
+
+def test_resume_of_a_complete_store_changes_nothing(tmp_path):
+    out = tmp_path / "full.zarr"
+    run_batch(DRIFT, samples=6, out=out, seed=2)
+    before = store_files(out)
+    run_batch(DRIFT, samples=6, out=out, seed=2, resume=True)
+    assert store_files(out) == before
+    runs = zarr.open_group(out, mode="r").attrs["run"]["invocations"]
+    assert runs[-1]["samples_run"] == 0

@@ -1,0 +1,197 @@
+"""Store tests: xarray round trip (dims, units), block-size independence, failure isolation.
+
+The scene is tests/scenes_for_tests/drift.py: a probe with dispersed velocity and drag and a target
+drifting at constant velocity. Its motion has a closed form (v_n = v0 r^n, r = 1 - dt*drag), so the
+stored values are checked against physics, not against earlier output of this code.
+"""
+
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+from components.status import STATUS_LEGEND, Status
+from ecs.batch import last_summary, run_batch
+from ecs.errors import InputError
+
+DRIFT = str(pathlib.Path(__file__).parent / "scenes_for_tests" / "drift.py")
+N = 24
+SEED = 11
+DT, T_END, SIGMA = 0.01, 1.5, 0.3
+V0_MEAN = np.array([0.1, 0.0, -1.0])
+
+
+def store_files(path):
+    """Every file of a store as bytes; the root attribute 'run' (documented as varying) removed."""
+    out = {}
+    for d, _, fs in os.walk(path):
+        for f in fs:
+            full = os.path.join(d, f)
+            rel = os.path.relpath(full, path)
+            data = pathlib.Path(full).read_bytes()
+            if rel == "zarr.json":
+                meta = json.loads(data)
+                meta["attributes"].pop("run")
+                data = json.dumps(meta, sort_keys=True).encode()
+            out[rel] = data
+    return out
+
+
+def expected_inputs(seed, sample):
+    """The draws of drift.py's dispersions, rebuilt from the documented seed rule."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(sample,)))
+    v = V0_MEAN + SIGMA / 3.0 * rng.standard_normal(3)
+    drag = float(rng.random(()))
+    return v, drag
+
+
+def expected_probe_final(v0, drag):
+    n = int(round(T_END / DT))
+    r = 1.0 - DT * drag
+    v = v0 * r ** n
+    p = np.array([0.0, 0.0, 1.0]) + DT * v0 * (n if drag == 0 else r * (1 - r ** n) / (1 - r))
+    return p, v
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    out = tmp_path_factory.mktemp("store") / "drift.zarr"
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=5, params={"fail_above": 0.8},
+              command_line="pytest test_store")
+    return out
+
+
+def test_xarray_round_trip_dims_units_and_values(store):
+    traj = xr.open_zarr(store, group="trajectories")
+    final = xr.open_zarr(store, group="final")
+    events = xr.open_zarr(store, group="events")
+    inputs = xr.open_zarr(store, group="inputs")
+
+    assert traj["body_position"].dims == ("sample", "time", "body", "xyz")
+    assert traj["body_attitude"].dims == ("sample", "time", "body", "quat")
+    assert final["body_position"].dims == ("sample", "body", "xyz")
+    assert final["status"].dims == ("sample",) and final["status"].dtype == np.int8
+    assert final["done"].dims == ("sample",) and final["done"].dtype == bool
+    assert events["position"].dims == ("sample", "event", "xyz")
+    assert events["time"].dims == ("sample", "event")
+    assert inputs["probe_velocity"].dims == ("sample", "xyz")
+    assert traj.sizes["sample"] == N and traj.sizes["time"] == 16 and traj.sizes["body"] == 2
+    assert list(final["body_name"].values) == ["probe", "target"]
+    assert list(traj["xyz"].values) == ["x", "y", "z"]
+    np.testing.assert_allclose(traj["time"].values, np.arange(16) * 0.1, atol=1e-12)
+
+    units = {("trajectories", "body_position"): "m", ("trajectories", "time"): "s", ("final", "body_velocity"): "m/s",
+             ("events", "time"): "s", ("events", "position"): "m", ("inputs", "probe_velocity"): "m/s",
+             ("inputs", "body_drag.probe"): "1/s", ("final", "status"): "1"}
+    dsets = {"trajectories": traj, "final": final, "events": events, "inputs": inputs}
+    for (g, v), u in units.items():
+        assert dsets[g][v].attrs["units"] == u, (g, v)
+
+    # every array of the store declares dimension names and units
+    root = zarr.open_group(store, mode="r")
+    for g in ("trajectories", "final", "events", "inputs"):
+        for name, arr in root[g].arrays():
+            assert arr.metadata.dimension_names is not None and len(arr.metadata.dimension_names) == arr.ndim, name
+            assert "units" in arr.attrs and "long_name" in arr.attrs, name
+    attrs = dict(root.attrs)
+    assert attrs["scene"]["name"] == "drift" and attrs["scene"]["params"]["fail_above"] == 0.8
+    assert attrs["seed"] == SEED and attrs["samples"] == N and attrs["tumble"]["version"]
+    assert attrs["run"]["invocations"][-1]["command_line"] == "pytest test_store"
+    assert final["status"].attrs["legend"] == STATUS_LEGEND
+
+    # inputs rebuild from the documented seed rule; outcomes follow the closed-form motion
+    assert final["done"].values.all()
+    assert np.array_equal(inputs["seed"].values, np.arange(N))
+    status = final["status"].values
+    for s in range(N):
+        v0, drag = expected_inputs(SEED, s)
+        np.testing.assert_array_equal(inputs["probe_velocity"].values[s], v0)
+        assert inputs["body_drag.probe"].values[s] == drag
+        if drag > 0.8:  # the scene's sqrt(fail_above - drag) is NaN: the probe row fails
+            assert status[s] == Status.FAILED
+            assert np.isnan(final["body_position"].values[s, 0]).all()
+        else:
+            assert status[s] == Status.DONE
+            p, v = expected_probe_final(v0, drag)
+            np.testing.assert_allclose(final["body_position"].values[s, 0], p, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(final["body_velocity"].values[s, 0], v, rtol=1e-10, atol=1e-12)
+        # the target (z0 = -0.5, vz = 0.6, no drag) is never affected by the probe's failure
+        np.testing.assert_allclose(final["body_position"].values[s, 1], [0, 0, 0.4], atol=1e-12)
+        # its plane crossing at t = 0.5/0.6 is recorded at the end of that frame
+        ev = events["entity"].values[s]
+        k = int(np.flatnonzero(ev == 1)[0])
+        assert events["time"].values[s, k] == pytest.approx(0.84, abs=1e-9)
+        assert 0 < events["position"].values[s, k, 2] <= 0.006 + 1e-12
+    assert 0 < (status == Status.FAILED).sum() < N  # the seed gives both outcomes
+    assert final["event_count"].values.min() >= 1
+
+
+def test_block_sizes_give_identical_bytes(tmp_path, store):
+    ref = store_files(store)
+    for blk in (1, 7, 64):
+        out = tmp_path / f"b{blk}.zarr"
+        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=blk, params={"fail_above": 0.8},
+                  command_line=f"block {blk}")
+        got = store_files(out)
+        assert sorted(got) == sorted(ref)
+        diff = [k for k in ref if got[k] != ref[k]]
+        assert not diff, f"block {blk}: {diff}"
+
+
+def test_raising_samples_are_isolated_and_block_independent(tmp_path):
+    """World.run raising for a block fails only the samples that raise on their own."""
+    params = {"raise_above": 0.9}
+    base = tmp_path / "base.zarr"
+    run_batch(DRIFT, samples=N, out=base, seed=SEED, block=8)
+    stores = {}
+    for blk in (3, 8):
+        out = tmp_path / f"raise{blk}.zarr"
+        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=blk, params=params)
+        stores[blk] = out
+    raised = last_summary()["samples_raised"]
+    drags = np.array([expected_inputs(SEED, s)[1] for s in range(N)])
+    bad = drags > 0.9
+    assert bad.any() and not bad.all()
+    assert raised == bad.sum()
+    a, b = store_files(stores[3]), store_files(stores[8])
+    assert [k for k in a if a[k] != b.get(k)] == []
+    f = xr.open_zarr(stores[8], group="final")
+    f0 = xr.open_zarr(base, group="final")
+    assert np.array_equal(f["status"].values == Status.FAILED, bad)
+    assert f["done"].values.all()
+    assert np.isnan(f["body_position"].values[bad]).all()
+    np.testing.assert_array_equal(f["body_position"].values[~bad], f0["body_position"].values[~bad])
+    ev = xr.open_zarr(stores[8], group="events")
+    assert (ev["entity"].values[bad] == -1).all() and (f["event_count"].values[bad] == 0).all()
+    runs = zarr.open_group(stores[8], mode="r").attrs["run"]["invocations"]
+    assert runs[-1]["samples_raised"] == bad.sum() and "drag above" in runs[-1]["first_error"]
+
+
+def test_existing_path_is_refused_before_any_work(store):
+    before = store_files(store)
+    with pytest.raises(InputError, match="already exists"):
+        run_batch(DRIFT, samples=N, out=store, seed=SEED)
+    assert store_files(store) == before
+
+
+def test_overwrite_refuses_a_directory_that_is_not_a_store(tmp_path):
+    d = tmp_path / "precious"
+    d.mkdir()
+    (d / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match="not a tumble store"):
+        run_batch(DRIFT, samples=2, out=d, overwrite=True)
+    assert (d / "notes.txt").read_text() == "keep me"
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(InputError, match="samples"):
+        run_batch(DRIFT, samples=0, out=tmp_path / "x.zarr")
+    with pytest.raises(InputError, match="choose one"):
+        run_batch(DRIFT, samples=2, out=tmp_path / "x.zarr", resume=True, overwrite=True)
+    with pytest.raises(InputError, match="power of two"):
+        run_batch(DRIFT, samples=2, out=tmp_path / "x.zarr", shard_samples=3)
+    assert not (tmp_path / "x.zarr").exists()
