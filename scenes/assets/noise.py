@@ -1,0 +1,336 @@
+"""Surface features: fBm noise, procedurally seeded rocks, polyhedral rocks (seed 004 §2.3).
+
+* :func:`fbm_noise` — fractional Brownian motion (eqs 2.24–2.32): a periodic lattice of U(-0.5, 0.5)
+  numbers (centred to zero mean, so a full period of the noise integrates to exactly zero), quintic smoothing, H = 0.8, lacunarity L = 2π/3 (the seed prints "2π/3 ≈ 2.0744": the
+  value of 2π/3 is 2.0944, the misprint is in the decimals), and A0 from the requested maximum height
+  (eq 2.32, :func:`fbm_amplitude`). Since each octave's noise lies in [-0.5, 0.5), the noise stays
+  within ±h_max/2, a peak-to-peak height of at most h_max, and its mean is zero (volume unchanged in
+  expectation, §2.3.2).
+* :func:`psr_field` — procedurally seeded rocks (eqs 2.34–2.39): K3 rocks with bounded-Pareto
+  diameters (eq 2.23) placed at random in a periodic cube, their generalised distance functions
+  (eq 2.37, norm p, unit vectors n_a..n_b of Akleman & Chen's list; a = 4, b = 13 is the icosahedron)
+  sampled on a grid, clamped to <= 0, tiled aperiodically by :func:`systems.sdf.eval_psr`.
+  K3 = K L³ / d̄ (§2.3.3: the K rocks per unit area fill a layer one mean diameter d̄ thick).
+* :func:`polyhedral_rocks` — rocks on the facets of a surface patch (eqs 2.22–2.23): a Poisson number
+  per facet with mean ``area * density``, where the density of rocks with s_min <= s <= s_max follows
+  the power law K(s) = k0 (s0/s)^α; bounded Pareto sizes; deformed icosahedra (Gaussian vertex noise
+  of standard deviation σ s per axis, then the convex hull); uniformly random attitude; uniform
+  position on the facet; sunk by r·s, r ~ U(r_min, r_max). The random generator of facet i is seeded
+  by ``SeedSequence(seed, spawn_key=(i,))``: the same rocks appear on the same facet in every
+  trajectory and in any order of generation, without storing them.
+  **Calibration**: with Table 4.2's k0 = 2.5e-3, s0 = 2.5 m, α = 2.8, s_min = 5 cm the law gives
+  about 143 rocks/m², while the text says about 14 — give the wanted ``rocks_per_m2`` (K at s_min)
+  and k0 is derived from it (:func:`calibrate_k0`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField
+from ecs.errors import InputError
+
+__all__ = ["GDF_NORMALS", "LACUNARITY", "HURST", "bounded_pareto", "calibrate_k0", "fbm_amplitude", "fbm_noise",
+           "icosahedron", "polyhedral_rocks", "psr_field", "rock_density", "pareto_mean"]
+
+#: Lacunarity L = 2π/3 (seed 004 §2.3.2; the printed decimal value 2.0744 is a misprint of 2.0944).
+LACUNARITY = 2.0 * math.pi / 3.0
+#: Fractal increment H (Barnsley et al.: "H ≈ 0.8 is empirically a good choice").
+HURST = 0.8
+
+_PHI = (1.0 + math.sqrt(5.0)) / 2.0
+
+
+def _gdf_normals() -> np.ndarray:
+    """Akleman & Chen's 19 unit vectors of generalised distance functions (1-based n_1..n_19)."""
+    p = _PHI
+    raw = [(1, 0, 0), (0, 1, 0), (0, 0, 1),
+           (1, 1, 1), (-1, 1, 1), (1, -1, 1), (1, 1, -1),
+           (0, 1, p + 1), (0, -1, p + 1), (p + 1, 0, 1), (-p - 1, 0, 1), (1, p + 1, 0), (-1, p + 1, 0),
+           (0, p, 1), (0, -p, 1), (1, 0, p), (-1, 0, p), (p, 1, 0), (-p, 1, 0)]
+    n = np.array(raw, float)
+    return n / np.linalg.norm(n, axis=1, keepdims=True)
+
+
+#: n_1..n_19 (row i-1 is n_i): a..b = 1..3 cube, 4..7 octahedron, 4..13 icosahedron, 14..19 dodecahedron.
+GDF_NORMALS = _gdf_normals()
+
+
+def _pos(x, field, unit):
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise InputError(field, x, f"must be a finite number > 0 [{unit}]") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise InputError(field, x, f"must be a finite number > 0 [{unit}]")
+    return v
+
+
+# --------------------------------------------------------------------------------------------------
+# fBm
+# --------------------------------------------------------------------------------------------------
+
+
+def fbm_amplitude(max_height: float, octaves: int, *, hurst: float = HURST, lacunarity: float = LACUNARITY) -> float:
+    """A0 giving a peak-to-peak height ``max_height`` [m] over ``octaves`` terms (eqs 2.30–2.32).
+
+    ``h_max = A0 Σ_{i<octaves} L^{-iH} = A0 (1 - L^{-H·octaves}) / (1 - L^{-H})``; the seed's eq 2.32
+    writes the same sum with n = octaves - 1 as its last index.
+    """
+    h = _pos(max_height, "fbm.max_height", "m")
+    if int(octaves) != octaves or octaves < 1:
+        raise InputError("fbm.octaves", octaves, "must be an integer >= 1")
+    g = _pos(lacunarity, "fbm.lacunarity", "1") ** (-_pos(hurst, "fbm.hurst", "1"))
+    return h * (1.0 - g) / (1.0 - g ** int(octaves))
+
+
+def fbm_noise(*, max_height: float, frequency: float, octaves: int = 4, seed: int = 0, lattice_size: int = 16,
+              hurst: float = HURST, lacunarity: float = LACUNARITY) -> FBMNoise:
+    """fBm noise resource (eqs 2.24–2.32) with peak-to-peak height ``max_height`` [m].
+
+    Args:
+        max_height: h_max [m] (the noise stays within ±h_max/2).
+        frequency: f0 [1/m]: the first octave has one lattice cell per 1/f0 metres.
+        octaves: number of terms.
+        seed: lattice seed.
+        lattice_size: P, the lattice is P³ random numbers, periodic (16 in the seed's example).
+    """
+    if int(lattice_size) != lattice_size or lattice_size < 2:
+        raise InputError("fbm.lattice_size", lattice_size, "must be an integer >= 2")
+    a0 = fbm_amplitude(max_height, octaves, hurst=hurst, lacunarity=lacunarity)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x0F8,)))
+    lat = rng.uniform(-0.5, 0.5, size=(int(lattice_size),) * 3)
+    # centre the lattice (zero mean over a period, so the volume is unchanged exactly, not only in
+    # expectation) and keep it within [-0.5, 0.5] (so |noise| <= h_max / 2 still holds)
+    lat -= lat.mean()
+    lat *= 0.5 / max(float(np.abs(lat).max()), 0.5)
+    return FBMNoise(lattice=lat, amplitude=a0, frequency=_pos(frequency, "fbm.frequency", "1/m"),
+                    lacunarity=lacunarity, hurst=hurst, octaves=int(octaves))
+
+
+# --------------------------------------------------------------------------------------------------
+# power law and bounded Pareto sizes (eqs 2.22–2.23)
+# --------------------------------------------------------------------------------------------------
+
+
+def rock_density(s_min: float, *, k0: float, s0: float, alpha: float, s_max: float | None = None) -> float:
+    """Rocks per m² larger than ``s_min`` (eq 2.22), or in [s_min, s_max] when ``s_max`` is given."""
+    a = _pos(alpha, "rocks.alpha", "1")
+    k = _pos(k0, "rocks.k0", "1/m^2") * _pos(s0, "rocks.s0", "m") ** a
+    lo = _pos(s_min, "rocks.s_min", "m")
+    return k * (lo ** -a - (0.0 if s_max is None else _pos(s_max, "rocks.s_max", "m") ** -a))
+
+
+def calibrate_k0(rocks_per_m2: float, *, s_min: float, s0: float, alpha: float) -> float:
+    """k0 such that eq 2.22 gives ``rocks_per_m2`` rocks larger than ``s_min`` per m²."""
+    return _pos(rocks_per_m2, "rocks.rocks_per_m2", "1/m^2") * (_pos(s_min, "rocks.s_min", "m")
+                                                                / _pos(s0, "rocks.s0", "m")) ** _pos(alpha, "rocks.alpha", "1")
+
+
+def bounded_pareto(y, s_min: float, s_max: float, alpha: float) -> np.ndarray:
+    """Rock sizes from uniform numbers ``y`` in [0, 1) (eq 2.23, inverse CDF of the bounded Pareto law).
+
+    ``s = (-(y H^α - y L^α - H^α) / (H^α L^α))^(-1/α)`` with L = s_min, H = s_max.
+    """
+    lo, hi, a = _pos(s_min, "rocks.s_min", "m"), _pos(s_max, "rocks.s_max", "m"), _pos(alpha, "rocks.alpha", "1")
+    if hi <= lo:
+        raise InputError("rocks.s_max", s_max, f"must be > s_min = {lo} [m]")
+    y = np.asarray(y, dtype=np.float64)
+    ha, la = hi ** a, lo ** a
+    return (-(y * ha - y * la - ha) / (ha * la)) ** (-1.0 / a)
+
+
+def pareto_mean(s_min: float, s_max: float, alpha: float) -> float:
+    """Mean of the bounded Pareto law of eq 2.23 [m]."""
+    lo, hi, a = float(s_min), float(s_max), float(alpha)
+    if a == 1.0:
+        return lo * hi / (hi - lo) * math.log(hi / lo)
+    return (lo ** a / (1.0 - (lo / hi) ** a)) * a / (a - 1.0) * (lo ** (1.0 - a) - hi ** (1.0 - a))
+
+
+# --------------------------------------------------------------------------------------------------
+# procedurally seeded rocks (eqs 2.34–2.39)
+# --------------------------------------------------------------------------------------------------
+
+
+def _random_rotations(rng, n: int) -> np.ndarray:
+    """Uniformly random rotation matrices (n, 3, 3) (from uniform unit quaternions)."""
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    from systems.attitude import quat_to_dcm
+
+    return quat_to_dcm(q)
+
+
+def _psr_texture(tex, centres, rots, radii, normals, p, N, period):
+    """min over rocks of the generalised distance (eq 2.37) at the nodes near each rock (periodic)."""
+    h = period / N
+    for c, C, R in zip(centres, rots, radii):
+        reach = math.sqrt(3.0) * R  # GDF >= |v|/√3 - R with any 4 body-diagonal normals present
+        lo = np.floor((c - reach) / h).astype(int)
+        hi = np.ceil((c + reach) / h).astype(int)
+        ax = [np.arange(lo[a], hi[a] + 1) for a in range(3)]
+        I, J, K = np.meshgrid(*ax, indexing="ij")
+        pts = np.stack([I, J, K], -1).reshape(-1, 3) * h
+        v = (pts - c) @ C.T
+        proj = np.abs(v @ normals.T)
+        m = proj.max(axis=1, keepdims=True)
+        safe = np.where(m > 0, m, 1.0)
+        d = (m[:, 0] * np.sum((proj / safe) ** p, axis=1) ** (1.0 / p)) - R
+        idx = (np.mod(I, N).reshape(-1), np.mod(J, N).reshape(-1), np.mod(K, N).reshape(-1))
+        np.minimum.at(tex, idx, d)
+
+
+def psr_field(*, seed: int = 0, rocks_per_m2: float = 14.0, s_min: float = 0.05, s_max: float = 0.5,
+              alpha: float = 2.8, period: float = 4.0, resolution: int = 64, p: float = 100.0, a: int = 4,
+              b: int = 13, index_cell: float = 20.0, index_size: int = 16) -> PSRField:
+    """Procedurally seeded rocks (seed 004 §2.3.3), reproducible from ``seed`` alone.
+
+    Args:
+        seed: the only source of randomness.
+        rocks_per_m2: K, rocks larger than s_min per m² of surface.
+        s_min, s_max, alpha: bounded Pareto diameters (eq 2.23) [m].
+        period: side L of the periodic texture cube [m].
+        resolution: texture nodes per side.
+        p: norm of the generalised distance functions (eq 2.37; large p gives sharp edges).
+        a, b: range of Akleman & Chen's normals n_a..n_b (1-based; 4..13 icosahedron).
+        index_cell: side of one cell of the texture-index lattice [m] (low frequency).
+        index_size: the index lattice has index_size³ cells, periodic.
+    """
+    L = _pos(period, "psr.period", "m")
+    if not (1 <= int(a) <= int(b) <= 19):
+        raise InputError("psr.a/b", (a, b), "must satisfy 1 <= a <= b <= 19")
+    if int(resolution) != resolution or resolution < 4:
+        raise InputError("psr.resolution", resolution, "must be an integer >= 4")
+    dbar = pareto_mean(s_min, s_max, alpha)
+    bounded_pareto(0.5, s_min, s_max, alpha)  # validates the size law
+    K3_mean = _pos(rocks_per_m2, "psr.rocks_per_m2", "1/m^2") * L ** 3 / dbar
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x95B,)))
+    k3 = int(rng.poisson(K3_mean))
+    diam = bounded_pareto(rng.uniform(size=k3), s_min, s_max, alpha)
+    centres = rng.uniform(0.0, L, size=(k3, 3))
+    rots = _random_rotations(rng, k3)
+    N = int(resolution)
+    tex = np.zeros((N, N, N))
+    _psr_texture(tex, centres, rots, 0.5 * diam, GDF_NORMALS[int(a) - 1:int(b)], _pos(p, "psr.p", "1"), N, L)
+    np.minimum(tex, 0.0, out=tex)
+    index = rng.uniform(0.0, 8.0, size=(int(index_size),) * 3)
+    index = np.minimum(index, np.nextafter(8.0, 0.0))
+    return PSRField(texture=tex, period=L, index=index, index_cell=_pos(index_cell, "psr.index_cell", "m"))
+
+
+# --------------------------------------------------------------------------------------------------
+# polyhedral rocks (eqs 2.22–2.23)
+# --------------------------------------------------------------------------------------------------
+
+
+def icosahedron(diameter: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Regular icosahedron of circumscribed ``diameter`` [m]: ``(vertices (12, 3), faces (20, 3))``."""
+    v = []
+    for s1 in (-1, 1):
+        for s2 in (-1, 1):
+            v += [[0, s1, s2 * _PHI], [s1, s2 * _PHI, 0], [s2 * _PHI, 0, s1]]
+    v = np.array(v, float)
+    v *= 0.5 * diameter / np.linalg.norm(v[0])
+    from scipy.spatial import ConvexHull
+
+    return v, _outward(v, ConvexHull(v).simplices)
+
+
+def _outward(v, f):
+    f = np.array(f, np.int64)
+    c = v.mean(axis=0)
+    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    flip = np.einsum("ij,ij->i", n, v[f[:, 0]] - c) < 0
+    f[flip] = f[flip][:, [0, 2, 1]]
+    return f
+
+
+def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | None = 14.0, k0: float | None = None,
+                     s0: float = 2.5, alpha: float = 2.8, s_min: float = 0.05, s_max: float = 0.5, sigma: float = 0.1,
+                     sink_min: float = -0.4, sink_max: float = 0.25, facet_ids=None) -> RockField:
+    """Polyhedral rocks on the facets of a surface patch (seed 004 §2.3.1), target frame.
+
+    Args:
+        vertices, faces: the patch [m]; faces outward wound (rocks sit on the outer side).
+        seed: base seed; facet i's generator is ``SeedSequence(seed, spawn_key=(facet_ids[i],))``.
+        rocks_per_m2: K, rocks larger than s_min per m² (calibrates k0, see module doc); or
+        k0: the power law's initialisation number with ``s0`` (Table 4.2: 2.5e-3, 2.5 m).
+        alpha: power index α.
+        s_min, s_max: size bounds [m].
+        sigma: vertex deformation standard deviation, as a fraction of the size s.
+        sink_min, sink_max: sink ratio r ~ U(sink_min, sink_max); the rock centre lies r·s below the
+            facet plane (Table 4.2: -0.4, 0.25).
+        facet_ids: stable ids of the facets (default 0..m-1): the RNG keys.
+
+    Returns:
+        A :class:`components.terrain.RockField` (each rock's own convex polyhedron).
+    """
+    V = np.asarray(vertices, dtype=np.float64)
+    F = np.asarray(faces, dtype=np.int64)
+    if V.ndim != 2 or V.shape[1] != 3 or F.ndim != 2 or F.shape[1] != 3:
+        raise InputError("polyhedral_rocks.mesh", (V.shape, F.shape), "vertices (n, 3) and faces (m, 3)")
+    if (rocks_per_m2 is None) == (k0 is None):
+        raise InputError("polyhedral_rocks.rocks_per_m2/k0", {"rocks_per_m2": rocks_per_m2, "k0": k0},
+                         "give exactly one (the count calibrates k0)")
+    if rocks_per_m2 is not None:
+        k0 = calibrate_k0(rocks_per_m2, s_min=s_min, s0=s0, alpha=alpha)
+    dens = rock_density(s_min, k0=k0, s0=s0, alpha=alpha, s_max=s_max)
+    if not (sink_min <= sink_max):
+        raise InputError("polyhedral_rocks.sink_min", sink_min, f"must be <= sink_max = {sink_max}")
+    if not (sigma >= 0 and math.isfinite(sigma)):
+        raise InputError("polyhedral_rocks.sigma", sigma, "must be a finite number >= 0")
+    ids = np.arange(len(F)) if facet_ids is None else np.asarray(facet_ids, dtype=np.int64)
+    if ids.shape != (len(F),):
+        raise InputError("polyhedral_rocks.facet_ids", ids.shape, f"must hold one id per facet ({len(F)})")
+    ico_v, ico_f = icosahedron(1.0)
+    from scipy.spatial import ConvexHull
+
+    pos, att, rad, size, poly, fac = [], [], [], [], [], []
+    pv, pt, ps, pr = [], [], [0], []
+    nv = 0
+    for fi, fid in enumerate(ids):
+        a, b, c = V[F[fi]]
+        n = np.cross(b - a, c - a)
+        area = 0.5 * float(np.linalg.norm(n))
+        if area == 0.0:
+            continue
+        n /= 2.0 * area
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fid),)))
+        k = int(rng.poisson(area * dens))
+        for _ in range(k):
+            s = float(bounded_pareto(rng.uniform(), s_min, s_max, alpha))
+            verts = ico_v * s + rng.normal(scale=sigma * s, size=ico_v.shape)
+            hull = ConvexHull(verts)
+            used = np.unique(hull.simplices)
+            remap = -np.ones(len(verts), np.int64)
+            remap[used] = np.arange(len(used))
+            hv = verts[used]
+            hf = _outward(hv, remap[hull.simplices])
+            q = rng.normal(size=4)
+            q /= np.linalg.norm(q)
+            if q[0] < 0:
+                q = -q
+            u1, u2 = rng.uniform(size=2)
+            if u1 + u2 > 1.0:
+                u1, u2 = 1.0 - u1, 1.0 - u2
+            r = rng.uniform(sink_min, sink_max)
+            pos.append(a + u1 * (b - a) + u2 * (c - a) - r * s * n)
+            att.append(q)
+            rad.append(float(np.max(np.linalg.norm(hv, axis=1))))
+            size.append(s)
+            poly.append(len(pr))
+            fac.append(int(fid))
+            pv.append(hv)
+            pt.append(hf + nv)
+            nv += len(hv)
+            ps.append(ps[-1] + len(hf))
+            pr.append(rad[-1])
+    shapes = ConvexPolyhedra(vertices=np.concatenate(pv) if pv else np.zeros((0, 3)),
+                             triangles=np.concatenate(pt) if pt else np.zeros((0, 3), np.int64),
+                             tri_start=np.array(ps, np.int64), radius=np.array(pr))
+    return RockField(position=np.array(pos).reshape(-1, 3), attitude=np.array(att).reshape(-1, 4),
+                     radius=np.array(rad), size=np.array(size), polyhedron=np.array(poly, np.int64),
+                     facet=np.array(fac, np.int64), shapes=shapes)
