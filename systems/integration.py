@@ -34,8 +34,8 @@ from numba import prange
 
 from components.status import Status
 from ecs import InputError, Phase, System
-from ecs.kernels import array_module, cpu_parallel, dual, launch_rows
-from systems.attitude import euler321_to_quat, quat_derivative, quat_normalize
+from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
+from systems.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu
@@ -378,6 +378,9 @@ class Integrator(System):
             key, L = (xp.asarray(a) for a in new_mass_cache(n))
             euler_mode = "body_euler" in t
             euler = t["body_euler"] if euler_mode else xp.zeros((n, 3))
+            if euler_mode:  # the angles are the state: the attitude column follows them from t = 0
+                e = np.asarray(to_host(euler))
+                t["body_attitude"][:] = xp.asarray(euler_to_quat(e[:, ::-1], "321"))
             self.work.append(_Work(t, xp.zeros((n, STATE_SIZE)), xp.zeros((n, s, STATE_SIZE)), xp.zeros(n, np.bool_),
                                    xp.zeros(n), xp.full(n, np.nan), xp.zeros(n), xp.zeros(n, np.int64), key, L,
                                    euler, euler_mode))
