@@ -10,6 +10,10 @@ indexing (``math.*``, no allocation, no ``raise``) and compiled twice:
 never touches CUDA, so the CPU backend works on machines without a driver, and the CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1``) can run the very same sources in CI.
 
+Measured pitfall (numba 0.68), beyond DESIGN.md §2: a ``for ... break`` loop inside an inlined
+kernel that is called from a ``prange`` body gave wrong results (~1e-10 relative in Carlson's
+integrals) while the serial build was right; write such loops as ``while`` loops.
+
 Fastmath: never ``fastmath=True`` (it deletes ``np.isnan`` checks). ``FASTMATH`` below keeps NaN
 semantics. ``reassoc`` is excluded on purpose too: per-sample work stays in one thread and must
 not depend on the thread count (DESIGN.md §2, determinism).

@@ -23,7 +23,8 @@ from typing import Any
 from ecs.errors import InputError, TumbleError
 from ecs.scene import Scene
 
-#: name -> (module path, one-line description). Modules expose ``build(**params) -> Scene``.
+#: name -> (builder, one-line description). A builder is ``"module"`` (its ``build``) or
+#: ``"module:function"``; it is called as ``builder(**params) -> Scene``.
 BUILTIN_SCENES: dict[str, tuple[str, str]] = {
     "precession": ("scenes.precession",
                    "torque-free rigid body: precession and nutation against Euler's closed-form solution"),
@@ -31,6 +32,19 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
     "free_fall": ("scenes.free_fall", "point mass falling in uniform gravity (analytic reference)"),
     "parabola": ("scenes.parabola", "ballistic parabola in uniform gravity (analytic reference)"),
     "gunns": ("scenes.gunns", "rigid-body dynamics reference case from NASA GUNNS (GunnsDyn)"),
+    "jeod-point": ("scenes.jeod:build_point", "JEOD RUN_point: two 100 kg spheres collide head-on at 2 m/s"),
+    "jeod-point-inverse": ("scenes.jeod:build_point_inverse", "JEOD RUN_point_inverse: as jeod-point, vehicle 2 pitched 180°"),
+    "jeod-point-off-center": ("scenes.jeod:build_point_off_center",
+                              "JEOD RUN_point_off_center: spheres offset 0.5 m from the line of approach"),
+    "jeod-line": ("scenes.jeod:build_line", "JEOD RUN_line: two 200 kg cylinders (line facets) collide end-on"),
+    "jeod-line-inverse": ("scenes.jeod:build_line_inverse", "JEOD RUN_line_inverse: as jeod-line, vehicle 2 pitched 180°"),
+    "jeod-line-arbitrary": ("scenes.jeod:build_line_arbitrary",
+                            "JEOD RUN_line_arbitrary: cylinder 1 pitched 45°, cylinder 2 rolled 45°"),
+    "jeod-line-point": ("scenes.jeod:build_line_point", "JEOD RUN_line_point: a line facet hit by a point facet"),
+    "jeod-line-side-to-side": ("scenes.jeod:build_line_side_to_side",
+                               "JEOD RUN_line_side_to_side: cylinder 1 pitched 90°, cylinder 2 rolled 90°"),
+    "jeod-ground": ("scenes.jeod:build_ground",
+                    "JEOD RUN_contact_ground: a cylinder on a spherical Earth with a vehicle dropped onto it"),
 }
 
 
@@ -97,7 +111,7 @@ def scene_module(name_or_path: str | os.PathLike):
     """The module of a built-in scene or a scene file (not yet built)."""
     s = os.fspath(name_or_path)
     if s in BUILTIN_SCENES:
-        mod_path = BUILTIN_SCENES[s][0]
+        mod_path = BUILTIN_SCENES[s][0].partition(":")[0]
         try:
             return importlib.import_module(mod_path)
         except ModuleNotFoundError as exc:
@@ -118,7 +132,9 @@ def load_scene(name_or_path: str | os.PathLike, **params: Any) -> Scene:
             a module without ``build``, or ``build`` not returning a :class:`~ecs.scene.Scene`.
     """
     module = scene_module(name_or_path)
-    build = getattr(module, "build", None)
+    key = os.fspath(name_or_path)
+    fn_name = BUILTIN_SCENES[key][0].partition(":")[2] if key in BUILTIN_SCENES else ""
+    build = getattr(module, fn_name or "build", None)
     if not callable(build):
         raise InputError("scene", os.fspath(name_or_path), "must expose a function build(**params) -> Scene")
     try:

@@ -1,0 +1,768 @@
+"""Facet contact between vehicles and with the ground (JEOD v5.0 Contact Model, seed 000).
+
+:class:`FacetContact` is a DERIVATIVE system: at every integrator stage it finds the facet pairs
+(and facet–ground pairs) in contact, evaluates their pair interaction and adds the resulting
+equal and opposite forces to the bodies. Per evaluation, per sample (one thread per sample, a fixed
+order of pairs, so results never depend on the thread count):
+
+1. **find** (:func:`find_contacts`, JEOD ``Contact::check_contact`` and ``ContactPair::in_contact``,
+   §3.4.2–3.4.3): facet segments to inertial; candidate pairs from the broadphase
+   (:mod:`systems.facet_broadphase`) or from JEOD's static pair list (all matched, non-excluded
+   pairs, built once at bind); exclusion of facets on one body or one multibody tree
+   (requirement Contact_4); the pair's interaction from the unordered material pair (a pair with
+   no registered interaction never exists, §3.4.2, §3.4.7); exact capsule geometry
+   (:mod:`systems.facet_geometry`); every contact is written to a per-sample contact buffer
+   (penetration, normal, contact point, relative velocity, radii). Built-in grounds (plane, sphere,
+   ellipsoid planet) are tested in the same pass, terrain SDF grounds in a CPU pass that calls
+   the user's compiled distance function.
+2. **user interactions**: one CPU pass per registered user function fills the force of its
+   contacts (the function is a first-class argument of a kernel specialised on it).
+3. **apply** (:func:`apply_contacts`, JEOD ``SpringPairInteraction::calculate_forces`` and
+   ``ContactSurface::collect_forces_torques``, §3.4.4, §3.4.8, §4.2.1): the built-in spring
+   force of each remaining contact; force ``+F`` on body *b* and ``−F`` on body *a* at the common
+   contact point; ``contact_force`` (inertial) and ``contact_torque`` (body axes, about the
+   reference point, ``r × F`` with ``r`` from the reference point to the contact point) per body;
+   both added into ``body_force``/``body_torque``.
+
+The built-in spring (eq. 3.1, ``F = −k x − c v``) with ``n`` the unit normal from facet *a* to
+facet *b*, ``x`` the penetration and ``v`` the velocity of *b*'s material point at the contact
+point relative to *a*'s (``v_n = v·n``, ``ẋ = −v_n``):
+
+* normal force on *b*: ``f_n = k x − c v_n`` (mode ``jeod``: may be negative — damping pulls
+  while the facets separate, as JEOD); ``max(0, ·)`` in mode ``clamp``; in mode ``latch`` the
+  spring's sign is reversed about the latch point, ``f_n = −k d − c v_n`` with ``d`` the distance
+  between the facets' cores, so overlapping facets are pulled together (§3.4.8: "a sign reversal
+  could invert this behavior making the spring forces applicable to simulations requiring
+  latching"). Reversing ``−k x`` literally would pull hardest at full overlap and flip direction
+  as the cores cross; reversing about ``d = 0`` gives the same capture well depth ``k (ra+rb)²/2``
+  with a smooth bottom. The latch releases when the cores separate beyond ``ra + rb``.
+* friction ``F_t = −μ |f_n| v_t/|v_t|`` (Coulomb; optional regularisation below a slip speed) or,
+  with ``friction="jeod"``, ``−μ |f_n| v_t/|v|`` — JEOD normalises the whole relative velocity
+  before projecting it on the tangent plane (``spring_pair_interaction.cc``), which scales the
+  friction by the sine of the approach angle.
+
+Integrators: contact couples the bodies of a sample, so all their rows must advance in lockstep:
+use a fixed-step method (``rk4``). The adaptive ones (``bs32``, ``dp54``) step every row
+independently; :meth:`FacetContact.bind` refuses them with an :class:`~ecs.errors.InputError`.
+
+Rows whose ``row_status`` is not RUNNING are skipped: their facets neither touch nor get touched.
+A sample whose contacts overflow the buffer (``max_contacts``) has its body rows set FAILED.
+
+Grounds: :class:`components.contact.PlaneGround`, :class:`~components.contact.SphereGround` and
+:class:`~components.contact.EllipsoidGround` (planets) are built in; a terrain is an
+:class:`~components.contact.SdfGround` — any compiled ``fn(data, x, y, z) -> (d, gx, gy, gz)`` —
+and :func:`systems.facet_terrain.terrain_ground` wraps the terrain kernels of :mod:`systems.sdf`.
+
+Backends: the find/apply kernels are dual (CPU and CUDA; the heavy ones compiled with
+``dual(..., inline=False)``). User interactions and SDF grounds call a user's numba function and
+run on the CPU backend only (refused on ``gpu`` at bind).
+
+Inspection: :meth:`FacetContact.contacts` returns the contacts of the last evaluation (facets,
+bodies, penetration, normal, point, relative velocity, force); the per-sample counters
+``narrowphase_tests`` and ``pair_candidates`` measure the broadphase.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.contact import (GROUND_PARAM_SIZE, PARAM_SIZE, FacetKind, Grounds, InteractionKind,
+                                PairInteractions, SdfGround, material_id, material_name)
+from ecs import InputError, Phase, System
+from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_host
+from systems.attitude import quat_rotate, quat_rotate_inverse
+from systems.facet_broadphase import body_bounding_spheres, cull_facets, sort_sweep_axis
+from systems.facet_geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
+
+_rot = quat_rotate.cpu
+_rot_inv = quat_rotate_inverse.cpu
+_capsule = capsule_contact.cpu
+_gdist = ground_distance.cpu
+_glow = ground_lowest_param.cpu
+_cull = cull_facets.cpu
+_sweep_prep = sort_sweep_axis.cpu
+
+_INVPHI = 0.6180339887498949
+
+
+# --------------------------------------------------------------------------- small kernels
+def _point_velocity(b, pos, vel, att, omega, px, py, pz):
+    """Inertial velocity of body row b's material point at the inertial point p: v + R (ω × Rᵀ(p − x))."""
+    q0, q1, q2, q3 = att[b, 0], att[b, 1], att[b, 2], att[b, 3]
+    rx, ry, rz = _rot_inv(q0, q1, q2, q3, px - pos[b, 0], py - pos[b, 1], pz - pos[b, 2])
+    wx, wy, wz = omega[b, 0], omega[b, 1], omega[b, 2]
+    ux, uy, uz = _rot(q0, q1, q2, q3, wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx)
+    return vel[b, 0] + ux, vel[b, 1] + uy, vel[b, 2] + uz
+
+
+point_velocity = dual(_point_velocity, inline=False)
+_pvel = point_velocity.cpu
+
+
+def _record(s, cap, count, fa, fb, ba, bb, inter, x, d, nx, ny, nz, px, py, pz, vx, vy, vz, ra, rb, buf):
+    """Append one contact to sample s's buffer (counted even past ``cap`` so overflow is detected).
+
+    ``buf`` = (facet_a, facet_b, body_a, body_b, interaction, penetration, distance, normal, point,
+    velocity, radius_a, radius_b, force), each with leading axes [samples, cap].
+    """
+    k = count[s]
+    if k < cap:
+        c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
+        c_fa[s, k] = fa
+        c_fb[s, k] = fb
+        c_ba[s, k] = ba
+        c_bb[s, k] = bb
+        c_int[s, k] = inter
+        c_x[s, k] = x
+        c_d[s, k] = d
+        c_n[s, k, 0] = nx
+        c_n[s, k, 1] = ny
+        c_n[s, k, 2] = nz
+        c_p[s, k, 0] = px
+        c_p[s, k, 1] = py
+        c_p[s, k, 2] = pz
+        c_v[s, k, 0] = vx
+        c_v[s, k, 1] = vy
+        c_v[s, k, 2] = vz
+        c_ra[s, k] = ra
+        c_rb[s, k] = rb
+        c_f[s, k, 0] = 0.0
+        c_f[s, k, 1] = 0.0
+        c_f[s, k, 2] = 0.0
+    count[s] = k + 1
+
+
+record_contact = dual(_record, inline=False)
+_rec = record_contact.cpu
+
+
+def _test_pair(s, ra_, rb_, inter, fac, bod, scr, cap, count, ntest, buf):
+    """Exact capsule test of facet rows ra_ (a) and rb_ (b), whose bounding spheres overlap."""
+    f_body, f_matd, f_point, f_axis, f_rad, f_len = fac
+    status, pos, vel, att, omega, tree, sph_c, sph_r = bod
+    wc, wh, wbr, live, act, near, wbc, box, order, axis, lo, hi = scr
+    ntest[s] += 1
+    r1 = f_rad[ra_]
+    r2 = f_rad[rb_]
+    x, nx, ny, nz, px, py, pz = _capsule(wc[ra_, 0], wc[ra_, 1], wc[ra_, 2], wh[ra_, 0], wh[ra_, 1], wh[ra_, 2], r1,
+                                         wc[rb_, 0], wc[rb_, 1], wc[rb_, 2], wh[rb_, 0], wh[rb_, 1], wh[rb_, 2], r2)
+    if x <= 0.0:
+        return
+    a = f_body[ra_]
+    b = f_body[rb_]
+    vax, vay, vaz = _pvel(a, pos, vel, att, omega, px, py, pz)
+    vbx, vby, vbz = _pvel(b, pos, vel, att, omega, px, py, pz)
+    _rec(s, cap, count, ra_, rb_, a, b, inter, x, r1 + r2 - x, nx, ny, nz, px, py, pz, vbx - vax, vby - vay,
+         vbz - vaz, r1, r2, buf)
+
+
+test_pair = dual(_test_pair, inline=False)
+_tpair = test_pair.cpu
+
+
+def _facet_world(s, F, fac, bod, scr):
+    """Inertial centre, half-segment and bounding radius of every facet of sample s; live = body RUNNING."""
+    f_body, f_matd, f_point, f_axis, f_rad, f_len = fac
+    status, pos, vel, att, omega, tree, sph_c, sph_r = bod
+    wc, wh, wbr, live, act, near, wbc, box, order, axis, lo, hi = scr
+    for f in range(F):
+        r = s * F + f
+        b = f_body[r]
+        if b < 0 or status[b] != 0:
+            live[r] = 0
+            continue
+        live[r] = 1
+        q0, q1, q2, q3 = att[b, 0], att[b, 1], att[b, 2], att[b, 3]
+        cx, cy, cz = _rot(q0, q1, q2, q3, f_point[r, 0], f_point[r, 1], f_point[r, 2])
+        wc[r, 0] = pos[b, 0] + cx
+        wc[r, 1] = pos[b, 1] + cy
+        wc[r, 2] = pos[b, 2] + cz
+        h = 0.5 * f_len[r]
+        hx, hy, hz = _rot(q0, q1, q2, q3, h * f_axis[r, 0], h * f_axis[r, 1], h * f_axis[r, 2])
+        wh[r, 0] = hx
+        wh[r, 1] = hy
+        wh[r, 2] = hz
+        wbr[r] = f_rad[r] + h
+
+
+facet_world = dual(_facet_world, inline=False)
+_fworld = facet_world.cpu
+
+
+# --------------------------------------------------------------------------- find contacts
+def _find_contacts(s, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf):
+    """Every facet–facet and built-in facet–ground contact of sample s, in a fixed order, into the buffer.
+
+    Argument groups (tuples of arrays; numba inlines at most 31 arguments):
+    ``pairs`` = (pair_a, pair_b, pair_i, pair_table); ``fac`` = (facet_body, dense material,
+    facet_point, facet_axis, facet_radius, facet_length); ``bod`` = (row_status, position,
+    velocity, attitude, omega, tree, sphere centre, sphere radius); ``grd`` = (ground count, kind,
+    params, pair table, curvature radius); ``scr`` = scratch (centre, half-segment, bounding
+    radius, live, in sweep, near, body sphere centre, body box, order, axis, lo, hi); ``counters`` = (contacts,
+    narrowphase tests, pair candidates); ``buf`` = the contact buffer (see :func:`_record`).
+    """
+    pair_a, pair_b, pair_i, pair_table = pairs
+    f_body, f_matd, f_point, f_axis, f_rad, f_len = fac
+    status, pos, vel, att, omega, tree, sph_c, sph_r = bod
+    ngr, g_kind, g_params, g_pair, g_curv = grd
+    wc, wh, wbr, live, act, near, wbc, box, order, axis, lo, hi = scr
+    count, ntest, ncand = counters
+    count[s] = 0
+    ntest[s] = 0
+    ncand[s] = 0
+    base = s * F
+    _fworld(s, F, fac, bod, scr)
+    if use_bp:
+        _cull(s, F, B, status, pos, att, sph_c, sph_r, tree, f_body, live, wc, wbr, wbc, near, box, act)
+        _sweep_prep(s, F, act, wc, wbr, order, axis, lo, hi)
+        for ia in range(F):
+            i = order[s, ia]
+            ri = base + i
+            if lo[ri] == math.inf:
+                break
+            for ib in range(ia + 1, F):
+                j = order[s, ib]
+                rj = base + j
+                if lo[rj] > hi[ri]:
+                    break
+                ncand[s] += 1
+                bi = f_body[ri]
+                bj = f_body[rj]
+                if bi == bj or (tree[bi] >= 0 and tree[bi] == tree[bj]):
+                    continue
+                inter = pair_table[f_matd[ri], f_matd[rj]]
+                if inter < 0:
+                    continue
+                dx = wc[rj, 0] - wc[ri, 0]
+                dy = wc[rj, 1] - wc[ri, 1]
+                dz = wc[rj, 2] - wc[ri, 2]
+                rr = wbr[ri] + wbr[rj]
+                if dx * dx + dy * dy + dz * dz > rr * rr:  # bounding spheres apart
+                    continue
+                if i < j:
+                    _tpair(s, ri, rj, inter, fac, bod, scr, cap, count, ntest, buf)
+                else:
+                    _tpair(s, rj, ri, inter, fac, bod, scr, cap, count, ntest, buf)
+    else:
+        for k in range(npairs):
+            ri = base + pair_a[k]
+            rj = base + pair_b[k]
+            if live[ri] == 0 or live[rj] == 0:
+                continue
+            ncand[s] += 1
+            dx = wc[rj, 0] - wc[ri, 0]
+            dy = wc[rj, 1] - wc[ri, 1]
+            dz = wc[rj, 2] - wc[ri, 2]
+            rr = wbr[ri] + wbr[rj]
+            if dx * dx + dy * dy + dz * dz > rr * rr:  # bounding spheres apart
+                continue
+            _tpair(s, ri, rj, pair_i[k], fac, bod, scr, cap, count, ntest, buf)
+    # built-in grounds (plane, sphere, ellipsoid); SDF grounds run in their own CPU pass
+    for g in range(ngr):
+        kind = g_kind[g]
+        if kind > 2:
+            continue
+        for f in range(F):
+            r = base + f
+            if live[r] == 0:
+                continue
+            inter = g_pair[g, f_matd[r]]
+            if inter < 0:
+                continue
+            d0 = _gdist(kind, g_params, g, wc[r, 0], wc[r, 1], wc[r, 2])[0]
+            if d0 > wbr[r]:
+                continue
+            p0x, p0y, p0z = wc[r, 0] - wh[r, 0], wc[r, 1] - wh[r, 1], wc[r, 2] - wh[r, 2]
+            dx, dy, dz = 2.0 * wh[r, 0], 2.0 * wh[r, 1], 2.0 * wh[r, 2]
+            t = _glow(kind, g_params, g, p0x, p0y, p0z, dx, dy, dz)
+            sx, sy, sz = p0x + t * dx, p0y + t * dy, p0z + t * dz
+            dist, nx, ny, nz = _gdist(kind, g_params, g, sx, sy, sz)
+            rad = f_rad[r]
+            x = rad - dist
+            if x <= 0.0:
+                continue
+            px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
+            b = f_body[r]
+            vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
+            _rec(s, cap, count, -1 - g, r, -1, b, inter, x, dist, nx, ny, nz, px, py, pz, vx, vy, vz, g_curv[g], rad,
+                 buf)
+
+
+find_contacts = dual(_find_contacts, inline=False)
+_find_contacts_cpu = find_contacts.cpu
+
+
+@cpu_parallel
+def find_contacts_samples(n, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf):
+    for s in prange(n):
+        _find_contacts_cpu(s, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf)
+
+
+@cpu_jit
+def find_sdf_ground_contacts(fn, data, g, curv, samples, F, fac, bod, scr, g_pair, cap, count, buf):
+    """Facets against the terrain SDF ground g: ``fn(data, x, y, z) -> (d, nx, ny, nz)`` (CPU, serial, in order)."""
+    f_body, f_matd, f_point, f_axis, f_rad, f_len = fac
+    status, pos, vel, att, omega, tree, sph_c, sph_r = bod
+    wc, wh, wbr, live, act, near, wbc, box, order, axis, lo, hi = scr
+    for s in range(samples):
+        for f in range(F):
+            r = s * F + f
+            if live[r] == 0:
+                continue
+            inter = g_pair[g, f_matd[r]]
+            if inter < 0:
+                continue
+            if fn(data, wc[r, 0], wc[r, 1], wc[r, 2])[0] > wbr[r]:
+                continue
+            p0x, p0y, p0z = wc[r, 0] - wh[r, 0], wc[r, 1] - wh[r, 1], wc[r, 2] - wh[r, 2]
+            dx, dy, dz = 2.0 * wh[r, 0], 2.0 * wh[r, 1], 2.0 * wh[r, 2]
+            t = 0.0
+            if dx * dx + dy * dy + dz * dz > 0.0:
+                lo_, hi_ = 0.0, 1.0
+                t1 = hi_ - _INVPHI * (hi_ - lo_)
+                t2 = lo_ + _INVPHI * (hi_ - lo_)
+                f1 = fn(data, p0x + t1 * dx, p0y + t1 * dy, p0z + t1 * dz)[0]
+                f2 = fn(data, p0x + t2 * dx, p0y + t2 * dy, p0z + t2 * dz)[0]
+                for _ in range(GOLDEN_ITERATIONS):
+                    if f1 <= f2:
+                        hi_ = t2
+                        t2 = t1
+                        f2 = f1
+                        t1 = hi_ - _INVPHI * (hi_ - lo_)
+                        f1 = fn(data, p0x + t1 * dx, p0y + t1 * dy, p0z + t1 * dz)[0]
+                    else:
+                        lo_ = t1
+                        t1 = t2
+                        f1 = f2
+                        t2 = lo_ + _INVPHI * (hi_ - lo_)
+                        f2 = fn(data, p0x + t2 * dx, p0y + t2 * dy, p0z + t2 * dz)[0]
+                t = 0.5 * (lo_ + hi_)
+                ft = fn(data, p0x + t * dx, p0y + t * dy, p0z + t * dz)[0]
+                fa = fn(data, p0x, p0y, p0z)[0]
+                fb = fn(data, p0x + dx, p0y + dy, p0z + dz)[0]
+                if fa < ft and fa <= fb:
+                    t = 0.0
+                elif fb < ft:
+                    t = 1.0
+            sx, sy, sz = p0x + t * dx, p0y + t * dy, p0z + t * dz
+            dist, nx, ny, nz = fn(data, sx, sy, sz)
+            rad = f_rad[r]
+            x = rad - dist
+            gn = math.sqrt(nx * nx + ny * ny + nz * nz)
+            if x <= 0.0 or not gn > 0.0:  # apart, or no normal (flat spot of the field)
+                continue
+            nx, ny, nz = nx / gn, ny / gn, nz / gn
+            px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
+            b = f_body[r]
+            vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
+            _rec(s, cap, count, -1 - g, r, -1, b, inter, x, dist, nx, ny, nz, px, py, pz, vx, vy, vz, curv, rad, buf)
+
+
+# --------------------------------------------------------------------------- forces
+def _spring_force(ip, ii, x, d, nx, ny, nz, vx, vy, vz):
+    """Built-in spring (eq. 3.1) force on facet b [N], inertial; see the module docstring."""
+    k = ip[ii, 0]
+    c = ip[ii, 1]
+    mu = ip[ii, 2]
+    mode = ip[ii, 3]
+    fric = ip[ii, 4]
+    vslip = ip[ii, 5]
+    vn = vx * nx + vy * ny + vz * nz
+    if mode == 2.0:
+        fn = -k * d - c * vn
+    else:
+        fn = k * x - c * vn
+        if mode == 1.0 and fn < 0.0:
+            fn = 0.0
+    fx, fy, fz = fn * nx, fn * ny, fn * nz
+    if mu > 0.0:
+        tx, ty, tz = vx - vn * nx, vy - vn * ny, vz - vn * nz
+        vt = math.sqrt(tx * tx + ty * ty + tz * tz)
+        vm = math.sqrt(vx * vx + vy * vy + vz * vz)
+        # a slip below round-off of |v| has no direction: no friction (else a 1e-17 residue of the
+        # normal projection would carry the full μ|f_n| along the normal)
+        if vt > 1e-12 * vm:
+            den = vm if fric == 1.0 else max(vt, vslip)
+            sc = mu * abs(fn) / den
+            fx -= sc * tx
+            fy -= sc * ty
+            fz -= sc * tz
+    return fx, fy, fz
+
+
+spring_force = dual(_spring_force, inline=False)
+_spring = spring_force.cpu
+
+
+def _add_wrench(b, fx, fy, fz, px, py, pz, pos, att, cforce, ctorque):
+    """Force F (inertial) at inertial point p on body row b: cforce += F, ctorque += r_B × F_B."""
+    q0, q1, q2, q3 = att[b, 0], att[b, 1], att[b, 2], att[b, 3]
+    rx, ry, rz = _rot_inv(q0, q1, q2, q3, px - pos[b, 0], py - pos[b, 1], pz - pos[b, 2])
+    gx, gy, gz = _rot_inv(q0, q1, q2, q3, fx, fy, fz)
+    cforce[b, 0] += fx
+    cforce[b, 1] += fy
+    cforce[b, 2] += fz
+    ctorque[b, 0] += ry * gz - rz * gy
+    ctorque[b, 1] += rz * gx - rx * gz
+    ctorque[b, 2] += rx * gy - ry * gx
+
+
+add_wrench = dual(_add_wrench, inline=False)
+_wrench = add_wrench.cpu
+
+
+def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status, pos,
+                    att, force, torque, cforce, ctorque):
+    """Forces of sample s's contacts (built-in spring; user forces already in c_f) onto its bodies."""
+    base = s * B
+    for i in range(B):
+        r = base + i
+        for k in range(3):
+            cforce[r, k] = 0.0
+            ctorque[r, k] = 0.0
+    n = count[s]
+    if n > cap:  # buffer overflow: the sample's contacts are unknown, fail its rows
+        for i in range(B):
+            if status[base + i] == 0:
+                status[base + i] = 9  # Status.FAILED
+        return
+    for k in range(n):
+        ii = c_int[s, k]
+        if i_kind[ii] == 0:
+            fx, fy, fz = _spring(i_params, ii, c_x[s, k], c_d[s, k], c_n[s, k, 0], c_n[s, k, 1], c_n[s, k, 2],
+                                 c_v[s, k, 0], c_v[s, k, 1], c_v[s, k, 2])
+            c_f[s, k, 0] = fx
+            c_f[s, k, 1] = fy
+            c_f[s, k, 2] = fz
+        else:
+            fx, fy, fz = c_f[s, k, 0], c_f[s, k, 1], c_f[s, k, 2]
+        px, py, pz = c_p[s, k, 0], c_p[s, k, 1], c_p[s, k, 2]
+        _wrench(c_bb[s, k], fx, fy, fz, px, py, pz, pos, att, cforce, ctorque)
+        a = c_ba[s, k]
+        if a >= 0:
+            _wrench(a, -fx, -fy, -fz, px, py, pz, pos, att, cforce, ctorque)
+    for i in range(B):
+        r = base + i
+        if status[r] == 0:
+            for k in range(3):
+                force[r, k] += cforce[r, k]
+                torque[r, k] += ctorque[r, k]
+
+
+apply_contacts = dual(_apply_contacts, inline=False)
+_apply_contacts_cpu = apply_contacts.cpu
+
+
+@cpu_parallel
+def apply_contacts_samples(n, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status,
+                           pos, att, force, torque, cforce, ctorque):
+    for s in prange(n):
+        _apply_contacts_cpu(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params,
+                            status, pos, att, force, torque, cforce, ctorque)
+
+
+@cpu_jit
+def eval_user_contacts(fn, kind, samples, cap, count, c_int, i_kind, i_params, c_x, c_n, c_v, c_ra, c_rb, c_f):
+    """Force of every contact whose interaction has ``kind`` from the user's compiled ``fn`` (CPU, serial)."""
+    for s in range(samples):
+        n = min(count[s], cap)
+        for k in range(n):
+            ii = c_int[s, k]
+            if i_kind[ii] != kind:
+                continue
+            fx, fy, fz = fn(i_params[ii], c_x[s, k], c_n[s, k, 0], c_n[s, k, 1], c_n[s, k, 2], c_v[s, k, 0],
+                            c_v[s, k, 1], c_v[s, k, 2], c_ra[s, k], c_rb[s, k])
+            c_f[s, k, 0] = fx
+            c_f[s, k, 1] = fy
+            c_f[s, k, 2] = fz
+
+
+# --------------------------------------------------------------------------- the system
+def static_pairs(f_body0: np.ndarray, f_matd0: np.ndarray, tree0: np.ndarray, pair_table: np.ndarray):
+    """JEOD's pair list (§3.4.2): every facet pair i < j with a matched interaction, not on one body or tree.
+
+    Args:
+        f_body0: body index (within the sample) of each facet, shape [F].
+        f_matd0: dense material index of each facet, shape [F].
+        tree0: tree id of each body, shape [B].
+        pair_table: interaction index by dense material pair (-1: none), shape [M, M].
+
+    Returns:
+        ``(a [P], b [P], interaction [P])`` int64, in row-major (i, j) order.
+    """
+    F = f_body0.size
+    aa, bb, ii = [], [], []
+    for i in range(F - 1):
+        j = np.arange(i + 1, F)
+        inter = pair_table[f_matd0[i], f_matd0[j]]
+        bi, bj = f_body0[i], f_body0[j]
+        same = (bj == bi) | ((tree0[bi] >= 0) & (tree0[bj] == tree0[bi]))
+        keep = (inter >= 0) & ~same
+        aa.append(np.full(int(keep.sum()), i, np.int64))
+        bb.append(j[keep].astype(np.int64))
+        ii.append(inter[keep].astype(np.int64))
+    if not aa:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(aa), np.concatenate(bb), np.concatenate(ii)
+
+
+def _check_facets(world, ft) -> None:
+    """Facet columns as packed (per-sample overrides included): radius > 0, kind known, lengths, unit axes."""
+    rad, ln = to_host(ft["facet_radius"]), to_host(ft["facet_length"])
+    kind, ax = to_host(ft["facet_kind"]), to_host(ft["facet_axis"])
+
+    def name(row):
+        return world.name_of(int(ft.entities[row % ft.entity_count]))
+
+    checks = (
+        (~(np.isfinite(rad) & (rad > 0.0)), "facet_radius", rad, "must be a finite radius > 0 [m]"),
+        (~np.isin(kind, [int(k) for k in FacetKind]), "facet_kind", kind,
+         f"must be one of {[int(k) for k in FacetKind]} (FacetKind)"),
+        ((kind == FacetKind.POINT) & (ln != 0.0), "facet_length", ln, "must be 0 for a point facet"),
+        ((kind == FacetKind.LINE) & ~(np.isfinite(ln) & (ln > 0.0)), "facet_length", ln,
+         "must be a finite length > 0 [m] for a line facet"),
+        (np.abs(np.linalg.norm(ax, axis=1) - 1.0) > 1e-9, "facet_axis", ax, "must be a unit vector"),
+    )
+    for bad, col, values, rule in checks:
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            v = values[row]
+            raise InputError(f"{col} of {name(row)} (sample {row // ft.entity_count})",
+                             v.tolist() if hasattr(v, "tolist") else v, rule)
+
+
+class FacetContact(System):
+    """Facet–facet and facet–ground contact forces (DERIVATIVE phase), JEOD Contact Model.
+
+    Needs the :class:`components.contact.PairInteractions` resource (and optionally
+    :class:`components.contact.Grounds`), facets (:class:`components.contact.Facet`) on rigid
+    bodies, and a fixed-step integrator.
+
+    Args:
+        broadphase: ``True`` (default): bounding spheres and sort-and-sweep find candidate pairs
+            each evaluation; ``False``: JEOD's static list of every matched pair, each checked
+            (bounding sphere, then exact test) at every evaluation.
+        max_contacts: contact buffer capacity per sample; a sample with more simultaneous contacts
+            has its rows set FAILED. Default: the number of matched pairs plus facets × grounds,
+            capped at 4096.
+
+    Attributes (after bind; per sample, host or device arrays, valid after each evaluation):
+        contact_count: contacts found at the last evaluation, shape [samples].
+        narrowphase_tests: exact capsule tests at the last evaluation, shape [samples].
+        pair_candidates: facet pairs examined at the last evaluation, shape [samples].
+        total_narrowphase_tests, total_pair_candidates, evaluations: running totals.
+    """
+
+    phase = Phase.DERIVATIVE
+    reads = ("facet_body", "facet_kind", "facet_material", "facet_point", "facet_axis", "facet_radius",
+             "facet_length", "body_position", "body_velocity", "body_attitude", "body_omega", "contact_tree")
+    writes = ("contact_force", "contact_torque")
+    accumulates = ("body_force", "body_torque")
+
+    def __init__(self, *, broadphase: bool = True, max_contacts: int | None = None):
+        if not isinstance(broadphase, (bool, np.bool_)):
+            raise InputError("facet contact broadphase", broadphase, "must be True or False")
+        if max_contacts is not None and (isinstance(max_contacts, bool)
+                                         or not isinstance(max_contacts, (int, np.integer)) or max_contacts < 1):
+            raise InputError("facet contact max_contacts", max_contacts, "must be a whole number >= 1 (or None)")
+        self.broadphase = bool(broadphase)
+        self.max_contacts = max_contacts
+        self.facets = None
+
+    # ------------------------------------------------------------------ bind
+    def bind(self, world) -> None:
+        from systems.integration import Integrator
+
+        for s in world.systems:
+            if isinstance(s, Integrator) and s.adaptive:
+                raise InputError("integrator method", s.method,
+                                 "facet contact couples the bodies of a sample, which must advance in lockstep; "
+                                 "adaptive methods step each row independently: use a fixed-step method such as 'rk4'")
+        self.world = world
+        tables = world.tables_with("facet_body")
+        self.facets = None
+        self.evaluations = 0
+        if not tables:
+            return
+        if len(tables) > 1:
+            raise InputError("facets", f"{len(tables)} tables",
+                             "every facet entity must carry exactly the same components (one facet table)")
+        ft = tables[0]
+        ref_entities = ft.entities_ref.get("facet_body")
+        fb_host = to_host(ft["facet_body"])
+        if (fb_host < 0).any():
+            bad = int(ft.entities[int(np.flatnonzero(fb_host < 0)[0]) % ft.entity_count])
+            raise InputError(f"facet_body of {world.name_of(bad)}", -1, "every facet must be attached to a body")
+        bt = next((t for t in world.tables_with("body_position", "body_force")
+                   if ref_entities is not None and np.array_equal(t.entities, ref_entities)), None)
+        if bt is None:
+            raise InputError("facet_body", "entities without body_position/body_force",
+                             "facets must be attached to rigid bodies (components.rigid.rigid_body)")
+        self.facets, self.bodies = ft, bt
+        S, F, B = ft.samples, ft.entity_count, bt.entity_count
+        _check_facets(world, ft)
+        xp = array_module(bt["body_position"])
+        backend = world.backend
+
+        # materials and interactions
+        inter = world.resource(PairInteractions, PairInteractions())
+        grounds = world.resource(Grounds, Grounds()).items
+        mat_f = to_host(ft["facet_material"]).astype(np.int64)
+        mats = set(int(m) for m in np.unique(mat_f))
+        for n1, n2, _ in inter.entries:
+            mats.update((material_id(n1), material_id(n2)))
+        for g in grounds:
+            mats.add(material_id(g.material))
+        mats = np.array(sorted(mats), dtype=np.int64)
+        M = mats.size
+        f_matd = np.searchsorted(mats, mat_f).astype(np.int64)
+        pair_table = np.full((M, M), -1, np.int64)
+        for k, (n1, n2, _) in enumerate(inter.entries):
+            a, b = np.searchsorted(mats, [material_id(n1), material_id(n2)])
+            pair_table[a, b] = pair_table[b, a] = k
+        i_kind, i_params = inter.packed()
+        if i_kind.size == 0:
+            i_kind, i_params = np.zeros(1, np.int64), np.zeros((1, PARAM_SIZE))
+        self.user_fns = inter.user_functions()
+
+        # grounds
+        G = len(grounds)
+        g_kind = np.array([int(g.kind) for g in grounds] or [0], np.int64)
+        g_params = np.array([g.params() for g in grounds] or [np.zeros(GROUND_PARAM_SIZE)])
+        g_curv = np.array([g.curvature_radius() for g in grounds] or [0.0])
+        g_pair = np.full((max(G, 1), M), -1, np.int64)
+        for gi, g in enumerate(grounds):
+            for k, (n1, n2, _) in enumerate(inter.entries):
+                ids = (material_id(n1), material_id(n2))
+                if material_id(g.material) in ids:
+                    other = ids[1] if ids[0] == material_id(g.material) else ids[0]
+                    g_pair[gi, int(np.searchsorted(mats, other))] = k
+        self.sdf_grounds = [(gi, g) for gi, g in enumerate(grounds) if isinstance(g, SdfGround)]
+        self._sdf_data = {gi: g.packed_data() for gi, g in self.sdf_grounds}
+        if backend == "gpu" and (self.user_fns or self.sdf_grounds):
+            raise InputError("facet contact backend", "gpu",
+                             "user interactions and SDF grounds call user numba functions and run on the CPU "
+                             "backend only")
+        self.G = G
+
+        # trees, bounding spheres, static pairs
+        tree = to_host(bt["contact_tree"]).astype(np.int64) if "contact_tree" in bt else np.full(S * B, -1, np.int64)
+        sph_c, sph_r = body_bounding_spheres(fb_host, to_host(ft["facet_point"]), to_host(ft["facet_radius"]),
+                                             to_host(ft["facet_length"]), S * B)
+        pa = pb = pi = np.zeros(0, np.int64)
+        if not self.broadphase:
+            local_body = (fb_host.reshape(S, F) - (np.arange(S) * B)[:, None])
+            m2 = f_matd.reshape(S, F)
+            t2 = tree.reshape(S, B)
+            if not (np.all(local_body == local_body[0]) and np.all(m2 == m2[0]) and np.all(t2 == t2[0])):
+                raise InputError("facet_body / facet_material / contact_tree", "differ between samples",
+                                 "the all-pairs mode (broadphase=False) builds one pair list for every sample; "
+                                 "use broadphase=True to disperse them")
+            pa, pb, pi = static_pairs(local_body[0], m2[0], t2[0], pair_table)
+        self.static_pair_count = int(pa.size)
+        if self.max_contacts is not None:
+            cap = int(self.max_contacts)
+        else:
+            n_match = int(pa.size) if not self.broadphase else F * (F - 1) // 2
+            cap = int(max(1, min(4096, n_match + F * G)))
+        self.capacity = cap
+
+        def dev(a):
+            return xp.asarray(a)
+
+        self._args_static = dict(
+            pair_a=dev(pa if pa.size else np.zeros(1, np.int64)), pair_b=dev(pb if pb.size else np.zeros(1, np.int64)),
+            pair_i=dev(pi if pi.size else np.zeros(1, np.int64)), f_matd=dev(f_matd), tree=dev(tree),
+            sph_c=dev(sph_c), sph_r=dev(sph_r), pair_table=dev(pair_table), g_kind=dev(g_kind),
+            g_params=dev(g_params), g_pair=dev(g_pair), g_curv=dev(g_curv), i_kind=dev(i_kind), i_params=dev(i_params))
+        self._host_g_pair, self._host_g_curv = g_pair, g_curv
+        # scratch
+        nf = S * F
+        self.wc, self.wh = xp.zeros((nf, 3)), xp.zeros((nf, 3))
+        self.wbr, self.live, self.act = xp.zeros(nf), xp.zeros(nf, np.int8), xp.zeros(nf, np.int8)
+        self.near, self.wbc, self.box = xp.zeros(S * B, np.int8), xp.zeros((S * B, 3)), xp.zeros((S * B, 6))
+        self.order = xp.asarray(np.tile(np.arange(F, dtype=np.int64), (S, 1)))
+        self.axis = xp.full(S, -1, np.int64)
+        self.lo, self.hi = xp.zeros(nf), xp.zeros(nf)
+        self.contact_count = xp.zeros(S, np.int64)
+        self.narrowphase_tests = xp.zeros(S, np.int64)
+        self.pair_candidates = xp.zeros(S, np.int64)
+        self.total_narrowphase_tests = np.zeros(S, np.int64)
+        self.total_pair_candidates = np.zeros(S, np.int64)
+        self.c_fa, self.c_fb = xp.zeros((S, cap), np.int64), xp.zeros((S, cap), np.int64)
+        self.c_ba, self.c_bb = xp.zeros((S, cap), np.int64), xp.zeros((S, cap), np.int64)
+        self.c_int = xp.zeros((S, cap), np.int64)
+        self.c_x, self.c_d = xp.zeros((S, cap)), xp.zeros((S, cap))
+        self.c_n, self.c_p, self.c_v, self.c_f = (xp.zeros((S, cap, 3)) for _ in range(4))
+        self.c_ra, self.c_rb = xp.zeros((S, cap)), xp.zeros((S, cap))
+        if "contact_force" in bt:
+            self.cforce, self.ctorque = bt["contact_force"], bt["contact_torque"]
+        else:
+            self.cforce, self.ctorque = xp.zeros((S * B, 3)), xp.zeros((S * B, 3))
+
+    # ------------------------------------------------------------------ process
+    def process(self, frame) -> None:
+        if self.facets is None:
+            return
+        ft, bt, a = self.facets, self.bodies, self._args_static
+        S, F, B = ft.samples, ft.entity_count, bt.entity_count
+        st = bt["row_status"]
+        fac = (ft["facet_body"], a["f_matd"], ft["facet_point"], ft["facet_axis"], ft["facet_radius"],
+               ft["facet_length"])
+        bod = (st, bt["body_position"], bt["body_velocity"], bt["body_attitude"], bt["body_omega"], a["tree"],
+               a["sph_c"], a["sph_r"])
+        scr = (self.wc, self.wh, self.wbr, self.live, self.act, self.near, self.wbc, self.box, self.order, self.axis,
+               self.lo, self.hi)
+        buf = (self.c_fa, self.c_fb, self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p,
+               self.c_v, self.c_ra, self.c_rb, self.c_f)
+        launch_rows(frame.backend, find_contacts_samples, find_contacts, S, F, B, self.broadphase,
+                    self.static_pair_count, (a["pair_a"], a["pair_b"], a["pair_i"], a["pair_table"]), fac, bod,
+                    (self.G, a["g_kind"], a["g_params"], a["g_pair"], a["g_curv"]), scr, self.capacity,
+                    (self.contact_count, self.narrowphase_tests, self.pair_candidates), buf)
+        for gi, g in self.sdf_grounds:
+            find_sdf_ground_contacts(g.fn, self._sdf_data[gi], gi, float(self._host_g_curv[gi]), S, F, fac, bod, scr,
+                                     a["g_pair"], self.capacity, self.contact_count, buf)
+        for j, fn in enumerate(self.user_fns):
+            eval_user_contacts(fn, int(InteractionKind.USER) + j, S, self.capacity, self.contact_count, self.c_int,
+                               a["i_kind"], a["i_params"], self.c_x, self.c_n, self.c_v, self.c_ra, self.c_rb,
+                               self.c_f)
+        launch_rows(frame.backend, apply_contacts_samples, apply_contacts, S, B, self.capacity, self.contact_count,
+                    self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p, self.c_v, self.c_f,
+                    a["i_kind"], a["i_params"], st, bt["body_position"], bt["body_attitude"], bt["body_force"],
+                    bt["body_torque"], self.cforce, self.ctorque)
+        self.evaluations += 1
+        self.total_narrowphase_tests += to_host(self.narrowphase_tests)
+        self.total_pair_candidates += to_host(self.pair_candidates)
+
+    # ------------------------------------------------------------------ inspection
+    def contacts(self, sample: int = 0) -> dict[str, np.ndarray]:
+        """The contacts of ``sample`` at the last evaluation (host copies), for logging and tests.
+
+        Keys: ``facet_a`` / ``facet_b`` (facet rows; ``facet_a = -1 - g`` for ground g), ``body_a`` /
+        ``body_b`` (body rows, -1 for the ground), ``interaction``, ``penetration`` [m],
+        ``distance`` (core distance) [m], ``normal`` (a→b, inertial), ``point`` [m], ``velocity``
+        (b relative to a, [m/s]), ``force`` (on b, [N], inertial).
+        """
+        n = min(int(to_host(self.contact_count)[sample]), self.capacity)
+        h = {k: to_host(getattr(self, "c_" + k))[sample, :n].copy()
+             for k in ("fa", "fb", "ba", "bb", "int", "x", "d", "n", "p", "v", "f")}
+        return {"facet_a": h["fa"], "facet_b": h["fb"], "body_a": h["ba"], "body_b": h["bb"],
+                "interaction": h["int"], "penetration": h["x"], "distance": h["d"], "normal": h["n"],
+                "point": h["p"], "velocity": h["v"], "force": h["f"]}
+
+    def describe_pairs(self) -> list[tuple[str, str, str]]:
+        """JEOD-style listing of the static pairs (all-pairs mode): (facet a, facet b, materials)."""
+        if self.facets is None or self.broadphase:
+            return []
+        ft = self.facets
+        a = to_host(self._args_static["pair_a"])[: self.static_pair_count]
+        b = to_host(self._args_static["pair_b"])[: self.static_pair_count]
+        mat = to_host(ft["facet_material"])
+        return [(self.world.name_of(int(ft.entities[i])), self.world.name_of(int(ft.entities[j])),
+                 f"{material_name(mat[i])}/{material_name(mat[j])}") for i, j in zip(a, b)]
+
+
+__all__ = ["FacetContact", "apply_contacts", "find_contacts", "spring_force", "static_pairs"]
