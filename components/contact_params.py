@@ -1,0 +1,251 @@
+"""Contact parameters per material pair: restitution, friction, rolling resistance, regolith.
+
+Seed 004 §2.5–2.6. The impact and contact-motion systems (:mod:`systems.collision`,
+:mod:`systems.contact_motion`) take, for every touching vertex, the parameters of the *pair* of
+materials in contact (probe skin on terrain, probe skin on a rock, ...), so terrain and rocks can
+behave differently. In the spirit of JEOD's named pair interactions (seed 000, the facet-contact
+issue, :mod:`components.contact`), the parameters are registered once per **unordered** pair of
+material names in a :class:`ContactPairs` resource; a body names its material through
+:class:`ContactMaterial` (column ``body_material``), which stores the same stable material id as
+the facets (:func:`material`, a hash of the name).
+
+Parameters of one pair (:class:`ContactParams`):
+
+* ``restitution`` — Stronge's *energetic* coefficient of restitution ``e`` ∈ [0, 1] (seed eq 2.60:
+  the restitution work is ``−e²`` times the compression work). For central impacts it equals the
+  kinematic (Newton) coefficient; for eccentric ones it does not (eq 2.61) and never adds energy.
+* ``friction`` — Coulomb coefficient ``f`` ≥ 0 (eqs 2.65, 2.97).
+* ``rolling_resistance`` — the coefficient ``C_RR`` ≥ 0 of eqs 2.85 and 2.107. The seed's matrix
+  ``[C_RR]`` is this coefficient times a per-probe diagonal mask of the axes about which the probe
+  rolls (a sphere rolls about all three, a cylinder about its axis only): the mask and the rolling
+  radius ``R`` are properties of the probe, not of the pair, and are given to the systems.
+* ``regolith`` — optional :class:`Regolith` restitution modulation (eqs 2.111–2.113): ``e`` is then
+  replaced by ``e(θ) = e₁ + min(θ, θ_c)/θ_c · (e₀ − e₁)`` with ``θ = arcsin(−v·N/|v|)`` the impact
+  angle of the contact-point velocity ``v`` above the surface plane (0 for a grazing impact,
+  90° for a normal one). ``e₁`` is reached in the grazing limit, ``e₀`` (the floor set by a hard layer
+  under a thin regolith blanket, as for Philae) for every impact steeper than the critical angle
+  ``θ_c``.
+
+Eq 2.112 (Nishida et al.'s critical angle) as reconstructed from the OCR'd seed:
+``θ_c = 210° · (ρ_t/ρ_p)^(1/2) · (D_t/D_p)^(2/3)`` with ``ρ_t, D_t`` the bulk density and grain
+diameter of the granular target and ``ρ_p, D_p`` those of the projectile; we clip it to (0°, 90°].
+Eq 2.113 as printed (``e = e₁ + min(θ, θ_c)/θ_c (e₀ − e₁)``) matches the text around it
+(``e = e₀`` whenever ``θ > θ_c``, rising to ``e₁`` at ``θ = 0``) and is used unchanged.
+
+Kernels read one float64 row of :data:`PAIR_FIELDS` per contact (:meth:`ContactPairs.rows`);
+unregistered pairs hold NaN, which the kernels flag instead of guessing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ecs import InputError, column, component
+
+#: Field order of one row of :meth:`ContactPairs.table` (the kernels index it by these constants).
+PAIR_FIELDS = ("restitution", "friction", "rolling_resistance", "regolith", "e_floor", "e_max", "critical_angle")
+PAIR_E, PAIR_F, PAIR_CRR, PAIR_REGOLITH, PAIR_E0, PAIR_E1, PAIR_THETA_C = range(len(PAIR_FIELDS))
+PAIR_FIELD_COUNT = len(PAIR_FIELDS)
+
+
+def _finite_in(value, name: str, lo: float, hi: float = math.inf, unit: str = "") -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(name, value, "must be a number") from None
+    if not math.isfinite(v) or not (lo <= v <= hi):
+        rng = f">= {lo}" if hi == math.inf else f"in [{lo}, {hi}]"
+        raise InputError(name, value, f"must be finite and {rng}{(' ' + unit) if unit else ''}")
+    return v
+
+
+@dataclass(frozen=True)
+class Regolith:
+    """Restitution modulation by impact angle for a regolith layer over a hard surface (eq 2.113).
+
+    Attributes:
+        e_floor: ``e₀``, the restitution of impacts steeper than the critical angle [1], in [0, 1].
+        e_max: ``e₁``, the restitution of a grazing impact (θ = 0) [1], in [0, 1].
+        critical_angle: ``θ_c`` [rad], in (0, π/2].
+    """
+
+    e_floor: float
+    e_max: float
+    critical_angle: float
+
+    def __post_init__(self):
+        _finite_in(self.e_floor, "regolith e_floor (e0)", 0.0, 1.0)
+        _finite_in(self.e_max, "regolith e_max (e1)", 0.0, 1.0)
+        th = _finite_in(self.critical_angle, "regolith critical_angle", 0.0, math.pi / 2, "rad")
+        if th <= 0.0:
+            raise InputError("regolith critical_angle", self.critical_angle, "must be > 0 rad")
+
+    @staticmethod
+    def critical_angle_from_grains(*, grain_density: float, grain_diameter: float, probe_density: float,
+                                   probe_diameter: float) -> float:
+        """Nishida et al.'s critical impact angle (seed eq 2.112) [rad], clipped to (0, π/2].
+
+        Args:
+            grain_density: bulk density of the granular layer ρ_t [kg/m³].
+            grain_diameter: grain diameter D_t [m].
+            probe_density: bulk density of the projectile ρ_p [kg/m³].
+            probe_diameter: projectile diameter D_p [m].
+        """
+        rt = _finite_in(grain_density, "grain_density", 0.0, unit="kg/m^3")
+        dt = _finite_in(grain_diameter, "grain_diameter", 0.0, unit="m")
+        rp = _finite_in(probe_density, "probe_density", 0.0, unit="kg/m^3")
+        dp = _finite_in(probe_diameter, "probe_diameter", 0.0, unit="m")
+        for name, v in (("grain_density", rt), ("grain_diameter", dt), ("probe_density", rp),
+                        ("probe_diameter", dp)):
+            if v <= 0.0:
+                raise InputError(name, v, "must be > 0")
+        theta = math.radians(210.0) * math.sqrt(rt / rp) * (dt / dp) ** (2.0 / 3.0)
+        return min(theta, math.pi / 2)
+
+    @classmethod
+    def from_grains(cls, *, e_floor: float, e_max: float, grain_density: float, grain_diameter: float,
+                    probe_density: float, probe_diameter: float) -> "Regolith":
+        """A modulation whose critical angle follows eq 2.112 from grain and probe properties."""
+        return cls(e_floor, e_max, cls.critical_angle_from_grains(
+            grain_density=grain_density, grain_diameter=grain_diameter, probe_density=probe_density,
+            probe_diameter=probe_diameter))
+
+    def restitution(self, impact_angle):
+        """``e(θ)`` of eq 2.113 for impact angles θ [rad] (numpy, any shape)."""
+        th = np.minimum(np.asarray(impact_angle, float), self.critical_angle)
+        return self.e_max + th / self.critical_angle * (self.e_floor - self.e_max)
+
+
+@dataclass(frozen=True)
+class ContactParams:
+    """Impact and contact parameters of one pair of materials.
+
+    Attributes:
+        restitution: energetic coefficient of restitution e [1], in [0, 1] (eq 2.60).
+        friction: Coulomb friction coefficient f [1], >= 0 (eqs 2.65, 2.97).
+        rolling_resistance: rolling-resistance coefficient C_RR [1], >= 0 (eqs 2.85, 2.107).
+        regolith: optional restitution modulation by impact angle (eqs 2.111–2.113).
+    """
+
+    restitution: float = 0.5
+    friction: float = 0.5
+    rolling_resistance: float = 0.0
+    regolith: Regolith | None = None
+
+    def __post_init__(self):
+        _finite_in(self.restitution, "restitution", 0.0, 1.0)
+        _finite_in(self.friction, "friction", 0.0)
+        _finite_in(self.rolling_resistance, "rolling_resistance", 0.0)
+        if self.regolith is not None and not isinstance(self.regolith, Regolith):
+            raise InputError("regolith", self.regolith, "must be a Regolith or None")
+
+    def row(self) -> np.ndarray:
+        """The kernel row of :data:`PAIR_FIELDS`, float64 [PAIR_FIELD_COUNT]."""
+        r = self.regolith
+        return np.array([self.restitution, self.friction, self.rolling_resistance,
+                         0.0 if r is None else 1.0,
+                         self.restitution if r is None else r.e_floor,
+                         self.restitution if r is None else r.e_max,
+                         math.pi / 2 if r is None else r.critical_angle], dtype=np.float64)
+
+
+@component("body")
+class ContactMaterial:
+    """The material a body's skin is made of: ``material_id(name)`` (see :func:`material`)."""
+
+    material: int = column(dtype=np.int64, default=0,
+                           doc="material_id of the skin's material name (components.contact.material_id)")
+
+
+def material(name: str) -> int:
+    """The id of a material name: the same stable 63-bit hash the facet contact uses
+    (:func:`components.contact.material_id`), so one name means one material project-wide and ids
+    never depend on registration order."""
+    from components.contact import material_id
+
+    return material_id(name)
+
+
+@dataclass
+class ContactPairs:
+    """Resource: contact parameters registered per unordered pair of material names.
+
+    ``register("aluminium", "regolith", ContactParams(...))`` also serves ``("regolith",
+    "aluminium")``. Materials are identified by :func:`material` ids (what
+    :class:`ContactMaterial` stores); :meth:`rows` looks up the parameter rows of many pairs at once
+    for the kernels.
+
+    Attributes:
+        default: parameters used for pairs that were not registered; ``None`` (the default) makes
+            an unregistered pair an error in :meth:`params` and a NaN row in :meth:`rows`.
+    """
+
+    default: ContactParams | None = None
+    _names: dict[int, str] = field(default_factory=dict)
+    _pairs: dict[tuple[int, int], ContactParams] = field(default_factory=dict)
+
+    def material(self, name: str) -> int:
+        """The id of material ``name`` (remembered for messages)."""
+        mid = material(name)
+        self._names[mid] = name
+        return mid
+
+    def _id(self, m) -> int:
+        if isinstance(m, str):
+            return self.material(m)
+        if isinstance(m, (int, np.integer)):
+            return int(m)
+        raise InputError("material", m, "must be a material name or a material id")
+
+    def _key(self, a, b) -> tuple[int, int]:
+        ia, ib = self._id(a), self._id(b)
+        return (ia, ib) if ia <= ib else (ib, ia)
+
+    def register(self, a, b, params: ContactParams | None = None, **fields) -> ContactParams:
+        """Register (or replace) the parameters of the unordered pair ``{a, b}`` (names or ids).
+
+        Either pass a :class:`ContactParams` or its fields as keywords
+        (``register("cube", "rock", restitution=0.3, friction=0.8)``).
+        """
+        if params is None:
+            params = ContactParams(**fields)
+        elif fields:
+            raise InputError("register", sorted(fields), "pass either a ContactParams or keyword fields, not both")
+        if not isinstance(params, ContactParams):
+            raise InputError(f"contact params of ({a!r}, {b!r})", params, "must be a ContactParams")
+        self._pairs[self._key(a, b)] = params
+        return params
+
+    def params(self, a, b) -> ContactParams:
+        """Parameters of the pair ``{a, b}`` (names or ids; the default when unregistered, if set)."""
+        key = self._key(a, b)
+        if key in self._pairs:
+            return self._pairs[key]
+        if self.default is not None:
+            return self.default
+        names = tuple(self._names.get(k, f"#{k}") for k in key)
+        raise InputError("material pair", names, "has no registered contact parameters (ContactPairs.register)")
+
+    def rows(self, ids_a, ids_b) -> np.ndarray:
+        """Kernel rows (:data:`PAIR_FIELDS`) of many pairs: float64 ``[n, PAIR_FIELD_COUNT]``.
+
+        Unregistered pairs get the default's row, or NaN (which the kernels flag) without one.
+        """
+        a = np.asarray(ids_a, dtype=np.int64).reshape(-1)
+        b = np.asarray(ids_b, dtype=np.int64).reshape(-1)
+        if a.shape != b.shape:
+            raise InputError("material ids", (a.shape, b.shape), "must have the same length")
+        fill = np.full(PAIR_FIELD_COUNT, np.nan) if self.default is None else self.default.row()
+        out = np.empty((a.size, PAIR_FIELD_COUNT))
+        cache: dict[tuple[int, int], np.ndarray] = {}
+        for k, (ia, ib) in enumerate(zip(a.tolist(), b.tolist())):
+            key = (ia, ib) if ia <= ib else (ib, ia)
+            row = cache.get(key)
+            if row is None:
+                p = self._pairs.get(key)
+                row = cache[key] = fill if p is None else p.row()
+            out[k] = row
+        return out

@@ -1,0 +1,1318 @@
+"""Impulsive collisions of rigid probes with a static surface (EVENT phase): Stronge's impact model.
+
+Seed 004 §2.5.1–2.5.2 (eqs 2.46–2.91), §2.3.2 (eq 2.33, impact normal by vertex type) and §2.6
+(eqs 2.111–2.113, regolith restitution). One vertex of a rigid body touches a static surface
+(terrain or rock, in the target frame) with unit normal ``N`` (pointing out of the surface, toward
+the body). The collision is instantaneous: position and attitude are frozen, only the velocities
+jump. Every kernel is written once (:func:`dual_call`: :func:`ecs.kernels.dual` without
+IR inlining) and runs as a CPU row driver or a CUDA kernel from the same source; a
+collision keeps its constants and integrator state in one float64 work row (``WORK_SIZE``).
+
+Public API: :func:`resolve_impacts` (numpy, a batch of independent single-vertex impacts, CPU or
+GPU), the row kernels :data:`resolve_impact` / :data:`impact_row` / :data:`vertex_impacts_row` with
+their CPU drivers :func:`impact_rows` / :func:`vertex_impacts_rows`, :data:`impact_normal` (eq 2.33),
+:data:`regolith_restitution` (eqs 2.111–2.113), :data:`reversal_direction` (eqs 2.74–2.77),
+:func:`kinetic_energy`, and the EVENT system :class:`ResolveSurfaceImpacts`.
+
+Model (Stronge, *Impact Mechanics*, CUP 2000/2018, ch. 5; seed eqs 2.53–2.84)
+-----------------------------------------------------------------------------
+* **Inverse inertia matrix** (eqs 2.55–2.56): the velocity of body point ``r_i`` (from the CoM)
+  changes by ``[M_ij] F`` for an impulse ``F`` at point ``r_j``, ``[M_ij] = E/m − [r̃_i] I⁻¹ [r̃_j]``;
+  the collision uses ``[M] = [M_rr]``, symmetric positive definite. It is expressed in the contact
+  frame ``C = (û₁, û₂, N)`` (eq 2.48); we take ``û₁`` along the initial sliding velocity (or, with no
+  sliding, along the tangential part of ``[M]N``), which makes the whole computation independent of
+  the frame the inputs are written in.
+* **Normal impulse p as the independent variable** (eqs 2.57–2.59): ``dv/dp = [M] dP/dp`` with
+  ``dP/dp = (−f cos φ, −f sin φ, 1)`` in slip (eq 2.65), ``(−f* cos φ*, −f* sin φ*, 1)`` in stick
+  (eq 2.71) and ``(−f cos φ̂, −f sin φ̂, 1)`` in slip reversal (eq 2.78). Body velocities follow the
+  total impulse exactly: ``Δv = P/m``, ``Δω = I⁻¹ (r × P)`` (eq 2.58).
+* **Stick** (eqs 2.66–2.70): with ``B`` the tangential 2×2 block of ``[M]`` and ``a = (M₁₃, M₂₃)``,
+  keeping ``v₁ = v₂ = 0`` needs ``f*(cos φ*, sin φ*) = B⁻¹ a``; stick holds iff ``f ≥ f*``.
+  Eq 2.69 is evaluated with ``atan2`` (the printed ``arctan`` loses the quadrant). During stick
+  ``dv₃/dp = 1/(M⁻¹)₃₃ > 0``.
+* **Slip reversal** (eqs 2.72–2.78): if ``f < f*`` when the sliding speed reaches zero, slip
+  resumes along the constant direction ``φ̂`` solving ``h(φ) = s dφ/dp = 0`` with
+  ``g(φ) = ds/dp > 0``; solved by the third-order Householder iteration of eq 2.76 from
+  ``φ₀ = φ*`` (eq 2.77 derivatives), checked, and if it lands on a wrong root (``g ≤ 0``) replaced
+  by a bracketed scan of ``h`` — Stronge shows exactly one root has ``g > 0``.
+* **Energetic restitution** (eq 2.60): ``W_n(p) = ∫₀ᵖ v₃ dp'`` is the work of the normal impulse;
+  compression ends at the first ``v₃ = 0`` with work ``W_c < 0``, and the collision ends when the
+  restitution work reaches ``−e² W_c``, i.e. ``W_n = (1 − e²) W_c``.
+
+Numerical method (our choices, documented)
+------------------------------------------
+* Only the initial slip phase needs numerical integration: the stick and reversal phases have a
+  constant ``dP/dp`` and are solved in closed form (``v₃`` linear and ``W_n`` quadratic in ``p``),
+  so a central impact (sphere, or ``r ∥ N``) is exact to round-off.
+* Slip is integrated in ``p`` with Dormand–Prince 5(4) on the state ``(P₁, P₂, W_n, L_RR)``
+  (``W_n = ∫ v₃ dp`` the normal work, ``L_RR`` the rolling-resistance angular impulse); the
+  contact velocity is never integrated, it is ``v = v₀ + [M] P`` (linear in the impulse).
+* **Stretching variable τ** (eqs 2.80–2.84, Bhatt & Koechling): τ exists to approach ``s = 0``
+  without chattering, since ``dp = (s/f) dτ`` shrinks the impulse steps in proportion to ``s``. We
+  keep that step rule but not the change of variable: every slip step is capped at
+  ``Δp = s/|ds/dp|``, the impulse at which the current sliding direction reaches ``s = 0`` (the
+  limit ``Δτ → ∞`` of a τ-step). A straight approach (every central impact) lands on ``s = 0`` in
+  one exact step; a curved approach converges to the attracting ray superlinearly; stick is never
+  stepped over, and the integrator sees no ``1/s`` singularity because it works on ``P`` (Cartesian)
+  rather than on ``(s, φ)``. Integrating in τ instead would make the sphere's linear hodograph an
+  exponential in τ and cost hundreds of RK steps to reach 1e-10 accuracy. Stage points inside the
+  stick tolerance use the step's starting slip direction (they lie on the approach ray).
+* **Events** (compression end ``v₃ = 0``, termination when the restitution work reaches ``−e² W_c``)
+  are located inside an accepted step by a safeguarded Newton iteration on the step length
+  (re-stepping from the step's start, so the located state has the full order of the method). The
+  work state restarts from zero at the end of compression, so the termination test never
+  subtracts two nearly equal works (which would make small-e impacts sensitive to round-off).
+* **Energy**: for any impulse path, ``ΔT = ∫ v·dP = W_n + ∫ v_t·dP_t``. The collision ends at
+  ``W_n = (1 − e²) W_c ≤ 0``, and the friction term is never positive: ``dP_t = −f v̂_t dp`` in slip
+  and reversal, ``v_t = 0`` in stick, and the closing impulse below changes T by ``−½ v_tᵀB⁻¹v_t``.
+  So an impact never adds kinetic energy (with ``C_RR = 0``; rolling resistance is an added,
+  non-conservative model, see below); numerically the friction work carries the integration
+  tolerance relative to itself. ``W_n`` is integrated directly (``dW_n/dp = v₃``), so for central
+  impacts (``M₁₃ = M₂₃ = 0``, ``v₃`` linear in ``p``) the energetic and kinematic restitution agree
+  to round-off whatever the friction does.
+* **Closing the slip**: when ``s`` falls below ``1e-8 |v_c|`` and stick will follow, a tangential
+  impulse ``ΔP_t = −B⁻¹ v_t`` at fixed ``p`` ends it: from the impulse at which the exact path
+  sticks onward, the state is the same (stick fixes ``P_t`` by ``v_t = 0``), so the outcome error is
+  second order in the remaining ``s`` (first order only if an event falls inside that impulse
+  window); this also ends inward spirals of the hodograph (no invariant ray, infinitely many turns
+  in a finite impulse). Before a reversal the slip runs down to ``s ≤ 1e-12 |v_c|``; a step across the
+  discontinuity at ``s = 0`` (direction turned by more than 90°, or no decrease) is shortened, and
+  within the closing radius ends the slip from the step's start.
+* Tolerance: ``rtol`` on the error of the contact-velocity state relative to ``|v_c|`` (default
+  1e-10; 63 slip steps on average over random eccentric impacts).
+* **Frame invariance**: every decision (step sizes, accept/reject, phase switches) is taken on
+  contact-frame quantities, which do not depend on the frame the inputs are written in; rotating
+  and translating a scene changes outcomes by ~1e-13 (round-off), measured on 6×10⁴ random impacts.
+
+Rolling resistance during collision (eqs 2.85–2.91; "not nominally active" in the seed)
+----------------------------------------------------------------------------------------
+``dL_RR/dp = λ (−[C_RR] R ω̂) + (1 − λ) dL_lock/dp`` with ``λ = min(|ω|, ω*)/ω*`` (eqs 2.87–2.88),
+``dL_lock/dp = −[r̃] dP/dp`` (eq 2.86: holds ω). "Once ω = 0 it acts with some reduced magnitude":
+we bound the lock torque by the rolling one, ``‖[C_RR R]⁻¹ dL_lock‖ ≤ 1`` (axes with ``C = 0`` get
+none). A force ``dP_RR/dp = m [r̃] I⁻¹ dL_RR/dp`` at the CoM cancels its effect on the contact
+velocity (eqs 2.89–2.90; the OCR'd 2.90 is garbled, this is its derivation from 2.89 and agrees with
+eq 2.110), so restitution and friction are unaffected. ``[C_RR] = C_RR · diag(mask)`` in body axes.
+
+Misprints / OCR reconstructions
+-------------------------------
+* Eq 2.68: ``M* = −1/(M₁₁M₂₂ − M₁₂M₂₁)`` (the "−1" printed as a separate line).
+* Eq 2.77: the third derivative is ``h''' = M₁₃ cos φ + M₂₃ sin φ − 4f(M₁₁−M₂₂) cos 2φ − 8fM₁₂ sin 2φ``;
+  the OCR'd text reads "M₁₃ cos φ − M₂₃ sin φ" — the sign of the ``M₂₃`` term is corrected
+  (differentiate the printed ``h''``).
+* Eq 2.69: ``φ* = atan2(M₁₁M₂₃ − M₂₁M₁₃, M₂₂M₁₃ − M₁₂M₂₃)`` (quadrant kept).
+* Eq 2.33 (impact normal by vertex type): corner — the surface normal ``N_S``; edge —
+  ``N_S − (N_S·ê) ê`` normalised (falls back to ``N_S`` when the edge is parallel to it); face —
+  ``−N_F``, the negated outward face normal.
+* Eq 2.111: ``θ = arcsin(−v·N/|v|)`` with ``v`` the pre-impact contact-point velocity.
+
+Several vertices at once (policy, :data:`vertex_impacts_row`, :class:`ResolveSurfaceImpacts`)
+------------------------------------------------------------------------------------------
+Among the touching vertices, resolve the one whose normal contact velocity is the most negative,
+recompute every touching vertex's normal velocity with the new body velocities, and repeat until
+none approaches faster than a tolerance, or an iteration cap is hit (status
+:data:`MULTI_ITERATION_CAP`, velocities of the last iteration kept). Each single impact has
+``ΔT ≤ 0`` (above), so the sequence never adds energy: ``T`` is non-increasing along the iterations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import prange
+
+from components.contact_params import (PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F, PAIR_FIELD_COUNT, PAIR_REGOLITH,
+                                       PAIR_THETA_C)
+from ecs import InputError, Phase, System
+from ecs.kernels import cpu_parallel, dual, launch_rows
+from systems.attitude import cross, quat_rotate, quat_rotate_inverse
+
+
+def dual_call(fn):
+    """:func:`ecs.kernels.dual` with ``inline=False``: the CPU twin is a plain cached call.
+
+    Inlining at numba-IR level (``dual``'s default) the impact integrator (a Dormand–Prince step
+    calling the right-hand side seven times, called from event location and the phase loop)
+    multiplied the IR and took > 10 minutes and 15 GB to compile; LLVM still inlines these calls
+    where it pays.
+
+    Second pitfall (numba 0.68): a call from a jitted function with a Python-int *constant*
+    argument compiles a separate specialisation of the callee per distinct literal (and of all its
+    callees); the offsets and codes passed between these kernels are therefore ``np.int64``.
+    """
+    return dual(fn, inline=False)
+
+
+# The attitude kernels' own CPU twins are inlined at numba-IR level at every call site, which made
+# this module take minutes to compile; the same sources are compiled here as plain calls instead.
+cross_call = dual_call(cross.py)
+quat_rotate_call = dual_call(quat_rotate.py)
+quat_rotate_inverse_call = dual_call(quat_rotate_inverse.py)
+_cross = cross_call.cpu
+_rot = quat_rotate_call.cpu
+_rot_inv = quat_rotate_inverse_call.cpu
+
+# ----------------------------------------------------------------------------------------- codes
+#: Status of one impact.
+IMPACT_RESOLVED = np.int64(0)        #: the collision was integrated to its energetic end
+IMPACT_NOT_APPROACHING = np.int64(1)  #: normal contact velocity >= 0: nothing to do, velocities unchanged
+IMPACT_STEP_LIMIT = np.int64(2)      #: the slip integration exceeded ``max_steps``: velocities unchanged
+IMPACT_BAD_INPUT = np.int64(3)       #: non-finite input, zero normal or singular inertia: velocities unchanged
+
+#: Flags (bit set) of what happened during one impact.
+FLAG_SLIP = np.int64(1)       #: the contact slid for part of the collision
+FLAG_STICK = np.int64(2)      #: sliding stopped and stick held (f >= f*)
+FLAG_REVERSAL = np.int64(4)   #: sliding stopped and slip resumed in direction φ̂ (f < f*)
+FLAG_ROLLING = np.int64(8)    #: rolling resistance was applied
+
+#: Status of a multi-vertex resolution.
+MULTI_RESOLVED = np.int64(0)        #: no touching vertex approaches any more
+MULTI_NOTHING = np.int64(1)         #: no touching vertex approached at the start
+MULTI_ITERATION_CAP = np.int64(2)   #: the iteration cap was reached with a vertex still approaching
+MULTI_IMPACT_FAILED = np.int64(3)   #: one single impact failed (step limit or bad input); stopped there
+
+#: Vertex types for eq 2.33.
+VERTEX_CORNER = np.int64(0)
+VERTEX_EDGE = np.int64(1)
+VERTEX_FACE = np.int64(2)
+
+STICK_TOL = 1e-12   # slip ends when s <= STICK_TOL * |v_c| (before slip reversal)
+CLOSE_TOL = 1e-8    # ... or when s <= CLOSE_TOL * |v_c| if stick follows (closing impulse, error O(s²))
+
+# Slip phases of the integrator
+_SLIP = np.int64(0)
+_STICK = np.int64(1)
+_REVERSAL = np.int64(2)
+_AT_ZERO = np.int64(3)
+
+# ===================================================================================== kernels
+def _inverse_sym3(a00, a01, a02, a11, a12, a22):
+    """Inverse of a symmetric 3×3 matrix; returns its 6 unique entries (00, 01, 02, 11, 12, 22)."""
+    c00 = a11 * a22 - a12 * a12
+    c01 = a02 * a12 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c11 = a00 * a22 - a02 * a02
+    c12 = a01 * a02 - a00 * a12
+    c22 = a00 * a11 - a01 * a01
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    inv = 1.0 / det
+    return (c00 * inv, c01 * inv, c02 * inv, c11 * inv, c12 * inv, c22 * inv)
+
+
+def _sym3_apply(j00, j01, j02, j11, j12, j22, x, y, z):
+    """``J x`` for a symmetric J given by its 6 unique entries."""
+    return (j00 * x + j01 * y + j02 * z, j01 * x + j11 * y + j12 * z, j02 * x + j12 * y + j22 * z)
+
+
+inverse_sym3 = dual_call(_inverse_sym3)
+sym3_apply = dual_call(_sym3_apply)
+_inv3 = inverse_sym3.cpu
+_japply = sym3_apply.cpu
+
+
+def _apply_coupling(minv, j00, j01, j02, j11, j12, j22, rix, riy, riz, rjx, rjy, rjz, x, y, z):
+    """Seed eq 2.56: ``[M_ij] x = x/m − r_i × (I⁻¹ (r_j × x))`` — the velocity change of body point
+    ``r_i`` for a unit impulse ``x`` at body point ``r_j`` (all vectors in one frame, from the CoM;
+    ``j..`` the inverse inertia in that frame). With ``r_i = r_j = r`` this is ``[M]`` of eq 2.55."""
+    cx, cy, cz = _cross(rjx, rjy, rjz, x, y, z)
+    jx, jy, jz = _japply(j00, j01, j02, j11, j12, j22, cx, cy, cz)
+    tx, ty, tz = _cross(rix, riy, riz, jx, jy, jz)
+    return (minv * x - tx, minv * y - ty, minv * z - tz)
+
+
+apply_coupling = dual_call(_apply_coupling)
+_mcouple = apply_coupling.cpu
+
+
+def _perpendicular(nx, ny, nz):
+    """A unit vector perpendicular to the unit vector n (crossed with its smallest axis)."""
+    ax, ay, az = abs(nx), abs(ny), abs(nz)
+    if ax <= ay and ax <= az:
+        px, py, pz = 0.0, -nz, ny
+    elif ay <= az:
+        px, py, pz = nz, 0.0, -nx
+    else:
+        px, py, pz = -ny, nx, 0.0
+    s = 1.0 / math.sqrt(px * px + py * py + pz * pz)
+    return (px * s, py * s, pz * s)
+
+
+perpendicular = dual_call(_perpendicular)
+_perp = perpendicular.cpu
+
+
+def _impact_normal(kind, nsx, nsy, nsz, dx, dy, dz):
+    """Seed eq 2.33: the impact normal of a vertex of the given type.
+
+    Args:
+        kind: VERTEX_CORNER (0), VERTEX_EDGE (1) or VERTEX_FACE (2).
+        nsx, nsy, nsz: surface normal at the vertex (unit, out of the surface).
+        dx, dy, dz: edge direction (edge vertex) or the outward face normal (face vertex), same frame.
+
+    Returns:
+        The unit impact normal ``(x, y, z)``: ``N_S`` for a corner, ``N_S − (N_S·ê)ê`` normalised for
+        an edge (``N_S`` if the edge is parallel to it), ``−N_F`` for a face vertex.
+    """
+    if kind == 1:
+        dn = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if dn > 0.0:
+            ex, ey, ez = dx / dn, dy / dn, dz / dn
+            k = nsx * ex + nsy * ey + nsz * ez
+            mx, my, mz = nsx - k * ex, nsy - k * ey, nsz - k * ez
+            mn = math.sqrt(mx * mx + my * my + mz * mz)
+            if mn > 1e-9:
+                return (mx / mn, my / mn, mz / mn)
+        return (nsx, nsy, nsz)
+    if kind == 2:
+        dn = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if dn > 0.0:
+            return (-dx / dn, -dy / dn, -dz / dn)
+    return (nsx, nsy, nsz)
+
+
+impact_normal = dual_call(_impact_normal)
+_impact_n = impact_normal.cpu
+
+
+def _regolith_restitution(e, regolith, e_floor, e_max, theta_c, vn, speed):
+    """Seed eqs 2.111 and 2.113: restitution modulated by the impact angle.
+
+    Args:
+        e: the pair's restitution (returned unchanged when ``regolith`` is 0).
+        regolith: 1.0 to modulate, 0.0 not to.
+        e_floor, e_max: e₀ (steep impacts) and e₁ (grazing limit).
+        theta_c: critical angle [rad].
+        vn: normal contact-point velocity ``v·N`` [m/s] (negative when approaching).
+        speed: ``|v|`` [m/s].
+    """
+    if regolith == 0.0 or not (speed > 0.0):
+        return e
+    x = -vn / speed
+    if x > 1.0:
+        x = 1.0
+    if x < -1.0:
+        x = -1.0
+    th = math.asin(x)
+    if th < 0.0:
+        th = 0.0
+    if th > theta_c:
+        th = theta_c
+    return e_max + th / theta_c * (e_floor - e_max)
+
+
+regolith_restitution = dual_call(_regolith_restitution)
+_regolith_e = regolith_restitution.cpu
+
+
+# ------------------------------------------------------------------ the per-row work array
+# Every collision keeps its constants and its integrator state in one float64 row ``w`` of length
+# WORK_SIZE (the drivers pass ``work[i]``): small arrays compile and run far better in numba than
+# the equivalent large tuples, and the same layout serves CPU rows and GPU threads.
+# Offsets are numpy int64 on purpose: numba compiles a separate specialisation of a callee for
+# every distinct Python-int *literal* argument, numpy scalars are plain int64.
+_i = np.int64
+W_M11, W_M12, W_M13, W_M22, W_M23, W_M33 = _i(0), _i(1), _i(2), _i(3), _i(4), _i(5)  # contact-frame [M]
+W_V10, W_V20, W_V30 = _i(6), _i(7), _i(8)      # initial contact velocity (contact frame)
+W_F = _i(9)                                    # friction coefficient
+W_EPS = _i(10)                                 # direction tolerance on s
+W_ROLL = _i(11)                                # 1.0: rolling resistance on
+W_U1, W_U2, W_N, W_R = _i(12), _i(15), _i(18), _i(21)  # contact axes û₁, û₂, N; contact point r
+W_J = _i(24)                                   # inverse inertia (6 entries)
+W_W0 = _i(30)                                  # initial angular velocity
+W_CR = _i(33)                                  # C_RR,k R per body axis
+W_WSTAR = _i(36)                               # ω* of eq 2.87
+W_Y = _i(40)        # accepted state (P1, P2, W_n, L0, L1, L2)
+W_Y1 = _i(46)       # candidate state of a step
+W_YT = _i(52)       # stage state
+W_K = _i(58)        # 7 stage derivatives, 6 each
+W_ERR = _i(100)     # error estimate of the last step
+W_YL = _i(106)      # state located by the event iteration
+W_OUT = _i(112)     # outputs: Δv (3), Δω (3), p, P (3), W_c
+WORK_SIZE = 128
+STATE = _i(6)
+_EV_V3 = _i(0)      # event: compression end, v₃ = 0
+_EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
+
+# Dormand–Prince 5(4) (Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26); row 6 of A is b.
+_DP_A = np.array([
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    [1.0 / 5.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    [3.0 / 40.0, 9.0 / 40.0, 0.0, 0.0, 0.0, 0.0],
+    [44.0 / 45.0, -56.0 / 15.0, 32.0 / 9.0, 0.0, 0.0, 0.0],
+    [19372.0 / 6561.0, -25360.0 / 2187.0, 64448.0 / 6561.0, -212.0 / 729.0, 0.0, 0.0],
+    [9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0 / 176.0, -5103.0 / 18656.0, 0.0],
+    [35.0 / 384.0, 0.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0]])
+_DP_C = np.array([0.0, 0.2, 0.3, 0.8, 8.0 / 9.0, 1.0, 1.0])
+_DP_E = np.array([71.0 / 57600.0, 0.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0, 22.0 / 525.0,
+                  -1.0 / 40.0])
+
+
+def _rolling_rate(w, p, s_off, d1, d2, k_off):
+    """dL_RR/dp (body axes) of eqs 2.85–2.88 into ``w[k_off + 3 : k_off + 6]``, at the state
+    ``w[s_off:]`` (total contact impulse (P1, P2, p), its rate (d1, d2, 1))."""
+    P1 = w[s_off]
+    P2 = w[s_off + 1]
+    Px = P1 * w[W_U1] + P2 * w[W_U2] + p * w[W_N]
+    Py = P1 * w[W_U1 + 1] + P2 * w[W_U2 + 1] + p * w[W_N + 1]
+    Pz = P1 * w[W_U1 + 2] + P2 * w[W_U2 + 2] + p * w[W_N + 2]
+    dPx = d1 * w[W_U1] + d2 * w[W_U2] + w[W_N]
+    dPy = d1 * w[W_U1 + 1] + d2 * w[W_U2 + 1] + w[W_N + 1]
+    dPz = d1 * w[W_U1 + 2] + d2 * w[W_U2 + 2] + w[W_N + 2]
+    rx, ry, rz = w[W_R], w[W_R + 1], w[W_R + 2]
+    hx, hy, hz = _cross(rx, ry, rz, Px, Py, Pz)
+    ox, oy, oz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
+                         hx + w[s_off + 3], hy + w[s_off + 4], hz + w[s_off + 5])
+    ox += w[W_W0]
+    oy += w[W_W0 + 1]
+    oz += w[W_W0 + 2]
+    om = math.sqrt(ox * ox + oy * oy + oz * oz)
+    c0, c1, c2 = w[W_CR], w[W_CR + 1], w[W_CR + 2]
+    qx, qy, qz = 0.0, 0.0, 0.0
+    if om > 0.0:
+        qx, qy, qz = -c0 * ox / om, -c1 * oy / om, -c2 * oz / om
+    lx, ly, lz = _cross(rx, ry, rz, dPx, dPy, dPz)
+    lx, ly, lz = -lx, -ly, -lz
+    q2 = 0.0
+    if c0 > 0.0:
+        q2 += (lx / c0) ** 2
+    else:
+        lx = 0.0
+    if c1 > 0.0:
+        q2 += (ly / c1) ** 2
+    else:
+        ly = 0.0
+    if c2 > 0.0:
+        q2 += (lz / c2) ** 2
+    else:
+        lz = 0.0
+    if q2 > 1.0:
+        sc = 1.0 / math.sqrt(q2)
+        lx, ly, lz = lx * sc, ly * sc, lz * sc
+    lam = 1.0
+    ws = w[W_WSTAR]
+    if ws > 0.0:
+        lam = min(om, ws) / ws
+    w[k_off + 3] = lam * qx + (1.0 - lam) * lx
+    w[k_off + 4] = lam * qy + (1.0 - lam) * ly
+    w[k_off + 5] = lam * qz + (1.0 - lam) * lz
+
+
+rolling_rate = dual_call(_rolling_rate)
+_rr_rate = rolling_rate.cpu
+
+
+def _impact_rhs(w, p, s_off, k_off, phase, d1c, d2c, fb1, fb2):
+    """d/dp of the state ``w[s_off:s_off+6]`` = (P1, P2, W_n, L_RR) into ``w[k_off:k_off+6]``
+    (eqs 2.65 slip, 2.71 stick, 2.78 reversal; 2.85–2.88 rolling resistance)."""
+    P1 = w[s_off]
+    P2 = w[s_off + 1]
+    v1 = w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p
+    v2 = w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p
+    s = math.sqrt(v1 * v1 + v2 * v2)
+    f = w[W_F]
+    if phase == 0:
+        if s > w[W_EPS]:
+            d1 = -f * v1 / s
+            d2 = -f * v2 / s
+        else:  # a stage point at the stick point: keep the step's incoming direction
+            d1 = -f * fb1
+            d2 = -f * fb2
+    else:
+        d1 = d1c
+        d2 = d2c
+    w[k_off] = d1
+    w[k_off + 1] = d2
+    w[k_off + 2] = w[W_V30] + w[W_M13] * P1 + w[W_M23] * P2 + w[W_M33] * p   # dW_n/dp = v₃
+    if w[W_ROLL] > 0.0:
+        _rr_rate(w, p, s_off, d1, d2, k_off)
+    else:
+        w[k_off + 3] = 0.0
+        w[k_off + 4] = 0.0
+        w[k_off + 5] = 0.0
+
+
+impact_rhs = dual_call(_impact_rhs)
+_rhs = impact_rhs.cpu
+
+
+def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2):
+    """One Dormand–Prince 5(4) step from ``w[y_off:]``: the 5th-order state into ``w[out_off:]``
+    and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``)."""
+    for j in range(7):
+        if j == 0:
+            _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
+            continue
+        for m in range(STATE):
+            acc = 0.0
+            for l in range(j):
+                acc += _DP_A[j, l] * w[W_K + STATE * l + m]
+            w[W_YT + m] = w[y_off + m] + h * acc
+        _rhs(w, p + _DP_C[j] * h, W_YT, W_K + STATE * j, phase, d1c, d2c, fb1, fb2)
+    for m in range(STATE):
+        w[out_off + m] = w[W_YT + m]  # stage 7 is evaluated at the 5th-order solution (FSAL)
+        acc = 0.0
+        for l in range(7):
+            acc += _DP_E[l] * w[W_K + STATE * l + m]
+        w[W_ERR + m] = h * acc
+
+
+dopri_step = dual_call(_dopri_step)
+_step = dopri_step.cpu
+
+
+def _error_norm(w, p, h, tol, lscale):
+    """Error of the last step as a contact-velocity error [m/s] over ``tol`` (rotation invariant)."""
+    e1 = w[W_ERR]
+    e2 = w[W_ERR + 1]
+    ev1 = w[W_M11] * e1 + w[W_M12] * e2
+    ev2 = w[W_M12] * e1 + w[W_M22] * e2
+    ew = w[W_ERR + 2] / (p + h)
+    s = ev1 * ev1 + ev2 * ev2 + ew * ew
+    if w[W_ROLL] > 0.0:
+        jx, jy, jz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
+                             w[W_ERR + 3], w[W_ERR + 4], w[W_ERR + 5])
+        s += (jx * jx + jy * jy + jz * jz) * lscale * lscale
+    return math.sqrt(s) / tol
+
+
+error_norm = dual_call(_error_norm)
+_enorm = error_norm.cpu
+
+
+def _tangential_velocity(w, p, off):
+    """(v1, v2) at impulse (w[off], w[off+1], p): ``v = v₀ + [M] P`` (eq 2.59 integrated)."""
+    P1 = w[off]
+    P2 = w[off + 1]
+    return (w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p,
+            w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p)
+
+
+def _v3_of(w, p, off):
+    """Normal contact velocity at impulse (w[off], w[off+1], p)."""
+    return w[W_V30] + w[W_M13] * w[off] + w[W_M23] * w[off + 1] + w[W_M33] * p
+
+
+def _normal_work(w, p, off):
+    """``W_n = ∫ v₃ dp``, the work of the normal impulse (state component 2)."""
+    return w[off + 2]
+
+
+tangential_velocity = dual_call(_tangential_velocity)
+v3_of = dual_call(_v3_of)
+normal_work = dual_call(_normal_work)
+_vt = tangential_velocity.cpu
+_v3 = v3_of.cpu
+_wn = normal_work.cpu
+
+
+def _copy_state(w, src, dst):
+    for m in range(STATE):
+        w[dst + m] = w[src + m]
+
+
+copy_state = dual_call(_copy_state)
+_copy = copy_state.cpu
+
+
+def _locate_event(w, kind, target, p, h, g0, gh, phase, d1c, d2c, fb1, fb2):
+    """Step length hh in (0, h] at which the event function crosses zero (g0 < 0 <= gh) from the
+    state w[W_Y] at p: ``kind`` 0 is ``v₃``, 1 is ``W_n − target``. Safeguarded Newton on the step
+    length, re-stepping from (p, w[W_Y]). Returns hh; the located state is left in w[W_YL]."""
+    lo = 0.0
+    hi = h
+    glo = g0
+    ghi = gh
+    hh = h * (-g0) / (gh - g0) if gh > g0 else h
+    if not (hh > 0.0 and hh <= h):
+        hh = h
+    _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
+    for _ in range(60):
+        gv = _v3(w, p + hh, W_YL) if kind == 0 else _wn(w, p + hh, W_YL) - target
+        if gv == 0.0:
+            break
+        if gv < 0.0:
+            lo = hh
+            glo = gv
+        else:
+            hi = hh
+            ghi = gv
+        if kind == 0:
+            _rhs(w, p + hh, W_YL, W_K, phase, d1c, d2c, fb1, fb2)
+            sl = w[W_M13] * w[W_K] + w[W_M23] * w[W_K + 1] + w[W_M33]
+        else:
+            sl = _v3(w, p + hh, W_YL)
+        hn = hh - gv / sl if sl > 0.0 else 0.5 * (lo + hi)
+        if not (hn > lo and hn < hi):
+            hn = lo - glo * (hi - lo) / (ghi - glo) if ghi > glo else 0.5 * (lo + hi)
+            if not (hn > lo and hn < hi):
+                hn = 0.5 * (lo + hi)
+        done = abs(hn - hh) <= 4e-16 * (p + hh) or (hi - lo) <= 4e-16 * (p + hi)
+        hh = hn
+        _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
+        if done:
+            break
+    return hh
+
+
+locate_event = dual_call(_locate_event)
+_locate = locate_event.cpu
+
+
+def _reversal_h(phi, M11, M12, M13, M22, M23, f):
+    """h(φ) = s dφ/dp (eq 2.74) and g(φ) = ds/dp (eq 2.75) of slip in direction φ."""
+    c1 = math.cos(phi)
+    s1 = math.sin(phi)
+    h = M23 * c1 - M13 * s1 + f * (0.5 * (M11 - M22) * math.sin(2.0 * phi) - M12 * math.cos(2.0 * phi))
+    g = M13 * c1 + M23 * s1 - f * (M11 * c1 * c1 + 2.0 * M12 * c1 * s1 + M22 * s1 * s1)
+    return h, g
+
+
+reversal_h = dual_call(_reversal_h)
+_rev_h = reversal_h.cpu
+
+
+def _reversal_direction(M11, M12, M13, M22, M23, f, phi0):
+    """Direction φ̂ of slip reversal (eqs 2.74–2.77): the root of h with g > 0, by the third-order
+    Householder iteration of eq 2.76 from φ₀ = φ*; if that lands on a wrong root (g <= 0) or does
+    not converge, a bracketed scan of h over [−π, π] with bisection. Returns (φ̂, found)."""
+    phi = phi0
+    d = M11 - M22
+    for _ in range(12):
+        c1 = math.cos(phi)
+        s1 = math.sin(phi)
+        c2 = math.cos(2.0 * phi)
+        s2 = math.sin(2.0 * phi)
+        h = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
+        h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
+        h2 = M13 * s1 - M23 * c1 - 2.0 * f * d * s2 + 4.0 * f * M12 * c2
+        h3 = M13 * c1 + M23 * s1 - 4.0 * f * d * c2 - 8.0 * f * M12 * s2
+        den = 6.0 * h1 * h1 * h1 - 6.0 * h * h1 * h2 + h * h * h3
+        if den == 0.0:
+            break
+        dphi = (6.0 * h * h1 * h1 - 3.0 * h * h * h2) / den
+        phi -= dphi
+        if abs(dphi) <= 1e-15:
+            break
+    scale = abs(M13) + abs(M23) + f * (abs(M11) + abs(M22) + abs(M12))
+    hv, gv = _rev_h(phi, M11, M12, M13, M22, M23, f)
+    if abs(hv) <= 1e-10 * scale and gv > 0.0:
+        return phi, True
+    best = phi0
+    bestg = 0.0
+    found = False
+    n = 96
+    a = -math.pi
+    ha, ga = _rev_h(a, M11, M12, M13, M22, M23, f)
+    for k in range(1, n + 1):
+        b = -math.pi + 2.0 * math.pi * k / n
+        hb, gb = _rev_h(b, M11, M12, M13, M22, M23, f)
+        if (ha <= 0.0 < hb) or (hb <= 0.0 < ha):
+            lo = a
+            hlo = ha
+            hi = b
+            for _ in range(80):
+                mid = 0.5 * (lo + hi)
+                hm, gm = _rev_h(mid, M11, M12, M13, M22, M23, f)
+                if (hm <= 0.0) == (hlo <= 0.0):
+                    lo = mid
+                    hlo = hm
+                else:
+                    hi = mid
+            r = 0.5 * (lo + hi)
+            hr, gr = _rev_h(r, M11, M12, M13, M22, M23, f)
+            if gr > bestg:
+                bestg = gr
+                best = r
+                found = True
+        a = b
+        ha = hb
+    return best, found
+
+
+reversal_direction = dual_call(_reversal_direction)
+_rev_dir = reversal_direction.cpu
+
+
+def _integrate_span(w, p, span, phase, d1c, d2c, tol, lscale, h0, max_steps):
+    """Integrate w[W_Y] over [p, p + span] without events (rolling resistance in the closed-form
+    phases). Returns (steps, ok)."""
+    h = min(h0, span)
+    done = 0.0
+    steps = 0
+    while done < span:
+        if steps >= max_steps:
+            return steps, False
+        steps += 1
+        hh = min(h, span - done)
+        _step(w, p + done, hh, W_Y, W_Y1, phase, d1c, d2c, 0.0, 0.0)
+        en = _enorm(w, p + done, hh, tol, lscale)
+        if en <= 1.0:
+            _copy(w, W_Y1, W_Y)
+            done += hh
+            h = hh * (5.0 if en == 0.0 else min(5.0, max(0.2, 0.9 * en ** -0.2)))
+        else:
+            h = hh * (max(0.2, 0.9 * en ** -0.2) if en < math.inf else 0.2)
+            if not (h > 0.0):
+                return steps, False
+    return steps, True
+
+
+integrate_span = dual_call(_integrate_span)
+_span = integrate_span.cpu
+
+
+def _impact_setup(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, f,
+                  cr0, cr1, cr2, wstar):
+    """Contact frame and constants of one collision into ``w`` (eqs 2.47–2.56).
+
+    Returns (status, |v_c|, s₀): IMPACT_BAD_INPUT / IMPACT_NOT_APPROACHING / IMPACT_RESOLVED."""
+    minv = 1.0 / m
+    cx, cy, cz = _cross(wx, wy, wz, rx, ry, rz)
+    ux, uy, uz = vx + cx, vy + cy, vz + cz
+    nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+    ok = (nn > 0.0 and math.isfinite(nn) and m > 0.0 and math.isfinite(m) and math.isfinite(ux + uy + uz)
+          and math.isfinite(j00 + j01 + j02 + j11 + j12 + j22) and math.isfinite(f + cr0 + cr1 + cr2 + wstar))
+    if not ok:
+        return IMPACT_BAD_INPUT, 0.0, 0.0
+    nx, ny, nz = nx / nn, ny / nn, nz / nn
+    v30 = ux * nx + uy * ny + uz * nz
+    if not (v30 < 0.0):
+        return IMPACT_NOT_APPROACHING, 0.0, 0.0
+    tx, ty, tz = ux - v30 * nx, uy - v30 * ny, uz - v30 * nz
+    s0 = math.sqrt(tx * tx + ty * ty + tz * tz)
+    vscale = math.sqrt(ux * ux + uy * uy + uz * uz)
+    mnx, mny, mnz = _mcouple(minv, j00, j01, j02, j11, j12, j22, rx, ry, rz, rx, ry, rz, nx, ny, nz)
+    if s0 > STICK_TOL * vscale:
+        e1x, e1y, e1z = tx / s0, ty / s0, tz / s0
+    else:
+        k = mnx * nx + mny * ny + mnz * nz
+        ax, ay, az = mnx - k * nx, mny - k * ny, mnz - k * nz
+        an = math.sqrt(ax * ax + ay * ay + az * az)
+        if an > 1e-12 * math.sqrt(mnx * mnx + mny * mny + mnz * mnz):
+            e1x, e1y, e1z = ax / an, ay / an, az / an
+        else:
+            e1x, e1y, e1z = _perp(nx, ny, nz)
+    e2x, e2y, e2z = _cross(nx, ny, nz, e1x, e1y, e1z)
+    m1x, m1y, m1z = _mcouple(minv, j00, j01, j02, j11, j12, j22, rx, ry, rz, rx, ry, rz, e1x, e1y, e1z)
+    m2x, m2y, m2z = _mcouple(minv, j00, j01, j02, j11, j12, j22, rx, ry, rz, rx, ry, rz, e2x, e2y, e2z)
+    w[W_M11] = e1x * m1x + e1y * m1y + e1z * m1z
+    w[W_M12] = e1x * m2x + e1y * m2y + e1z * m2z
+    w[W_M13] = e1x * mnx + e1y * mny + e1z * mnz
+    w[W_M22] = e2x * m2x + e2y * m2y + e2z * m2z
+    w[W_M23] = e2x * mnx + e2y * mny + e2z * mnz
+    w[W_M33] = nx * mnx + ny * mny + nz * mnz
+    w[W_V10] = ux * e1x + uy * e1y + uz * e1z
+    w[W_V20] = ux * e2x + uy * e2y + uz * e2z
+    w[W_V30] = v30
+    w[W_F] = f
+    w[W_EPS] = STICK_TOL * vscale
+    w[W_ROLL] = 1.0 if (cr0 > 0.0 or cr1 > 0.0 or cr2 > 0.0) else 0.0
+    w[W_U1], w[W_U1 + 1], w[W_U1 + 2] = e1x, e1y, e1z
+    w[W_U2], w[W_U2 + 1], w[W_U2 + 2] = e2x, e2y, e2z
+    w[W_N], w[W_N + 1], w[W_N + 2] = nx, ny, nz
+    w[W_R], w[W_R + 1], w[W_R + 2] = rx, ry, rz
+    w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5] = j00, j01, j02, j11, j12, j22
+    w[W_W0], w[W_W0 + 1], w[W_W0 + 2] = wx, wy, wz
+    w[W_CR], w[W_CR + 1], w[W_CR + 2] = cr0, cr1, cr2
+    w[W_WSTAR] = wstar
+    for m in range(STATE):
+        w[W_Y + m] = 0.0
+    return IMPACT_RESOLVED, vscale, s0
+
+
+impact_setup = dual_call(_impact_setup)
+_setup = impact_setup.cpu
+
+
+def _resolve_impact_body(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, e,
+                         f, cr0, cr1, cr2, wstar, rtol, max_steps):
+    """One vertex impact, every vector in body axes (Stronge's model, eqs 2.53–2.91).
+
+    Args:
+        w: float64 work row of length WORK_SIZE (scratch; the outputs are left in it).
+        m: mass [kg]. j00..j22: inverse inertia about the CoM [1/(kg m²)] (symmetric, 6 entries).
+        rx, ry, rz: contact point from the CoM [m]. nx, ny, nz: surface normal toward the body.
+        vx, vy, vz: CoM velocity [m/s]. wx, wy, wz: angular velocity [rad/s].
+        e: energetic restitution. f: friction coefficient.
+        cr0, cr1, cr2: ``C_RR,k · R`` per body axis [m] (all 0: no rolling resistance).
+        wstar: rolling regularisation rate ω* [rad/s] (eq 2.87; <= 0: no lock blending).
+        rtol: relative tolerance of the slip integration. max_steps: step cap.
+
+    Returns:
+        ``(status, flags, steps)``; on IMPACT_RESOLVED ``w[W_OUT:W_OUT+11]`` holds Δv (3) [m/s],
+        Δω (3) [rad/s], the normal impulse p [N s], the contact impulse P (3) [N s] and W_c [J].
+    """
+    for m_ in range(11):
+        w[W_OUT + m_] = 0.0
+    status, vscale, s0 = _setup(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy,
+                                wz, f, cr0, cr1, cr2, wstar)
+    if status != IMPACT_RESOLVED or not (math.isfinite(e) and math.isfinite(rtol)):
+        return (status if status != IMPACT_RESOLVED else IMPACT_BAD_INPUT), 0, 0
+    M11 = w[W_M11]
+    M12 = w[W_M12]
+    M13 = w[W_M13]
+    M22 = w[W_M22]
+    M23 = w[W_M23]
+    M33 = w[W_M33]
+    rolling = w[W_ROLL] > 0.0
+    tol = rtol * vscale
+    lscale = math.sqrt(rx * rx + ry * ry + rz * rz) + max(cr0, max(cr1, cr2)) + 1e-300
+    # stick parameters (eqs 2.67–2.70)
+    det = M11 * M22 - M12 * M12
+    q1 = (M22 * M13 - M12 * M23) / det
+    q2 = (M11 * M23 - M12 * M13) / det
+    fstar = math.sqrt(q1 * q1 + q2 * q2)
+    phistar = math.atan2(q2, q1)
+    # slip ends (closing impulse) at s <= eps_close: coarse when stick follows, error O(s²)
+    eps_close = (CLOSE_TOL if f >= fstar else STICK_TOL) * vscale
+    flags = FLAG_ROLLING if rolling else 0
+    status = IMPACT_RESOLVED
+    p = 0.0
+    compressed = False
+    wc = 0.0
+    wt = 0.0
+    phase = _SLIP if s0 > eps_close else _AT_ZERO
+    d1c = 0.0
+    d2c = 0.0
+    h = 0.1 * vscale / (M11 + M22 + M33)
+    steps = 0
+    while True:
+        if phase == _AT_ZERO:
+            # closing impulse ΔP_t = −B⁻¹ v_t at fixed p: v_t -> 0 exactly, W_n unchanged,
+            # ΔT = −½ v_tᵀ B⁻¹ v_t <= 0
+            v1, v2 = _vt(w, p, W_Y)
+            b1 = (M22 * v1 - M12 * v2) / det
+            b2 = (M11 * v2 - M12 * v1) / det
+            w[W_Y] -= b1
+            w[W_Y + 1] -= b2
+            if f >= fstar:
+                phase = _STICK
+                d1c = -q1
+                d2c = -q2
+                flags |= FLAG_STICK
+            else:
+                # (Stronge: exactly one root with g > 0 exists when f < f*; were none found, the
+                # scan's fallback is φ*, the direction in which stick fails)
+                phr, _found = _rev_dir(M11, M12, M13, M22, M23, f, phistar)
+                phase = _REVERSAL
+                d1c = -f * math.cos(phr)
+                d2c = -f * math.sin(phr)
+                flags |= FLAG_REVERSAL
+        if phase == _SLIP:
+            flags |= FLAG_SLIP
+            if steps >= max_steps:
+                status = IMPACT_STEP_LIMIT
+                break
+            steps += 1
+            v1, v2 = _vt(w, p, W_Y)
+            s = math.sqrt(v1 * v1 + v2 * v2)
+            fb1 = v1 / s
+            fb2 = v2 / s
+            # ds/dp in the current direction; cap the step at the predicted stick point (τ rule)
+            g = fb1 * (M13 - f * (M11 * fb1 + M12 * fb2)) + fb2 * (M23 - f * (M12 * fb1 + M22 * fb2))
+            hs = h
+            if g < 0.0 and hs * (-g) >= s:
+                hs = s / (-g)
+            _step(w, p, hs, W_Y, W_Y1, _SLIP, 0.0, 0.0, fb1, fb2)
+            en = _enorm(w, p, hs, tol, lscale)
+            if not (en <= 1.0):
+                h = hs * (max(0.2, 0.9 * en ** -0.2) if en < math.inf else 0.2)
+                continue
+            fac = 5.0 if en == 0.0 else min(5.0, max(0.2, 0.9 * en ** -0.2))
+            e1v, e2v = _vt(w, p + hs, W_Y1)
+            s1 = math.sqrt(e1v * e1v + e2v * e2v)
+            if s1 > eps_close and (e1v * fb1 + e2v * fb2 < 0.0 or (g < 0.0 and -g * hs >= 0.25 * s
+                                                                    and s1 > s + 0.25 * g * hs)):
+                # the slip direction turned by more than 90°, or a step aimed at s = 0 removed less
+                # than a quarter of the predicted g·h: the hodograph met s = 0 inside the step (an
+                # explicit step across the discontinuity of the friction direction chatters there).
+                # Near s = 0, close the slip from the step's start; otherwise shorten the step.
+                if s <= CLOSE_TOL * vscale:
+                    phase = _AT_ZERO
+                    continue
+                h = 0.5 * hs
+                continue
+            v3n = _v3(w, p + hs, W_Y1)
+            if not compressed and v3n >= 0.0:
+                hh = _locate(w, _EV_V3, 0.0, p, hs, _v3(w, p, W_Y), v3n, _SLIP, 0.0, 0.0, fb1, fb2)
+                p += hh
+                _copy(w, W_YL, W_Y)
+                compressed = True
+                wc = _wn(w, p, W_Y)
+                # from here the work state counts the restitution work alone (no cancellation
+                # against W_c when e is small): the collision ends when it reaches −e² W_c
+                w[W_Y + 2] = 0.0
+                wt = -e * e * wc
+                if e == 0.0:
+                    break
+            else:
+                wn1 = _wn(w, p + hs, W_Y1)
+                if compressed and wn1 >= wt:
+                    hh = _locate(w, _EV_WN, wt, p, hs, _wn(w, p, W_Y) - wt, wn1 - wt, _SLIP, 0.0, 0.0, fb1, fb2)
+                    p += hh
+                    _copy(w, W_YL, W_Y)
+                    break
+                p += hs
+                _copy(w, W_Y1, W_Y)
+                h = hs * fac
+            v1, v2 = _vt(w, p, W_Y)
+            if math.sqrt(v1 * v1 + v2 * v2) <= eps_close:
+                phase = _AT_ZERO
+            continue
+        # ---- stick or slip reversal: dP/dp constant, closed form (v₃ linear, W_n quadratic in p)
+        k = M33 + M13 * d1c + M23 * d2c
+        v3s = _v3(w, p, W_Y)
+        wns = _wn(w, p, W_Y)
+        delta = 0.0
+        if not compressed:
+            if v3s < 0.0:
+                delta = -v3s / k
+                wc = wns - v3s * v3s / (2.0 * k)
+                v3s = 0.0
+            else:
+                wc = wns
+            wns = 0.0                      # restitution work so far
+            compressed = True
+            wt = -e * e * wc
+        dd = wt - wns
+        if dd > 0.0:
+            delta += 2.0 * dd / (v3s + math.sqrt(v3s * v3s + 2.0 * k * dd))
+        if rolling:
+            nst, okspan = _span(w, p, delta, phase, d1c, d2c, tol, lscale, h, max_steps)
+            steps += nst
+            if not okspan:
+                status = IMPACT_STEP_LIMIT
+        else:
+            w[W_Y] += d1c * delta
+            w[W_Y + 1] += d2c * delta
+            w[W_Y + 2] = max(wt, wns)
+        p += delta
+        break
+    if status != IMPACT_RESOLVED:
+        return status, flags, steps
+    # total contact impulse in body axes and the velocity jumps (eqs 2.58, 2.90)
+    P1 = w[W_Y]
+    P2 = w[W_Y + 1]
+    Px = P1 * w[W_U1] + P2 * w[W_U2] + p * w[W_N]
+    Py = P1 * w[W_U1 + 1] + P2 * w[W_U2 + 1] + p * w[W_N + 1]
+    Pz = P1 * w[W_U1 + 2] + P2 * w[W_U2 + 2] + p * w[W_N + 2]
+    minv = 1.0 / m
+    hx, hy, hz = _cross(rx, ry, rz, Px, Py, Pz)
+    dvx, dvy, dvz = minv * Px, minv * Py, minv * Pz
+    if rolling:
+        lx, ly, lz = w[W_Y + 3], w[W_Y + 4], w[W_Y + 5]
+        hx += lx
+        hy += ly
+        hz += lz
+        jx, jy, jz = _japply(j00, j01, j02, j11, j12, j22, lx, ly, lz)
+        ax, ay, az = _cross(rx, ry, rz, jx, jy, jz)
+        dvx += ax
+        dvy += ay
+        dvz += az
+    dwx, dwy, dwz = _japply(j00, j01, j02, j11, j12, j22, hx, hy, hz)
+    w[W_OUT], w[W_OUT + 1], w[W_OUT + 2] = dvx, dvy, dvz
+    w[W_OUT + 3], w[W_OUT + 4], w[W_OUT + 5] = dwx, dwy, dwz
+    w[W_OUT + 6] = p
+    w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9] = Px, Py, Pz
+    w[W_OUT + 10] = wc
+    return status, flags, steps
+
+
+resolve_impact_body = dual_call(_resolve_impact_body)
+_impact_body = resolve_impact_body.cpu
+
+
+def _resolve_impact(w, m, inertia_row, q0, q1, q2, q3, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f,
+                    cr0, cr1, cr2, wstar, rtol, max_steps):
+    """One vertex impact with the project's frames: ``r``, ``ω`` and the inertia in body axes, the
+    normal and the CoM velocity in the target frame, ``q`` body → target. Same returns as
+    :data:`resolve_impact_body`, with Δv and P in ``w[W_OUT:]`` rotated to the target frame."""
+    j00, j01, j02, j11, j12, j22 = _inv3(inertia_row[0, 0], inertia_row[0, 1], inertia_row[0, 2],
+                                         inertia_row[1, 1], inertia_row[1, 2], inertia_row[2, 2])
+    bnx, bny, bnz = _rot_inv(q0, q1, q2, q3, nx, ny, nz)
+    bvx, bvy, bvz = _rot_inv(q0, q1, q2, q3, vx, vy, vz)
+    status, flags, steps = _impact_body(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, bnx, bny, bnz, bvx, bvy,
+                                        bvz, wx, wy, wz, e, f, cr0, cr1, cr2, wstar, rtol, max_steps)
+    dvx, dvy, dvz = _rot(q0, q1, q2, q3, w[W_OUT], w[W_OUT + 1], w[W_OUT + 2])
+    px, py, pz = _rot(q0, q1, q2, q3, w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9])
+    w[W_OUT], w[W_OUT + 1], w[W_OUT + 2] = dvx, dvy, dvz
+    w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9] = px, py, pz
+    return status, flags, steps
+
+
+resolve_impact = dual_call(_resolve_impact)
+_impact = resolve_impact.cpu
+
+
+def _impact_row(i, work, mass, inertia, attitude, point, normal, velocity, omega, restitution, friction, rolling,
+                wstar, rtol, max_steps, out_velocity, out_omega, out_impulse, out_normal_impulse, out_work,
+                out_status, out_flags, out_steps):
+    """Row i of a batch of independent single-vertex impacts (see :func:`resolve_impacts`)."""
+    w = work[i]
+    status, flags, steps = _impact(w, mass[i], inertia[i], attitude[i, 0], attitude[i, 1], attitude[i, 2],
+                                   attitude[i, 3], point[i, 0], point[i, 1], point[i, 2], normal[i, 0],
+                                   normal[i, 1], normal[i, 2], velocity[i, 0], velocity[i, 1], velocity[i, 2],
+                                   omega[i, 0], omega[i, 1], omega[i, 2], restitution[i], friction[i],
+                                   rolling[i, 0], rolling[i, 1], rolling[i, 2], wstar, rtol, max_steps)
+    for k in range(3):
+        out_velocity[i, k] = velocity[i, k] + w[W_OUT + k]
+        out_omega[i, k] = omega[i, k] + w[W_OUT + 3 + k]
+        out_impulse[i, k] = w[W_OUT + 7 + k]
+    out_normal_impulse[i] = w[W_OUT + 6]
+    out_work[i] = w[W_OUT + 10]
+    out_status[i] = status
+    out_flags[i] = flags
+    out_steps[i] = steps
+
+
+impact_row = dual_call(_impact_row)
+_impact_row_cpu = impact_row.cpu
+
+
+@cpu_parallel
+def impact_rows(n, work, mass, inertia, attitude, point, normal, velocity, omega, restitution, friction, rolling,
+                wstar, rtol, max_steps, out_velocity, out_omega, out_impulse, out_normal_impulse, out_work,
+                out_status, out_flags, out_steps):
+    for i in prange(n):
+        _impact_row_cpu(i, work, mass, inertia, attitude, point, normal, velocity, omega, restitution, friction,
+                        rolling, wstar, rtol, max_steps, out_velocity, out_omega, out_impulse, out_normal_impulse,
+                        out_work, out_status, out_flags, out_steps)
+
+
+# ------------------------------------------------------------------ several vertices at once
+def _vertex_normal_velocity(k, q0, q1, q2, q3, vx, vy, vz, wx, wy, wz, verts, vtype, vdir, sn_row):
+    """Eq 2.33 impact normal of vertex k and its normal contact velocity.
+
+    Returns (v_n [m/s], |v_c| [m/s], N (3, target frame))."""
+    rx, ry, rz = verts[k, 0], verts[k, 1], verts[k, 2]
+    dx, dy, dz = _rot(q0, q1, q2, q3, vdir[k, 0], vdir[k, 1], vdir[k, 2])
+    nx, ny, nz = _impact_n(vtype[k], sn_row[k, 0], sn_row[k, 1], sn_row[k, 2], dx, dy, dz)
+    cx, cy, cz = _cross(wx, wy, wz, rx, ry, rz)
+    tx, ty, tz = _rot(q0, q1, q2, q3, cx, cy, cz)
+    ux, uy, uz = vx + tx, vy + ty, vz + tz
+    return ux * nx + uy * ny + uz * nz, math.sqrt(ux * ux + uy * uy + uz * uz), nx, ny, nz
+
+
+vertex_normal_velocity = dual_call(_vertex_normal_velocity)
+_vertex_vn = vertex_normal_velocity.cpu
+
+
+def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
+                        touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
+                        approach_tol, out_status, out_count):
+    """Row i: the multi-vertex policy (most-approaching touching vertex first, repeat).
+
+    ``velocity[i]`` (CoM, target frame) and ``omega[i]`` (body axes) are updated in place.
+    ``verts`` [K, 3]: vertices from the CoM, body axes; ``vtype`` [K], ``vdir`` [K, 3] for eq 2.33;
+    ``surface_normal[i, k]`` the surface normal at vertex k (target frame); ``touching[i, k]`` 0/1;
+    ``pair[i]`` the material-pair row (components.contact_params.PAIR_FIELDS, regolith included).
+    A vertex approaches when ``v_n < −max(approach_tol, 1e-9 · initial max approach speed)``.
+    """
+    w = work[i]
+    q0, q1, q2, q3 = attitude[i, 0], attitude[i, 1], attitude[i, 2], attitude[i, 3]
+    vx, vy, vz = velocity[i, 0], velocity[i, 1], velocity[i, 2]
+    wx, wy, wz = omega[i, 0], omega[i, 1], omega[i, 2]
+    nv = verts.shape[0]
+    e_pair = pair[i, PAIR_E]
+    f = pair[i, PAIR_F]
+    crr = pair[i, PAIR_CRR]
+    cr0 = crr * rolling_mask[0] * rolling_radius
+    cr1 = crr * rolling_mask[1] * rolling_radius
+    cr2 = crr * rolling_mask[2] * rolling_radius
+    sn_row = surface_normal[i]
+    status = MULTI_NOTHING
+    count = 0
+    tol = approach_tol
+    first = True
+    while True:
+        best = -1
+        bvn = 0.0
+        bsp = 0.0
+        for k in range(nv):
+            if touching[i, k] == 0:
+                continue
+            vn, sp, nx, ny, nz = _vertex_vn(k, q0, q1, q2, q3, vx, vy, vz, wx, wy, wz, verts, vtype, vdir, sn_row)
+            if first and -vn * 1e-9 > tol:
+                tol = -vn * 1e-9
+            if vn < -tol and (best < 0 or vn < bvn):
+                best = k
+                bvn = vn
+                bsp = sp
+        first = False
+        if best < 0:
+            break
+        if count >= max_iter:
+            status = MULTI_ITERATION_CAP
+            break
+        vn, sp, nx, ny, nz = _vertex_vn(best, q0, q1, q2, q3, vx, vy, vz, wx, wy, wz, verts, vtype, vdir, sn_row)
+        e = _regolith_e(e_pair, pair[i, PAIR_REGOLITH], pair[i, PAIR_E0], pair[i, PAIR_E1], pair[i, PAIR_THETA_C],
+                        bvn, bsp)
+        st, fl, ns = _impact(w, mass[i], inertia[i], q0, q1, q2, q3, verts[best, 0], verts[best, 1],
+                             verts[best, 2], nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f, cr0, cr1, cr2, wstar, rtol,
+                             max_steps)
+        if st != IMPACT_RESOLVED:
+            status = MULTI_IMPACT_FAILED
+            break
+        vx += w[W_OUT]
+        vy += w[W_OUT + 1]
+        vz += w[W_OUT + 2]
+        wx += w[W_OUT + 3]
+        wy += w[W_OUT + 4]
+        wz += w[W_OUT + 5]
+        count += 1
+        status = MULTI_RESOLVED
+    velocity[i, 0] = vx
+    velocity[i, 1] = vy
+    velocity[i, 2] = vz
+    omega[i, 0] = wx
+    omega[i, 1] = wy
+    omega[i, 2] = wz
+    out_status[i] = status
+    out_count[i] = count
+
+
+vertex_impacts_row = dual_call(_vertex_impacts_row)
+_vertex_impacts_cpu = vertex_impacts_row.cpu
+
+
+@cpu_parallel
+def vertex_impacts_rows(n, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
+                        touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
+                        approach_tol, out_status, out_count):
+    for i in prange(n):
+        _vertex_impacts_cpu(i, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
+                            touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
+                            approach_tol, out_status, out_count)
+
+
+# ===================================================================================== numpy API
+@dataclass
+class ImpactResult:
+    """Outcome of a batch of single-vertex impacts (arrays with the batch's leading axis n).
+
+    Attributes:
+        velocity: post-impact CoM velocity [m/s], [n, 3], target frame.
+        omega: post-impact angular velocity [rad/s], [n, 3], body axes.
+        impulse: total contact impulse P [N s], [n, 3], target frame (friction + normal).
+        normal_impulse: final normal impulse p [N s], [n] (>= 0).
+        compression_work: work of the normal impulse during compression W_c [J], [n] (<= 0).
+        status: IMPACT_* code per impact, [n] int8.
+        flags: FLAG_* bit set per impact, [n] int8.
+        steps: slip integration steps taken, [n] int32.
+    """
+
+    velocity: np.ndarray
+    omega: np.ndarray
+    impulse: np.ndarray
+    normal_impulse: np.ndarray
+    compression_work: np.ndarray
+    status: np.ndarray
+    flags: np.ndarray
+    steps: np.ndarray
+
+
+def _as(a, shape_tail, n, name):
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.shape == shape_tail:
+        arr = np.broadcast_to(arr, (n,) + shape_tail)
+    if arr.shape != (n,) + shape_tail:
+        raise InputError(name, arr.shape, f"must have shape {shape_tail} or ({n}, {', '.join(map(str, shape_tail))})"
+                                          .replace(", )", ")"))
+    if not np.all(np.isfinite(arr)):
+        raise InputError(name, "NaN/inf", "must be finite")
+    return np.array(arr, dtype=np.float64, order="C")  # writable copy: one compiled signature
+
+
+def resolve_impacts(*, mass, inertia, contact_point, normal, velocity, omega, restitution, friction,
+                    attitude=None, rolling=None, wstar: float = 1e-3, rtol: float = 1e-10,
+                    max_steps: int = 10_000, backend: str = "cpu") -> ImpactResult:
+    """Resolve a batch of independent single-vertex impacts on a static surface (Stronge's model).
+
+    Every argument may be given per impact (leading axis n) or once for all (broadcast).
+
+    Args:
+        mass: body mass [kg], [n] or scalar, > 0.
+        inertia: inertia about the CoM [kg m²], body axes, [n, 3, 3] or [3, 3] (or 3 principal moments).
+        contact_point: contact point relative to the CoM [m], body axes, [n, 3].
+        normal: unit surface normal pointing toward the body [1], target frame, [n, 3].
+        velocity: CoM velocity [m/s], target frame, [n, 3].
+        omega: angular velocity [rad/s], body axes, [n, 3].
+        restitution: energetic coefficient of restitution e in [0, 1], [n] or scalar.
+        friction: Coulomb coefficient f >= 0, [n] or scalar.
+        attitude: body → target unit quaternion (scalar-first), [n, 4]; default identity (then
+            every vector is in one frame).
+        rolling: ``C_RR · R`` per body axis [m], [n, 3] or [3] (default none).
+        wstar: rolling regularisation rate ω* [rad/s] (eq 2.87).
+        rtol: relative tolerance of the slip integration.
+        max_steps: cap on slip integration steps per impact (status IMPACT_STEP_LIMIT beyond).
+        backend: "cpu" or "gpu".
+
+    Returns:
+        :class:`ImpactResult`.
+
+    Raises:
+        InputError: bad shapes, non-finite values, mass <= 0, e outside [0, 1], f < 0, a zero normal.
+    """
+    pts = np.asarray(contact_point, dtype=np.float64)
+    n = 1 if pts.ndim == 1 else pts.shape[0]
+    m = _as(mass, (), n, "mass")
+    if np.any(m <= 0):
+        raise InputError("mass", float(m.min()), "must be > 0 kg")
+    I = np.asarray(inertia, dtype=np.float64)
+    if I.shape[-1:] == (3,) and I.ndim in (1, 2) and I.shape != (3, 3):
+        I = np.einsum("...i,ij->...ij", I, np.eye(3))
+    I = _as(I, (3, 3), n, "inertia")
+    scale = np.abs(I).max(axis=(1, 2), keepdims=True)
+    if np.any(np.abs(I - np.swapaxes(I, -1, -2)) > 1e-10 * scale):
+        raise InputError("inertia", "asymmetric", "must be a symmetric tensor")
+    I = np.ascontiguousarray(0.5 * (I + np.swapaxes(I, -1, -2)))
+    if np.any(np.linalg.eigvalsh(I) <= 0):
+        raise InputError("inertia", "not positive definite", "must be positive definite")
+    r = _as(contact_point, (3,), n, "contact_point")
+    N = _as(normal, (3,), n, "normal")
+    nn = np.linalg.norm(N, axis=1)
+    if np.any(nn <= 0):
+        raise InputError("normal", "zero vector", "must be a non-zero vector (unit)")
+    v = _as(velocity, (3,), n, "velocity")
+    w = _as(omega, (3,), n, "omega")
+    e = _as(restitution, (), n, "restitution")
+    if np.any((e < 0) | (e > 1)):
+        raise InputError("restitution", float(e[(e < 0) | (e > 1)][0]), "must be in [0, 1]")
+    f = _as(friction, (), n, "friction")
+    if np.any(f < 0):
+        raise InputError("friction", float(f.min()), "must be >= 0")
+    q = _as((1.0, 0.0, 0.0, 0.0) if attitude is None else attitude, (4,), n, "attitude")
+    if np.any(np.abs(np.linalg.norm(q, axis=1) - 1.0) > 1e-6):
+        raise InputError("attitude", "non-unit quaternion", "must be unit quaternions (scalar-first)")
+    rr = _as((0.0, 0.0, 0.0) if rolling is None else rolling, (3,), n, "rolling")
+    if np.any(rr < 0):
+        raise InputError("rolling", float(rr.min()), "must be >= 0 (C_RR · R per body axis, m)")
+    if not (rtol > 0 and math.isfinite(rtol)):
+        raise InputError("rtol", rtol, "must be a positive finite tolerance")
+    if not (wstar >= 0 and math.isfinite(wstar)):
+        raise InputError("wstar", wstar, "must be >= 0 rad/s")
+    if int(max_steps) < 1:
+        raise InputError("max_steps", max_steps, "must be >= 1")
+    if backend not in ("cpu", "gpu"):
+        raise InputError("backend", backend, "must be 'cpu' or 'gpu'")
+    out = ImpactResult(np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n),
+                       np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int32))
+    work = np.zeros((n, WORK_SIZE))
+    args = (work, m, I, q, r, N, v, w, e, f, rr, float(wstar), float(rtol), int(max_steps), out.velocity, out.omega,
+            out.impulse, out.normal_impulse, out.compression_work, out.status, out.flags, out.steps)
+    if backend == "gpu":
+        from ecs.kernels import cuda_simulated
+
+        if cuda_simulated():
+            launch_rows("gpu", impact_rows, impact_row, n, *args)
+        else:  # pragma: no cover - needs a device
+            import cupy
+
+            dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+            launch_rows("gpu", impact_rows, impact_row, n, *dev)
+            for a, d in zip(args, dev):
+                if isinstance(a, np.ndarray):
+                    a[...] = cupy.asnumpy(d)
+    else:
+        launch_rows("cpu", impact_rows, impact_row, n, *args)
+    return out
+
+
+def kinetic_energy(mass, inertia, velocity, omega) -> np.ndarray:
+    """``½ m |v|² + ½ ωᵀ I ω`` [J] of CoM velocity (any frame) and body-axes ω / inertia; [n]."""
+    m = np.asarray(mass, float)
+    I = np.asarray(inertia, float)
+    v = np.asarray(velocity, float)
+    w = np.asarray(omega, float)
+    return 0.5 * m * np.einsum("...i,...i->...", v, v) + 0.5 * np.einsum("...i,...ij,...j->...", w, I, w)
+
+
+# ===================================================================================== EVENT system
+class ResolveSurfaceImpacts(System):
+    """EVENT phase: resolve the impacts of every body's touching vertices on an analytic surface.
+
+    A building block for the deployment phases (a later issue): when an integrator localises a
+    touchdown it calls ``frame.run_events()``; this system then finds the body's vertices within
+    ``contact_distance`` of the surface (or below it) and applies the multi-vertex policy with
+    Stronge impacts (see the module docstring). The body's shape is given here as its vertex list;
+    the probe components of the terrain issue will replace these arguments.
+
+    Args:
+        surface: an analytic surface from :mod:`systems.contact_motion` (PlaneSurface, SphereSurface).
+        vertices: [K, 3] vertex positions relative to the body reference point [m], body axes.
+        vertex_types: [K] VERTEX_CORNER/EDGE/FACE (default: all corners).
+        vertex_dirs: [K, 3] edge direction or outward face normal per vertex, body axes.
+        params: the material pair's :class:`~components.contact_params.ContactParams`.
+        rolling_mask, rolling_radius: axes the body rolls about and its rolling radius [m].
+        contact_distance: a vertex touches when its signed distance is <= this [m].
+        max_iter, approach_tol: multi-vertex policy cap and approach tolerance [m/s].
+    """
+
+    phase = Phase.EVENT
+    reads = ("body_position", "body_attitude", "body_mass", "body_inertia", "body_com")
+    writes = ("body_velocity", "body_omega")
+
+    def __init__(self, surface, vertices, *, params, vertex_types=None, vertex_dirs=None,
+                 rolling_mask=(1.0, 1.0, 1.0), rolling_radius: float = 0.0, contact_distance: float = 1e-9,
+                 wstar: float = 1e-3, rtol: float = 1e-10, max_steps: int = 10_000, max_iter: int = 100,
+                 approach_tol: float = 1e-9):
+        from components.contact_params import ContactParams
+
+        self.surface = surface
+        self.vertices = np.ascontiguousarray(np.asarray(vertices, float).reshape(-1, 3))
+        k = self.vertices.shape[0]
+        if k == 0 or not np.all(np.isfinite(self.vertices)):
+            raise InputError("vertices", np.asarray(vertices).shape, "must be a finite [K, 3] array with K >= 1")
+        self.vertex_types = np.zeros(k, np.int8) if vertex_types is None else np.asarray(vertex_types, np.int8)
+        self.vertex_dirs = np.zeros((k, 3)) if vertex_dirs is None else np.asarray(vertex_dirs, float)
+        if self.vertex_types.shape != (k,) or np.any((self.vertex_types < 0) | (self.vertex_types > 2)):
+            raise InputError("vertex_types", self.vertex_types.tolist(), f"must be {k} codes in {{0, 1, 2}}")
+        if self.vertex_dirs.shape != (k, 3):
+            raise InputError("vertex_dirs", self.vertex_dirs.shape, f"must have shape ({k}, 3)")
+        if not isinstance(params, ContactParams):
+            raise InputError("params", params, "must be a ContactParams")
+        self.pair_row = params.row()
+        self.rolling_mask = np.asarray(rolling_mask, float)
+        self.rolling_radius = float(rolling_radius)
+        self.contact_distance = float(contact_distance)
+        self.wstar, self.rtol, self.max_steps = float(wstar), float(rtol), int(max_steps)
+        self.max_iter, self.approach_tol = int(max_iter), float(approach_tol)
+        self.last_status = None
+        self.last_count = None
+
+    def bind(self, world) -> None:
+        self.tables = world.tables_with("body_position", "body_velocity", "body_attitude", "body_omega",
+                                        "body_mass", "body_inertia", "body_com")
+
+    def process(self, frame) -> None:
+        from systems.attitude import quat_rotate as qrot
+
+        for t in self.tables:
+            n = t.row_count
+            K = self.vertices.shape[0]
+            att = t["body_attitude"]
+            att = np.ascontiguousarray(att / np.linalg.norm(att, axis=1, keepdims=True))
+            com = t["body_com"]
+            w = t["body_omega"]
+            # vertex positions (target frame), surface distance and normal
+            pos = t["body_position"][:, None, :] + qrot(att[:, None, :], np.broadcast_to(self.vertices, (n, K, 3)))
+            d, grad, _ = self.surface.evaluate(pos.reshape(-1, 3))
+            sn = np.ascontiguousarray((grad / np.linalg.norm(grad, axis=1, keepdims=True)).reshape(n, K, 3))
+            touching = (d.reshape(n, K) <= self.contact_distance).astype(np.int8)
+            touching[t["row_status"] != 0] = 0
+            # the kernel works at the CoM: vertices from the CoM, CoM velocity (target frame)
+            if n and not np.all(com == com[:1]):
+                raise InputError("body_com", "differs between rows", "ResolveSurfaceImpacts needs one CoM offset")
+            verts = np.ascontiguousarray(self.vertices - (com[0] if n else 0.0))
+            vcom = np.ascontiguousarray(t["body_velocity"] + qrot(att, np.cross(w, com)))
+            pair = np.ascontiguousarray(np.broadcast_to(self.pair_row, (n, PAIR_FIELD_COUNT)))
+            status = np.zeros(n, np.int8)
+            count = np.zeros(n, np.int32)
+            work = np.zeros((n, WORK_SIZE))
+            vertex_impacts_rows(n, work, np.ascontiguousarray(t["body_mass"]), np.ascontiguousarray(t["body_inertia"]),
+                                att, vcom, w, verts, self.vertex_types, self.vertex_dirs, sn, touching, pair,
+                                self.rolling_mask, self.rolling_radius, self.wstar, self.rtol, self.max_steps,
+                                self.max_iter, self.approach_tol, status, count)
+            t["body_velocity"][...] = vcom - qrot(att, np.cross(w, com))
+            self.last_status, self.last_count = status, count
