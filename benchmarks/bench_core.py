@@ -100,7 +100,7 @@ def writer_share(samples: int, block: int, repeat: int, t_end: float) -> dict:
     patches = [(store.StoreWriter, "write"), (store.StoreWriter, "mark_done"), (batch.zstore, "create_store"),
                (batch.zstore, "consolidate")]
     originals = [getattr(o, n) for o, n in patches]
-    scene = load_scene("precession", t_end=t_end)
+    scene = load_scene("precession", t_end=t_end, record_every=None)  # finals, events, inputs only
     tmp = Path(tempfile.mkdtemp(prefix="tumble-bench-"))
     shares, walls, writes = [], [], []
     try:
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--samples", type=int, default=100_000)
     p.add_argument("--block", type=int, default=16_384)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--t-end", type=float, default=1.0,
+    p.add_argument("--t-end", type=float, default=10.0,
                    help="simulated time of the writer-share batch [s] (precession, dt 0.01 s); the store's cost "
                         "is fixed per sample, so its share falls as runs get longer")
     a = p.parse_args(argv)
