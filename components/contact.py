@@ -51,6 +51,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ecs import InputError, column, component
+from ecs.errors import positive_number
 
 #: 1 lbf/in in N/m (exact: 0.45359237 × 9.80665 / 0.0254).
 LBF_PER_IN = 0.45359237 * 9.80665 / 0.0254
@@ -128,14 +129,6 @@ def _vec3(name: str, v) -> np.ndarray:
     return a
 
 
-def _positive(name: str, v, unit: str) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise InputError(name, v, f"must be a finite number > 0 [{unit}]") from None
-    if not (math.isfinite(x) and x > 0.0):
-        raise InputError(name, v, f"must be a finite number > 0 [{unit}]")
-    return x
 
 
 def _body_ref(body) -> int:
@@ -158,7 +151,7 @@ def point_facet(body: int, *, radius: float, point=(0.0, 0.0, 0.0), material: st
     """
     return Facet(body=_body_ref(body), kind=int(FacetKind.POINT), material=material_id(material),
                  point=_vec3("facet point", point), axis=np.array([1.0, 0.0, 0.0]),
-                 radius=_positive("facet radius", radius, "m"), length=0.0)
+                 radius=positive_number(radius, "facet radius", "m"), length=0.0)
 
 
 def line_facet(body: int, *, radius: float, length: float, point=(0.0, 0.0, 0.0), axis=(1.0, 0.0, 0.0),
@@ -184,8 +177,8 @@ def line_facet(body: int, *, radius: float, length: float, point=(0.0, 0.0, 0.0)
     if not n > 0.0:
         raise InputError("facet axis", a.tolist(), "must be a non-zero direction")
     return Facet(body=_body_ref(body), kind=int(FacetKind.LINE), material=material_id(material),
-                 point=_vec3("facet point", point), axis=a / n, radius=_positive("facet radius", radius, "m"),
-                 length=_positive("facet length", length, "m"))
+                 point=_vec3("facet point", point), axis=a / n, radius=positive_number(radius, "facet radius", "m"),
+                 length=positive_number(length, "facet length", "m"))
 
 
 def contact_surface(*, tree: int = -1) -> ContactSurface:
@@ -416,7 +409,7 @@ class SphereGround:
     def params(self) -> np.ndarray:
         p = np.zeros(GROUND_PARAM_SIZE)
         p[:3] = _vec3("sphere ground center", self.center)
-        p[3] = _positive("sphere ground radius", self.radius, "m")
+        p[3] = positive_number(self.radius, "sphere ground radius", "m")
         return p
 
     def curvature_radius(self) -> float:

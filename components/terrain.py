@@ -39,6 +39,7 @@ import numpy as np
 
 from ecs import column, component
 from ecs.errors import InputError
+from ecs.errors import positive_number as _pos
 
 __all__ = [
     "AnalyticShape",
@@ -76,14 +77,6 @@ def _vec(value, n: int, field: str, unit: str) -> np.ndarray:
     return v
 
 
-def _pos(value, field: str, unit: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(field, value, f"must be a finite number > 0 [{unit}]") from None
-    if not math.isfinite(x) or x <= 0.0:
-        raise InputError(field, value, f"must be a finite number > 0 [{unit}]")
-    return x
 
 
 def _unit_quat(q, field: str) -> np.ndarray:

@@ -27,3 +27,16 @@ class ScheduleError(TumbleError):
 
 class BackendError(TumbleError):
     """The requested backend cannot run on this machine."""
+
+
+def positive_number(value, field: str, unit: str = "1") -> float:
+    """``value`` as a finite float > 0, or an :class:`InputError` naming ``field`` and its unit."""
+    import math
+
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(field, value, f"must be a finite number > 0 [{unit}]") from None
+    if not (math.isfinite(x) and x > 0.0):
+        raise InputError(field, value, f"must be a finite number > 0 [{unit}]")
+    return x

@@ -92,6 +92,24 @@ ALIASES = {"explicit_euler": "euler", "euler_cromer": "semi_implicit_euler", "sy
 
 
 # --------------------------------------------------------------------------- row kernels
+def _put_component(i, k, v, pos, vel, att, omega, euler, euler_mode):
+    """Write state component k (layout of systems.rigid_body) of row i into its column."""
+    if k < 3:
+        pos[i, k] = v
+    elif k < 6:
+        vel[i, k - 3] = v
+    elif k < 10:
+        att[i, k - 6] = v
+    elif k < 13:
+        omega[i, k - 10] = v
+    elif euler_mode:
+        euler[i, k - 13] = v
+
+
+put_component = dual(_put_component)
+_put = put_component.cpu
+
+
 def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
     """y0[i] <- the row's state columns (layout of systems.rigid_body)."""
     if not active[i]:
@@ -114,16 +132,7 @@ def _set_stage(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler
         v = y0[i, k]
         for j in range(stage):
             v += hi * a[stage, j] * K[i, j, k]
-        if k < 3:
-            pos[i, k] = v
-        elif k < 6:
-            vel[i, k - 3] = v
-        elif k < 10:
-            att[i, k - 6] = v
-        elif k < 13:
-            omega[i, k - 10] = v
-        elif euler_mode:
-            euler[i, k - 13] = v
+        _put(i, k, v, pos, vel, att, omega, euler, euler_mode)
     if euler_mode:
         q0, q1, q2, q3 = _e2q(euler[i, 0], euler[i, 1], euler[i, 2])
         att[i, 0] = q0
@@ -184,16 +193,7 @@ def _finish_step(i, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_t
                 v = y0[i, k]
                 for j in range(nstages):
                     v += hi * b[j] * K[i, j, k]
-            if k < 3:
-                pos[i, k] = v
-            elif k < 6:
-                vel[i, k - 3] = v
-            elif k < 10:
-                att[i, k - 6] = v
-            elif k < 13:
-                omega[i, k - 10] = v
-            elif euler_mode:
-                euler[i, k - 13] = v
+            _put(i, k, v, pos, vel, att, omega, euler, euler_mode)
         if euler_mode:
             q0, q1, q2, q3 = _e2q(euler[i, 0], euler[i, 1], euler[i, 2])
         elif semi_implicit:

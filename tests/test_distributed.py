@@ -1,7 +1,5 @@
 """Dask execution: shard-aligned tasks on 1 and 2 worker processes give the in-process bytes."""
 
-import json
-import os
 import pathlib
 
 import numpy as np
@@ -11,6 +9,7 @@ import zarr
 distributed = pytest.importorskip("distributed")
 
 from ecs.batch import run_batch  # noqa: E402
+from store_helpers import store_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
@@ -18,20 +17,6 @@ N, SEED, SHARD = 40, 9, 8
 PARAMS = {"fail_above": 0.8, "raise_above": 0.95}
 
 
-def store_files(path):
-    """Every file of a store as bytes; the root attribute 'run' (documented as varying) removed."""
-    out = {}
-    for d, _, fs in os.walk(path):
-        for f in fs:
-            full = os.path.join(d, f)
-            rel = os.path.relpath(full, path)
-            data = pathlib.Path(full).read_bytes()
-            if rel == "zarr.json":
-                meta = json.loads(data)
-                meta["attributes"].pop("run")
-                data = json.dumps(meta, sort_keys=True).encode()
-            out[rel] = data
-    return out
 
 
 def test_one_and_two_workers_match_in_process(tmp_path):

@@ -1,6 +1,5 @@
 """Kill a CLI run mid-way, resume it, and get the bytes of an uninterrupted run."""
 
-import json
 import os
 import pathlib
 import signal
@@ -12,6 +11,7 @@ import numpy as np
 import zarr
 
 from ecs.batch import run_batch
+from store_helpers import store_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
@@ -19,20 +19,6 @@ N, SEED, BLOCK = 32, 5, 2
 PARAMS = {"spin": 10000, "fail_above": 0.8}  # spin: slow enough per block to be killed mid-way
 
 
-def store_files(path):
-    """Every file of a store as bytes; the root attribute 'run' (documented as varying) removed."""
-    out = {}
-    for d, _, fs in os.walk(path):
-        for f in fs:
-            full = os.path.join(d, f)
-            rel = os.path.relpath(full, path)
-            data = pathlib.Path(full).read_bytes()
-            if rel == "zarr.json":
-                meta = json.loads(data)
-                meta["attributes"].pop("run")
-                data = json.dumps(meta, sort_keys=True).encode()
-            out[rel] = data
-    return out
 
 
 def cli(*args, **kw):

@@ -5,8 +5,6 @@ drifting at constant velocity. Its motion has a closed form (v_n = v0 r^n, r = 1
 stored values are checked against physics, not against earlier output of this code.
 """
 
-import json
-import os
 import pathlib
 
 import numpy as np
@@ -17,6 +15,7 @@ import zarr
 from components.status import STATUS_LEGEND, Status
 from ecs.batch import last_summary, run_batch
 from ecs.errors import InputError
+from store_helpers import store_files
 
 DRIFT = str(pathlib.Path(__file__).parent / "scenes_for_tests" / "drift.py")
 N = 24
@@ -25,20 +24,6 @@ DT, T_END, SIGMA = 0.01, 1.5, 0.3
 V0_MEAN = np.array([0.1, 0.0, -1.0])
 
 
-def store_files(path):
-    """Every file of a store as bytes; the root attribute 'run' (documented as varying) removed."""
-    out = {}
-    for d, _, fs in os.walk(path):
-        for f in fs:
-            full = os.path.join(d, f)
-            rel = os.path.relpath(full, path)
-            data = pathlib.Path(full).read_bytes()
-            if rel == "zarr.json":
-                meta = json.loads(data)
-                meta["attributes"].pop("run")
-                data = json.dumps(meta, sort_keys=True).encode()
-            out[rel] = data
-    return out
 
 
 def expected_inputs(seed, sample):

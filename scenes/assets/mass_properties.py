@@ -35,6 +35,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ecs.errors import InputError
+from ecs.errors import positive_number as _positive
 
 __all__ = [
     "MassProperties",
@@ -70,15 +71,6 @@ _ROTATION_ATOL = 1e-9
 # --------------------------------------------------------------------------------------------------
 
 
-def _positive(value, field: str, unit: str) -> float:
-    """Return ``value`` as a finite float > 0, or raise InputError naming ``field``."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(field, value, f"must be a finite number > 0 [{unit}]") from None
-    if not math.isfinite(x) or x <= 0.0:
-        raise InputError(field, value, f"must be a finite number > 0 [{unit}]")
-    return x
 
 
 def _axis(axis, field: str) -> int:

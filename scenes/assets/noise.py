@@ -31,6 +31,7 @@ import numpy as np
 
 from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField
 from ecs.errors import InputError
+from ecs.errors import positive_number as _pos
 
 __all__ = ["GDF_NORMALS", "LACUNARITY", "HURST", "bounded_pareto", "calibrate_k0", "fbm_amplitude", "fbm_noise",
            "icosahedron", "polyhedral_rocks", "psr_field", "rock_density", "pareto_mean"]
@@ -58,14 +59,6 @@ def _gdf_normals() -> np.ndarray:
 GDF_NORMALS = _gdf_normals()
 
 
-def _pos(x, field, unit):
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise InputError(field, x, f"must be a finite number > 0 [{unit}]") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise InputError(field, x, f"must be a finite number > 0 [{unit}]")
-    return v
 
 
 # --------------------------------------------------------------------------------------------------
