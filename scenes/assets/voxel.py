@@ -53,6 +53,7 @@ from numba import prange
 from components.gravity import G, Polyhedron, VoxelField, eval_point_mass_points, eval_polyhedron_points
 from ecs.errors import InputError
 from ecs.kernels import cpu_jit
+from systems.sdf import closest_point_triangle
 
 __all__ = ["VoxelChoice", "VoxelError", "build_voxel_field", "cache_dir", "choose_voxel_size", "relative_errors",
            "surface_error", "voxel_error", "voxel_grid"]
@@ -105,45 +106,13 @@ def _cache_key(poly: Polyhedron, origin: np.ndarray, spacing: float, shape, mode
     return h.hexdigest()
 
 
+_closest = closest_point_triangle.cpu
+
+
 @cpu_jit(inline="always")
 def _triangle_distance2(px, py, pz, ax, ay, az, bx, by, bz, cx, cy, cz):
-    """Squared distance from p to triangle abc (C. Ericson, *Real-Time Collision Detection*, 5.1.5)."""
-    abx, aby, abz = bx - ax, by - ay, bz - az
-    acx, acy, acz = cx - ax, cy - ay, cz - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return apx * apx + apy * apy + apz * apz
-    bpx, bpy, bpz = px - bx, py - by, pz - bz
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return bpx * bpx + bpy * bpy + bpz * bpz
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        qx, qy, qz = ax + v * abx, ay + v * aby, az + v * abz
-    else:
-        cpx, cpy, cpz = px - cx, py - cy, pz - cz
-        d5 = abx * cpx + aby * cpy + abz * cpz
-        d6 = acx * cpx + acy * cpy + acz * cpz
-        if d6 >= 0.0 and d5 <= d6:
-            return cpx * cpx + cpy * cpy + cpz * cpz
-        vb = d5 * d2 - d1 * d6
-        if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-            w = d2 / (d2 - d6)
-            qx, qy, qz = ax + w * acx, ay + w * acy, az + w * acz
-        else:
-            va = d3 * d6 - d5 * d4
-            if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-                w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-                qx, qy, qz = bx + w * (cx - bx), by + w * (cy - by), bz + w * (cz - bz)
-            else:
-                den = 1.0 / (va + vb + vc)
-                v = vb * den
-                w = vc * den
-                qx, qy, qz = ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w
+    """Squared distance from p to triangle abc (the SDF builder's closest-point kernel)."""
+    qx, qy, qz, _ = _closest(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz)
     return (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
 
 
