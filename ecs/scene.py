@@ -26,6 +26,9 @@ class Dispersion:
         draw: ``draw(rng: numpy.random.Generator) -> value`` with the column's per-row shape.
         name: name under ``inputs/`` (default ``"<column>.<entity name>"``).
         unit: unit stored with the input (default: the column's unit).
+        derive: ``{other column: fn(drawn value) -> its value}``: columns of the same entity that
+            follow the drawn value (a probe's inertia follows its drawn shape). Not stored under
+            ``inputs/``: they are functions of what is.
     """
 
     entity: int | str
@@ -33,6 +36,7 @@ class Dispersion:
     draw: Callable[[np.random.Generator], Any]
     name: str | None = None
     unit: str | None = None
+    derive: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
 def normal(mean, sigma3) -> Callable[[np.random.Generator], np.ndarray]:

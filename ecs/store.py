@@ -188,6 +188,7 @@ class DispersionSlot:
     shape: tuple[int, ...]
     dtype: np.dtype
     draw: Any
+    derive: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -307,7 +308,12 @@ class Layout:
             if "/" in name or name.startswith("__") or name in ("seed", ".", ".."):
                 raise InputError("dispersion name", name, "must not contain '/', start with '__' or be 'seed'")
             cs = table.specs[d.column]
-            slots.append(DispersionSlot(name, eid, d.column, cs.shape, cs.storage_dtype, d.draw))
+            for col in d.derive:
+                if col not in table.specs or (eid, col) in seen:
+                    raise InputError(f"dispersion {name} derive", col,
+                                     "must be another column of the same entity, dispersed by no other dispersion")
+                seen[(eid, col)] = name
+            slots.append(DispersionSlot(name, eid, d.column, cs.shape, cs.storage_dtype, d.draw, dict(d.derive)))
             add(ArraySpec(f"inputs/{name}", ("sample", *component_dims(cs.shape, d.column)), cs.shape,
                           cs.storage_dtype, d.unit or cs.unit or "1",
                           f"{d.column} of {world.name_of(eid)} (dispersed)" + (f": {cs.doc}" if cs.doc else ""),
@@ -353,7 +359,12 @@ class Layout:
 
     def overrides(self, inputs: dict[str, np.ndarray]) -> dict[tuple[int, str], np.ndarray]:
         """``World.compile`` overrides from drawn inputs."""
-        return {(d.entity, d.column): inputs[d.name] for d in self.dispersions}
+        out = {(d.entity, d.column): inputs[d.name] for d in self.dispersions}
+        for d in self.dispersions:
+            for col, fn in d.derive.items():
+                out[(d.entity, col)] = np.stack([np.asarray(fn(v)) for v in inputs[d.name]]) if len(inputs[d.name]) \
+                    else np.zeros((0,))
+        return out
 
     def block_arrays(self, result, inputs: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
         """Map a block's :class:`~ecs.world.RunResult` onto array paths (shape-checked)."""

@@ -362,7 +362,9 @@ class World:
             except ValueError:
                 raise InputError(f"{spec.name} of {self.name_of(e)}", np.asarray(v).tolist(),
                                  f"must have shape {spec.shape}") from None
-        if np.issubdtype(spec.storage_dtype, np.floating) and not np.all(np.isfinite(arr)):
+        # NaN is refused, except in a column whose declared default is NaN ("has not happened yet")
+        nan_ok = isinstance(spec.default, float) and math.isnan(spec.default)
+        if np.issubdtype(spec.storage_dtype, np.floating) and not np.all(np.isfinite(arr) | (nan_ok & np.isnan(arr))):
             raise InputError(f"{spec.name} of {self.name_of(e)}", np.asarray(v).tolist(), "must be finite (no NaN or inf)")
         return arr
 

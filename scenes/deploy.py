@@ -1,0 +1,273 @@
+"""Probe deployment to small bodies (seed 004 ch. 4): ``deploy-sphere``, ``deploy-cube``, ``deploy-shapes``.
+
+:func:`deployment_scene` assembles any deployment: a target (:class:`components.deploy.DeployTarget`:
+rotation, gravity, terrain), one probe entity per sample with its shape, mass properties and
+contact parameters, the :class:`systems.deployment.DeploymentLoop`, and the dispersions of the
+release state (position and velocity with per-axis 3σ, a uniformly random attitude, angular
+velocity) and of any contact parameter. Every drawn value is stored under ``inputs/``.
+
+Built-in scenes (parameters are keyword-only; ``tumble run NAME --param key=value``):
+
+* ``deploy-sphere`` — Tables 4.2–4.3: 5 kg sphere, R = 0.125 m, j = 0.4, e = 0.65, f = 1.0,
+  C_RR = 0.035, released at low altitude ([0, 0, 200] m ± 15 m, [0, 0, −0.05] m/s ± 0.01 m/s) or
+  high altitude (``altitude="high"``: [500, 0, 0] m ± 30 m, [−0.03, 0, 0] m/s ± 0.01 m/s).
+* ``deploy-cube`` — Table 4.6: 5 kg cube of 500 kg/m³, e = f = 0.5, release [0, 0, 200] m ± 15 m,
+  [0, 0, −0.05] m/s ± 0.01 m/s, random attitude. The README's main job.
+* ``deploy-shapes`` — the six shapes of Table 4.7 (sphere and the five platonic solids, 5 kg,
+  500 kg/m³, solid), one drawn uniformly per sample (``inputs/probe_shape``), release as deploy-cube.
+
+The target of all three is the Itokawa-like body of :mod:`scenes.assets.bodies` (inside the
+268 × 147 × 105 m envelope of Table 4.1), re-centred on its centre of mass, with μ = 2.341 m³/s²
+and a 12.132 h rotation about +z. ``gravity`` selects the field: ``"voxel"`` (default, the seed's
+voxelised polyhedron, built once and cached), ``"polyhedron"`` (exact, slower) or
+``"point_mass"``. ``rocks=True`` adds the seed's procedurally seeded rocks (§2.3.2) to the terrain
+(same contact parameters as the terrain, as in Table 4.2's note).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from components.contact_params import ContactParams
+from components.deploy import (DeploySettings, DeployTarget, ProbeContact, ProbeInertial, ProbeMass, ProbePhase,
+                               ProbeRecord, ProbeState)
+from components.gravity import PointMass, Polyhedron
+from components.probe import ProbeShape, ProbeShapes
+from components.terrain import SDFGrid, TerrainSDF
+from ecs import InputError, Scene, World
+from ecs.scene import Dispersion, normal, uniform_quaternion
+from scenes._common import check_spread, positive
+from scenes.assets.probes import add_probe_shape, platonic, probe_mass_properties, sphere_probe
+from systems.deploy_collide import declare_collision_events
+from systems.deployment import DeploymentLoop
+
+#: Itokawa (Table 4.1).
+ITOKAWA_MU = 2.341
+ITOKAWA_PERIOD_H = 12.132
+
+#: Columns saved under ``final/`` by every deployment scene.
+FINAL_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_first_impact_time",
+                 "probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope",
+                 "probe_bounces", "probe_collisions", "probe_distance", "probe_max_penetration", "probe_shape",
+                 "probe_position_inertial", "probe_velocity_inertial", "probe_attitude_inertial", "probe_target_attitude")
+#: Columns recorded into ``trajectories/`` when ``record_every`` is given.
+TRAJECTORY_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase",
+                      "probe_position_inertial", "probe_target_attitude")
+
+
+def itokawa_target(*, gravity: str = "voxel", rocks: bool = False, resolution: int = 48,
+                   voxel_spacing: float = 12.0) -> DeployTarget:
+    """The Itokawa-like target (module docstring), centred on its centre of mass."""
+    from scenes.assets.bodies import small_body
+    from scenes.assets.voxel import build_voxel_field
+
+    if gravity not in ("voxel", "polyhedron", "point_mass"):
+        raise InputError("gravity", gravity, "must be 'voxel', 'polyhedron' or 'point_mass'")
+    body = small_body("itokawa", resolution=int(resolution))
+    poly0 = Polyhedron(body.vertices, body.faces, mu=ITOKAWA_MU)
+    com = poly0.center_of_mass
+    poly = Polyhedron(body.vertices - com, body.faces, mu=ITOKAWA_MU)
+    grid = SDFGrid(values=body.grid.values, origin=body.grid.origin - com, spacing=body.grid.spacing)
+    if gravity == "voxel":
+        field = build_voxel_field(poly, positive("voxel_spacing", voxel_spacing, "m"))
+    elif gravity == "polyhedron":
+        field = poly
+    else:
+        field = PointMass(mu=ITOKAWA_MU)
+    psr = None
+    if rocks:
+        from scenes.assets.noise import psr_field
+
+        psr = psr_field()
+    terrain = TerrainSDF(base=grid, psr=psr)
+    return DeployTarget(gravity=field, terrain=terrain, rotation=DeployTarget.spin_about_z(ITOKAWA_PERIOD_H),
+                        name="itokawa-like")
+
+
+def deployment_scene(name: str, description: str, *, target: DeployTarget, shapes: list, shape_mass: list,
+                     contact: ContactParams, position, position_sigma3, velocity, velocity_sigma3,
+                     random_attitude: bool = True, omega=(0.0, 0.0, 0.0), omega_sigma3: float = 0.0,
+                     rolling_radius: float = 0.0, contact_dispersions: dict | None = None,
+                     settings: DeploySettings | None = None, frame: float = 60.0, record_every: int | None = None,
+                     params: dict[str, Any] | None = None) -> Scene:
+    """A deployment scene (module docstring).
+
+    Args:
+        target: the target body.
+        shapes: probe geometries (:mod:`scenes.assets.probes`); several: one is drawn per sample.
+        shape_mass: their :class:`scenes.assets.mass_properties.MassProperties` (CoM at the origin).
+        contact: probe–terrain :class:`ContactParams`.
+        position, velocity: release state (target frame) [m], [m/s]; ``*_sigma3`` per-axis 3σ.
+        random_attitude: draw a uniformly random attitude per sample (else the identity).
+        omega, omega_sigma3: release angular velocity relative to the target (body) [rad/s], 3σ.
+        rolling_radius: R of rolling resistance [m] (0: none).
+        contact_dispersions: ``{field: draw}`` with ``field`` one of ``restitution``, ``friction``,
+            ``rolling_resistance`` and ``draw(rng) -> value``.
+        settings: :class:`DeploySettings` (defaults otherwise).
+        frame: frame length [s]: the output sampling of trajectories and the phase loop's sync.
+        record_every: trajectory decimation in frames (None: finals and events only).
+    """
+    settings = settings or DeploySettings()
+    frame = positive("frame", frame, "s")
+    pos = _vec3("position", position)
+    vel = _vec3("velocity", velocity)
+    om = _vec3("omega", omega)
+    for g, m in zip(shapes, shape_mass):
+        if np.linalg.norm(m.com) > 1e-9 * max(1.0, g.radius):
+            raise InputError("probe mass properties", m.com.tolist(), "the CoM must be at the shape origin")
+    world = World(name)
+    res = ProbeShapes()
+    ids = [add_probe_shape(res, g) for g in shapes]
+    world.add_resource(res)
+    world.add_resource(target)
+    world.add_resource(settings)
+    declare_collision_events(world.events)
+    probe = world.spawn(ProbeState(position=pos, velocity=vel, omega=om),
+                        ProbeMass(mass=float(shape_mass[0].mass), inertia=np.asarray(shape_mass[0].inertia, float)),
+                        ProbeShape(shape=ids[0], bounding_radius=float(res.shape_radius[ids[0]])),
+                        ProbePhase(), ProbeContact(terrain_pair=contact.row(), rolling_radius=float(rolling_radius)),
+                        ProbeRecord(), ProbeInertial(), name="probe")
+    world.add_system(DeploymentLoop())
+    disp = []
+    if check_spread("position_sigma3", max(np.max(position_sigma3), 0)) > 0:
+        disp.append(Dispersion(probe, "probe_position", normal(pos, position_sigma3), name="release_position"))
+    if check_spread("velocity_sigma3", max(np.max(velocity_sigma3), 0)) > 0:
+        disp.append(Dispersion(probe, "probe_velocity", normal(vel, velocity_sigma3), name="release_velocity"))
+    if random_attitude:
+        disp.append(Dispersion(probe, "probe_attitude", uniform_quaternion(), name="release_attitude"))
+    if check_spread("omega_sigma3", omega_sigma3) > 0:
+        disp.append(Dispersion(probe, "probe_omega", normal(om, [omega_sigma3] * 3), name="release_omega"))
+    if len(shapes) > 1:
+        inertias = [np.asarray(m.inertia, float) for m in shape_mass]
+        masses = [float(m.mass) for m in shape_mass]
+        radii = [float(res.shape_radius[k]) for k in ids]
+        k_ids = np.asarray(ids, np.int64)
+        disp.append(Dispersion(probe, "probe_shape", lambda rng: k_ids[rng.integers(len(k_ids))],
+                               name="probe_shape",
+                               derive={"probe_inertia": lambda s: inertias[int(np.flatnonzero(k_ids == s)[0])],
+                                       "probe_mass": lambda s: masses[int(np.flatnonzero(k_ids == s)[0])],
+                                       "probe_bounding_radius": lambda s: radii[int(np.flatnonzero(k_ids == s)[0])]}))
+    if contact_dispersions:
+        disp.append(_contact_dispersion(probe, contact, contact_dispersions))
+    return Scene(name=name, description=description, world=world, t_end=settings.t_cap, dt=frame,
+                 record_every=record_every, record=TRAJECTORY_COLUMNS if record_every else (), final=FINAL_COLUMNS,
+                 dispersions=disp, params=params or {})
+
+
+def _contact_dispersion(probe, contact: ContactParams, draws: dict) -> Dispersion:
+    from components.contact_params import PAIR_FIELDS
+
+    idx = {}
+    for k in draws:
+        if k not in ("restitution", "friction", "rolling_resistance"):
+            raise InputError("contact dispersion", k, "must be restitution, friction or rolling_resistance")
+        idx[k] = PAIR_FIELDS.index(k)
+    base = contact.row()
+
+    def draw(rng):
+        row = base.copy()
+        for k, d in draws.items():
+            row[idx[k]] = float(np.clip(d(rng), 0.0, 1.0 if k == "restitution" else math.inf))
+        if contact.regolith is None:
+            row[PAIR_FIELDS.index("e_floor")] = row[PAIR_FIELDS.index("e_max")] = row[idx.get("restitution", 0)]
+        return row
+
+    return Dispersion(probe, "probe_terrain_pair", draw, name="contact_terrain")
+
+
+def _vec3(name, v) -> np.ndarray:
+    a = np.asarray(v, float)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise InputError(name, v, "must be 3 finite numbers")
+    return a
+
+
+def _release(altitude: str):
+    if altitude == "low":
+        return [0.0, 0.0, 200.0], [15.0] * 3, [0.0, 0.0, -0.05], [0.01] * 3
+    if altitude == "high":
+        return [500.0, 0.0, 0.0], [30.0] * 3, [-0.03, 0.0, 0.0], [0.01] * 3
+    raise InputError("altitude", altitude, "must be 'low' or 'high' (Table 4.3)")
+
+
+def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0,
+                 frame: float = 60.0, record_every: int | None = None, restitution: float = 0.65,
+                 friction: float = 1.0, rolling_resistance: float = 0.035, radius: float = 0.125, mass: float = 5.0,
+                 j: float = 0.4) -> Scene:
+    """``deploy-sphere`` (Tables 4.2–4.3)."""
+    from scenes.assets.mass_properties import MassProperties
+
+    r = positive("radius", radius, "m")
+    m = positive("mass", mass, "kg")
+    if not (0.0 <= j <= 2.0 / 3.0):
+        raise InputError("j", j, "reduced inertia must be in [0, 2/3] for a spherically symmetric probe (eq 4.1)")
+    p, ps, v, vs = _release(altitude)
+    mp = MassProperties(mass=m, com=np.zeros(3), inertia=j * m * r * r * np.eye(3))
+    params = dict(altitude=altitude, gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
+                  restitution=restitution, friction=friction, rolling_resistance=rolling_resistance, radius=r, mass=m,
+                  j=j)
+    return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
+                            rocks=rocks), shapes=[sphere_probe(r)], shape_mass=[mp],
+                            contact=ContactParams(restitution=restitution, friction=friction,
+                                                  rolling_resistance=rolling_resistance),
+                            position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs, random_attitude=True,
+                            rolling_radius=r, settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")),
+                            frame=frame, record_every=record_every, params=params)
+
+
+def build_cube(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0, frame: float = 60.0,
+               record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
+               density: float = 500.0, level: int = 0) -> Scene:
+    """``deploy-cube`` (Table 4.6)."""
+    geom = platonic("cube", mass=mass, density=density, level=level)
+    p, ps, v, vs = _release("low")
+    params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
+                  restitution=restitution, friction=friction, mass=mass, density=density, level=level)
+    return deployment_scene("deploy-cube", DESCRIPTIONS["deploy-cube"], target=itokawa_target(gravity=gravity, rocks=rocks),
+                            shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=mass)],
+                            contact=ContactParams(restitution=restitution, friction=friction),
+                            position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
+                            settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
+                            record_every=record_every, params=params)
+
+
+#: Table 4.7's shapes, in its order.
+SHAPES = ("sphere", "dodecahedron", "icosahedron", "cube", "octahedron", "tetrahedron")
+
+
+def build_shapes(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0, frame: float = 60.0,
+                 record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
+                 density: float = 500.0, shapes: str = "all") -> Scene:
+    """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
+    comma-separated subset)."""
+    names = SHAPES if shapes == "all" else tuple(s.strip() for s in str(shapes).split(","))
+    geoms, mps = [], []
+    for s in names:
+        if s == "sphere":
+            r = (3.0 * mass / (4.0 * math.pi * density)) ** (1.0 / 3.0)
+            g = sphere_probe(r)
+        elif s in SHAPES:
+            g = platonic(s, mass=mass, density=density)
+        else:
+            raise InputError("shapes", s, f"must be 'all' or names from {', '.join(SHAPES)}")
+        geoms.append(g)
+        mps.append(probe_mass_properties(g, mass=mass))
+    p, ps, v, vs = _release("low")
+    params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
+                  restitution=restitution, friction=friction, mass=mass, density=density, shapes=",".join(names))
+    return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
+                            target=itokawa_target(gravity=gravity, rocks=rocks), shapes=geoms, shape_mass=mps,
+                            contact=ContactParams(restitution=restitution, friction=friction),
+                            position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
+                            settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
+                            record_every=record_every, params=params)
+
+
+DESCRIPTIONS = {
+    "deploy-sphere": "5 kg sphere released over an Itokawa-like asteroid (seed 004 Tables 4.2-4.3): bounces, settling",
+    "deploy-cube": "5 kg cube released 200 m over an Itokawa-like asteroid (seed 004 Table 4.6): bounces, settling",
+    "deploy-shapes": "the six lander shapes of seed 004 Table 4.7 released over an Itokawa-like asteroid",
+}

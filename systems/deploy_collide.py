@@ -1,0 +1,290 @@
+"""COLLIDE phase: impulsive collisions of probes with the terrain, and entry into contact motion.
+
+Seed 004 §2.5.2 (Stronge collisions, :mod:`systems.collision`), §2.5.3 (entering contact motion)
+and §2.7.3 (the "collision" kernel). A row is in :attr:`DeployPhase.COLLIDE` when the fly kernel
+(or the contact kernel) has stopped it at the time a vertex reached the surface.
+
+For each such row, at its current state:
+
+1. **Touching vertices**: every vertex within ``contact_gap`` of the terrain, with the terrain
+   normal there (a sphere touches at ``−R N`` below its centre). The rotating frame needs no extra
+   term: velocities relative to the target frame are the velocities relative to the (static)
+   surface.
+2. **Contact entry** (§2.5.3): if the most-approaching touching vertex comes in slower than
+   ``contact_speed`` and its free normal acceleration (gravity, Coriolis, centrifugal and the
+   rigid-body terms, no contact force) points into the surface, the collision is resolved with
+   e = 0 (a final, plastic collision) and the row enters CONTACT; otherwise it is resolved with the
+   pair's restitution (regolith modulation included) and the row flies on.
+3. **Resolution**: the multi-vertex policy of :data:`systems.collision.vertex_impacts_row`
+   (most-approaching vertex first, repeat; each single impact Stronge's, so kinetic energy never
+   rises).
+4. **Projection**: a touching vertex found below the surface (event location leaves the probe
+   above it; contact motion may sink by round-off) is lifted back along its normal, so that
+   successive flight starts never ratchet the probe deeper; the depth is recorded.
+5. **Records**: one event per collision (:func:`declare_collision_events`), the first-impact time,
+   the number of collisions and of bounces (collisions after which the probe flew on).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
+from components.deploy import DeployPhase
+from components.status import Status
+from ecs import Phase, System
+from ecs.kernels import cpu_parallel
+from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
+                               quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
+from systems.deploy_physics import K0, Y0, load_state, probe_rhs, terrain_at
+
+_i = np.int64
+_cross = cross_call.cpu
+_rot = quat_rotate_call.cpu
+_rot_inv = quat_rotate_inverse_call.cpu
+_load = load_state.cpu
+_rhs = probe_rhs.cpu
+_tat = terrain_at.cpu
+_impacts = vertex_impacts_row.cpu
+_MODE_FLY = _i(0)
+
+#: Event kinds (``events/kind``).
+EVENT_BOUNCE = 0         #: a collision after which the probe flies on
+EVENT_CONTACT_ENTRY = 1  #: a final e = 0 collision that starts contact motion
+
+#: Collision event fields: name -> (shape, dtype, unit, doc).
+COLLISION_EVENT_FIELDS = {
+    "time": ((), np.float64, "s", "time of the collision"),
+    "kind": ((), np.int8, "1", "0 bounce, 1 contact entry (final e = 0 collision)"),
+    "vertex": ((), np.int32, "1", "most-approaching vertex (index in the probe shape; -1 sphere)"),
+    "vertex_type": ((), np.int8, "1", "VertexType of that vertex (0 corner, 1 edge, 2 face)"),
+    "position": (3, np.float64, "m", "probe CoM, target frame"),
+    "point": (3, np.float64, "m", "contact point (that vertex), target frame"),
+    "normal": (3, np.float64, "1", "terrain normal at the contact point, target frame"),
+    "impact_angle": ((), np.float64, "deg", "angle of the contact-point velocity above the surface plane"),
+    "velocity_before": (3, np.float64, "m/s", "CoM velocity before, target frame"),
+    "velocity_after": (3, np.float64, "m/s", "CoM velocity after, target frame"),
+    "omega_before": (3, np.float64, "rad/s", "angular velocity relative to the target before, body axes"),
+    "omega_after": (3, np.float64, "rad/s", "angular velocity relative to the target after, body axes"),
+    "energy_before": ((), np.float64, "J", "kinetic energy relative to the target frame before"),
+    "energy_after": ((), np.float64, "J", "kinetic energy relative to the target frame after"),
+    "vertices_resolved": ((), np.int32, "1", "single-vertex impacts of the multi-vertex policy"),
+}
+
+
+def declare_collision_events(events) -> None:
+    """Declare :data:`COLLISION_EVENT_FIELDS` on a world's :class:`ecs.events.EventLog`."""
+    for name, (shape, dtype, unit, doc) in COLLISION_EVENT_FIELDS.items():
+        events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
+
+
+def _kinetic(m, I, vx, vy, vz, wx, wy, wz):
+    return 0.5 * m * (vx * vx + vy * vy + vz * vz) + 0.5 * (
+        wx * (I[0, 0] * wx + I[0, 1] * wy + I[0, 2] * wz) + wy * (I[1, 0] * wx + I[1, 1] * wy + I[1, 2] * wz)
+        + wz * (I[2, 0] * wx + I[2, 1] * wy + I[2, 2] * wz))
+
+
+kinetic = dual_call(_kinetic)
+_kin = kinetic.cpu
+
+
+def _collide_row(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv, shape,
+                 pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert, sphere_type,
+                 sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter, ev, ev_count,
+                 ev_overflow, first_impact, collisions, bounces, max_pen):
+    i = rows[j]
+    w = work[i]
+    vpos, vtype, vdir, shape_start, shape_kind, shape_radius = geo
+    s = shape[i]
+    v0 = shape_start[s]
+    v1 = shape_start[s + 1]
+    sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
+    nv = 1 if sphere_r > 0.0 else v1 - v0
+    q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
+    x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
+    vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
+    wx, wy, wz = om[i, 0], om[i, 1], om[i, 2]
+    # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
+    _load(i, w, pos, vel, att, om)
+    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    best = -1
+    bvn = 0.0
+    ban = 0.0
+    deep = 0.0
+    dnx = dny = dnz = 0.0
+    for k in range(nv):
+        if sphere_r > 0.0:
+            r = _tat(ta, x, y, z)
+            gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
+            nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
+            rx, ry, rz = _rot_inv(q0, q1, q2, q3, -sphere_r * nx, -sphere_r * ny, -sphere_r * nz)
+            sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2] = rx, ry, rz
+            d = r[0] - sphere_r
+        else:
+            rx, ry, rz = vpos[v0 + k, 0], vpos[v0 + k, 1], vpos[v0 + k, 2]
+            tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
+            r = _tat(ta, x + tx, y + ty, z + tz)
+            gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
+            nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
+            d = r[0]
+        normal[i, k, 0], normal[i, k, 1], normal[i, k, 2] = nx, ny, nz
+        touch[i, k] = 1 if d <= contact_gap else 0
+        if touch[i, k] == 0:
+            continue
+        if d < deep:
+            deep = d
+            dnx, dny, dnz = nx, ny, nz
+        # contact-point velocity and free acceleration, target frame
+        ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
+        px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
+        vn = (vx + px) * nx + (vy + py) * ny + (vz + pz) * nz
+        ax, ay, az = _cross(w[K0 + 10], w[K0 + 11], w[K0 + 12], rx, ry, rz)
+        cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
+        ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
+        an = (w[K0 + 3] + ax) * nx + (w[K0 + 4] + ay) * ny + (w[K0 + 5] + az) * nz
+        if best < 0 or vn < bvn:
+            best = k
+            bvn = vn
+            ban = an
+    for k in range(nv, touch.shape[1]):
+        touch[i, k] = 0
+    if best < 0:  # nothing touches any more (drift): fly on
+        phase[i] = DeployPhase.FLY
+        return
+    enter = -bvn < contact_speed and ban < 0.0
+    for c in range(PAIR_FIELD_COUNT):
+        cpair[i, c] = pair[i, c]
+    if enter:
+        cpair[i, PAIR_E] = 0.0
+        cpair[i, PAIR_REGOLITH] = 0.0
+    e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
+    if sphere_r > 0.0:
+        _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
+                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, 1e-12, mstatus, mcount)
+    else:
+        _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
+                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, 1e-12, mstatus, mcount)
+    mstat = mstatus[i]
+    count = mcount[i]
+    if mstat == MULTI_IMPACT_FAILED:
+        status[i] = Status.FAILED
+        phase[i] = DeployPhase.ENDED
+        return
+    if deep < 0.0:   # project out of the terrain (no penetration ratchet across phase switches)
+        if -deep > max_pen[i]:
+            max_pen[i] = -deep
+        pos[i, 0] -= deep * dnx
+        pos[i, 1] -= deep * dny
+        pos[i, 2] -= deep * dnz
+    e1 = _kin(mass[i], inertia[i], vel[i, 0], vel[i, 1], vel[i, 2], om[i, 0], om[i, 1], om[i, 2])
+    t = rtime[i]
+    if count > 0 or enter:
+        collisions[i] += 1
+        if not (first_impact[i] == first_impact[i]):   # NaN: first one
+            first_impact[i] = t
+        sm = sample[i]
+        slot = ev_count[sm]
+        if slot < ev[0].shape[1]:
+            if sphere_r > 0.0:
+                rx, ry, rz = sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2]
+                vt = 0
+                vi = -1
+            else:
+                rx, ry, rz = vpos[v0 + best, 0], vpos[v0 + best, 1], vpos[v0 + best, 2]
+                vt = vtype[v0 + best]
+                vi = best
+            tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
+            ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
+            px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
+            cvx, cvy, cvz = vx + px, vy + py, vz + pz
+            sp = math.sqrt(cvx * cvx + cvy * cvy + cvz * cvz)
+            ang = math.degrees(math.asin(min(1.0, max(-1.0, -bvn / sp)))) if sp > 0.0 else 90.0
+            ev[0][sm, slot] = t
+            ev[1][sm, slot] = 1 if enter else 0
+            ev[2][sm, slot] = vi
+            ev[3][sm, slot] = vt
+            ev[4][sm, slot, 0], ev[4][sm, slot, 1], ev[4][sm, slot, 2] = x, y, z
+            ev[5][sm, slot, 0], ev[5][sm, slot, 1], ev[5][sm, slot, 2] = x + tx, y + ty, z + tz
+            ev[6][sm, slot, 0] = normal[i, best, 0]
+            ev[6][sm, slot, 1] = normal[i, best, 1]
+            ev[6][sm, slot, 2] = normal[i, best, 2]
+            ev[7][sm, slot] = ang
+            ev[8][sm, slot, 0], ev[8][sm, slot, 1], ev[8][sm, slot, 2] = vx, vy, vz
+            ev[9][sm, slot, 0], ev[9][sm, slot, 1], ev[9][sm, slot, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
+            ev[10][sm, slot, 0], ev[10][sm, slot, 1], ev[10][sm, slot, 2] = wx, wy, wz
+            ev[11][sm, slot, 0], ev[11][sm, slot, 1], ev[11][sm, slot, 2] = om[i, 0], om[i, 1], om[i, 2]
+            ev[12][sm, slot] = e0
+            ev[13][sm, slot] = e1
+            ev[14][sm, slot] = count
+            ev_count[sm] = slot + 1
+        else:
+            ev_overflow[sm] = 1
+    if enter:
+        phase[i] = DeployPhase.CONTACT
+    else:
+        if count > 0:
+            bounces[i] += 1
+        phase[i] = DeployPhase.FLY
+
+
+collide_row = dual_call(_collide_row)
+_collide_cpu = collide_row.cpu
+
+
+@cpu_parallel
+def collide_rows(n, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv, shape,
+                 pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert, sphere_type,
+                 sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter, ev, ev_count,
+                 ev_overflow, first_impact, collisions, bounces, max_pen):
+    for j in prange(n):
+        _collide_cpu(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
+                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                     sphere_type, sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter,
+                     ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen)
+
+
+class CollideProbes(System):
+    """COLLIDE phase: resolve the pending collision of every row in that phase (module docstring).
+
+    Launched by :class:`systems.deployment.DeploymentLoop`.
+    """
+
+    phase = Phase.EVENT
+    reads = ("probe_phase", "probe_position", "probe_attitude")
+    writes = ("probe_position", "probe_velocity", "probe_omega")
+
+    def bind_context(self, ctx) -> None:
+        n = ctx.table.row_count
+        kmax = ctx.max_vertices
+        self.iwork = np.zeros((n, IMPACT_WORK_SIZE))
+        self.touch = np.zeros((n, kmax), np.int8)
+        self.normal = np.zeros((n, kmax, 3))
+        self.cpair = np.zeros((n, PAIR_FIELD_COUNT))
+        self.sphere_vert = np.zeros((n, 1, 3))
+        self.sphere_type = np.zeros(1, np.int8)
+        self.sphere_dir = np.zeros((1, 3))
+        self.ones3 = np.ones(3)
+        self.status = np.zeros(n, np.int64)
+        self.count = np.zeros(n, np.int64)
+
+    def resolve(self, ctx, rows: np.ndarray) -> None:
+        """Run the collision kernel over ``rows`` (indices of COLLIDE rows)."""
+        if len(rows) == 0:
+            return
+        t, st, ev = ctx.table, ctx.settings, ctx.events
+        collide_rows.parallel(len(rows), rows, ctx.work, self.iwork, t["row_status"], t["probe_phase"], t["row_time"],
+                     t["row_sample"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
+                     t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
+                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, self.touch,
+                     self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir, self.ones3,
+                     self.status, self.count,
+                     st.contact_gap, st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
+                     tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
+                     t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
+                     t["probe_max_penetration"])
+
+    def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
+        raise RuntimeError("CollideProbes is launched by systems.deployment.DeploymentLoop")

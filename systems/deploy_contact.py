@@ -1,0 +1,274 @@
+"""CONTACT phase: probes sliding, rolling or resting on the terrain (continued contact motion).
+
+Seed 004 §2.5.3 (eqs 2.92–2.110) and §2.7.3 (the "contact" kernel). Every row in
+:attr:`DeployPhase.CONTACT` is integrated with the same per-row DP5(4) as flight
+(:mod:`systems.deploy_physics`, contact tolerances ``contact_rtol``/``contact_atol``; a step of
+``contact_h_min`` is accepted whatever its error estimate, because the right-hand side is only
+piecewise smooth — friction switching between stick and slip, contacts dropping out — and the
+error control would otherwise chase every switch down to round-off), the
+right-hand side adding the contact force and torque of
+:data:`systems.contact_motion.contact_forces_row` (stick/slip with regularisation, rolling
+resistance, several vertices at once) in the rotating frame (:data:`~systems.deploy_physics.contact_wrench`).
+
+Per step, at the step's start:
+
+* **Active set**: the vertices within ``contact_gap`` of the terrain (at most the slot count, the
+  shape's vertex count capped at 8), frozen for the step. None left: the probe flies (FLY).
+* **Sinking**: an active contact moving into the surface faster than :data:`SINK_SPEED` goes back
+  through COLLIDE (a slow approach: a plastic e = 0 collision, recorded like any other).
+* **Leaving** (§2.5.3): the force kernel drops every contact whose normal force would be negative;
+  when none carries a force, the probe flies (FLY).
+* **Rest**: while |v| < ``settle_speed`` and |ω| < ``settle_rate`` (relative to the target), the
+  row's ``probe_rest_since`` holds the start of the interval; after ``settle_hold`` seconds of rest
+  the launch stops (the end-state system then marks it SETTLED, settling time = start of the rest).
+
+After an accepted step:
+
+* **New touchdowns**: a vertex outside the active set that reached the surface is an impact: the
+  crossing of the smallest distance over those vertices is localised like a flight event and the row
+  switches to COLLIDE.
+* **Drift**: the deepest active vertex is kept from sinking (a translation along its normal by its
+  penetration), the projection step of constraint stabilisation; the penetration is recorded.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.contact_params import PAIR_CRR, PAIR_F
+from components.deploy import DeployPhase
+from components.status import Status
+from ecs import Phase, System
+from ecs.kernels import cpu_parallel
+from systems.collision import cross_call, dual_call, quat_rotate_call
+from systems.contact_motion import CONTACT_ACTIVE
+from systems.deploy_physics import (K0, Y0, Y1, accept, dp_attempt, free_clearance, load_state, locate_event,
+                                    probe_rhs, state_finite, step_size, store_state, terrain_at, vertex_world)
+
+_i = np.int64
+_dp = dp_attempt.cpu
+_acc = accept.cpu
+_load = load_state.cpu
+_store = store_state.cpu
+_fin = state_finite.cpu
+_rhs = probe_rhs.cpu
+_next = step_size.cpu
+_tat = terrain_at.cpu
+_vworld = vertex_world.cpu
+_free = free_clearance.cpu
+_locate = locate_event.cpu
+_cross = cross_call.cpu
+_rot = quat_rotate_call.cpu
+_MODE_CONTACT = _i(1)
+_WHICH_FREE = _i(1)
+#: Contact slots per probe (active vertices solved together).
+CONTACT_SLOTS = 8
+#: An active contact whose normal velocity is below −SINK_SPEED [m/s] at a step's start is sent
+#: back through a (plastic) collision: the force law holds the normal *acceleration* at zero, so a
+#: normal velocity left by round-off or by the regularised friction would otherwise sink it.
+SINK_SPEED = 1e-5
+
+
+def _sinking(i, w, ta, vpos, sphere_r, act, slot_vertex):
+    """Most negative normal velocity of the active contacts at Y0 [m/s] (0: none moves inwards)."""
+    q0, q1, q2, q3 = w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9]
+    worst = 0.0
+    for k in range(act.shape[1]):
+        if act[i, k] == 0:
+            continue
+        if sphere_r > 0.0:
+            r = _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])
+            ux, uy, uz = w[Y0 + 3], w[Y0 + 4], w[Y0 + 5]
+        else:
+            v = slot_vertex[i, k]
+            px, py, pz = _vworld(w, Y0, vpos, v)
+            r = _tat(ta, px, py, pz)
+            cx, cy, cz = _cross(w[Y0 + 10], w[Y0 + 11], w[Y0 + 12], vpos[v, 0], vpos[v, 1], vpos[v, 2])
+            cx, cy, cz = _rot(q0, q1, q2, q3, cx, cy, cz)
+            ux, uy, uz = w[Y0 + 3] + cx, w[Y0 + 4] + cy, w[Y0 + 5] + cz
+        gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
+        vn = (ux * r[1] + uy * r[2] + uz * r[3]) / gn
+        if vn < worst:
+            worst = vn
+    return worst
+
+
+sinking = dual_call(_sinking)
+_sinking_c = sinking.cpu
+
+
+def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
+                 pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol, contact_gap,
+                 settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
+    i = rows[j]
+    w = work[i]
+    vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
+    act, slot_vertex, fric, rolling, out_state = cs[6], cs[7], cs[12], cs[13], cs[16]
+    s = shape[i]
+    v0 = shape_start[s]
+    v1 = shape_start[s + 1]
+    sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
+    nslot = act.shape[1]
+    f = pair[i, PAIR_F]
+    for k in range(nslot):
+        fric[i, k] = f
+    rr = pair[i, PAIR_CRR] * rolling_radius[i]
+    rolling[i, 0], rolling[i, 1], rolling[i, 2] = rr, rr, rr
+    _load(i, w, pos, vel, att, om)
+    t = rtime[i]
+    h = step[i]
+    if not (h > 0.0):
+        h = min(h_max, 0.1)
+    n = 0
+    dist = distance[i]
+    while t < t_end and n < max_steps:
+        # ---- active set at the step's start
+        na = 0
+        for k in range(nslot):
+            act[i, k] = 0
+        if sphere_r > 0.0:
+            if _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])[0] - sphere_r <= contact_gap:
+                act[i, 0] = 1
+                na = 1
+        else:
+            v = v0
+            while v < v1:
+                px, py, pz = _vworld(w, Y0, vpos, v)
+                if _tat(ta, px, py, pz)[0] <= contact_gap and na < nslot:
+                    act[i, na] = 1
+                    slot_vertex[i, na] = v
+                    na += 1
+                v += 1
+        if na == 0:
+            phase[i] = DeployPhase.FLY
+            break
+        if _sinking_c(i, w, ta, vpos, sphere_r, act, slot_vertex) < -SINK_SPEED:
+            phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
+            break
+        _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+        carrying = False
+        for k in range(nslot):
+            if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
+                carrying = True
+        if not carrying:
+            phase[i] = DeployPhase.FLY
+            break
+        # ---- rest bookkeeping
+        sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2)
+        rate = math.sqrt(w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+        if sp < settle_speed and rate < settle_rate:
+            if not (rest_since[i] == rest_since[i]):
+                rest_since[i] = t
+            elif t - rest_since[i] >= settle_hold:
+                break
+        else:
+            rest_since[i] = math.nan
+        # ---- one step
+        hh = min(h, h_max, t_end - t)
+        if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
+            hh = max(rest_since[i] + settle_hold - t, 1e-9)
+        err = _dp(i, w, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
+        n += 1
+        if not (err <= 1.0) and hh > h_min:
+            if not math.isfinite(err):
+                status[i] = Status.FAILED
+                phase[i] = DeployPhase.ENDED
+                break
+            h = max(_next(hh, err), h_min)
+            continue
+        if not _fin(w, Y1):
+            status[i] = Status.FAILED
+            phase[i] = DeployPhase.ENDED
+            break
+        # ---- new touchdown of a free vertex: localise (Illinois) and collide
+        if sphere_r == 0.0:
+            g1 = _free(w, Y1, ta, vpos, v0, v1, act, slot_vertex, i)
+            if g1 <= 0.0:
+                g0 = _free(w, Y0, ta, vpos, v0, v1, act, slot_vertex, i)
+                if g0 > 0.0:
+                    a, fa = _locate(i, w, hh, g0, g1, 0.0, _WHICH_FREE, _MODE_CONTACT, ga, ta, ox, oy, oz, mass,
+                                    inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, rtol, atol,
+                                    event_tol)
+                    t += a
+                    phase[i] = DeployPhase.COLLIDE
+                    break
+        dx = w[Y1] - w[Y0]
+        dy = w[Y1 + 1] - w[Y0 + 1]
+        dz = w[Y1 + 2] - w[Y0 + 2]
+        dist += math.sqrt(dx * dx + dy * dy + dz * dz)
+        _acc(w)
+        t += hh
+        if t_end - t < 1e-12 * max(1.0, abs(t_end)):
+            t = t_end
+        h = _next(hh, err)
+        # ---- drift: lift the deepest active point back to the surface
+        deep = 0.0
+        nx = ny = nz = 0.0
+        for k in range(nslot):
+            if act[i, k] == 0:
+                continue
+            if sphere_r > 0.0:
+                r = _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])
+                d = r[0] - sphere_r
+            else:
+                px, py, pz = _vworld(w, Y0, vpos, slot_vertex[i, k])
+                r = _tat(ta, px, py, pz)
+                d = r[0]
+            if d < deep:
+                deep = d
+                gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
+                nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
+        if deep < 0.0:
+            if -deep > max_pen[i]:
+                max_pen[i] = -deep
+            w[Y0] -= deep * nx
+            w[Y0 + 1] -= deep * ny
+            w[Y0 + 2] -= deep * nz
+            _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _store(i, w, Y0, pos, vel, att, om)
+    rtime[i] = t
+    step[i] = h
+    distance[i] = dist
+
+
+contact_row = dual_call(_contact_row)
+_contact_cpu = contact_row.cpu
+
+
+@cpu_parallel
+def contact_rows(n, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, pair,
+                 rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol, contact_gap,
+                 settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
+    for j in prange(n):
+        _contact_cpu(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
+                     pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol,
+                     contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since)
+
+
+class ContactProbes(System):
+    """CONTACT phase: advance every row in contact motion (module docstring).
+
+    Launched by :class:`systems.deployment.DeploymentLoop`.
+    """
+
+    phase = Phase.SCHEDULED
+    reads = ("probe_phase",)
+    writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega")
+
+    def advance(self, ctx, rows: np.ndarray, t_end: float) -> None:
+        if len(rows) == 0:
+            return
+        t, st = ctx.table, ctx.settings
+        contact_rows.parallel(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
+                     t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
+                     t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
+                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
+                     st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
+                     st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],
+                     t["probe_max_penetration"], t["probe_rest_since"])
+
+    def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
+        raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

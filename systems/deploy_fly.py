@@ -1,0 +1,161 @@
+"""FLY phase: ballistic flight of probes in the rotating target frame, with event location.
+
+Seed 004 §2.7.1 and §2.7.3 (the "fly" kernel). Every row in :attr:`DeployPhase.FLY` is integrated
+by a per-row adaptive Dormand–Prince 5(4) (:mod:`systems.deploy_physics`: eqs 2.2–2.5, relative
+tolerance 1e-10 by default) up to the frame end, for at most ``steps_per_launch`` steps per launch.
+
+Event function (seed §2.7.1): the smallest terrain distance over the probe's vertices (a sphere:
+its centre's distance minus its radius). While the probe's CoM is further than twice its bounding
+radius plus 1 m from the surface, the bound ``d(CoM) − r_bound`` stands in for it without touching
+the vertices (the broadphase). Steps are limited so that no vertex can travel further than the
+current clearance plus a quarter of the bounding radius, so a vertex cannot pass through a thin
+feature unseen. When the event function falls to zero (from above), the crossing is localised by
+the Illinois variant of regula falsi on the step length (:data:`systems.deploy_physics.locate_event`),
+every trial being a fresh DP5(4) step from the step's start (5th-order accurate at the trial
+time), until the bracket is shorter than
+``event_tol``; the row stops at the bracket's *outer* end (clearance ≥ 0, at most
+``event_tol × approach speed`` above the surface) and switches to COLLIDE.
+
+If a row starts a launch already touching (clearance ≤ ``contact_gap``: just after a collision or
+after leaving contact motion), the event threshold is lowered to ``min(clearance, 0) − contact_gap``
+for that launch, so a probe that separates is not caught again at once (no zero-time
+collide/fly/contact cycles); one that sinks by a further ``contact_gap`` still raises the event.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.deploy import DeployPhase
+from components.status import Status
+from ecs import Phase, System
+from ecs.kernels import cpu_parallel
+from systems.collision import dual_call
+from systems.deploy_physics import (K0, Y0, Y1, accept, clearance, dp_attempt, load_state, locate_event, probe_rhs,
+                                    state_finite, step_size, store_state)
+
+_clear = clearance.cpu
+_dp = dp_attempt.cpu
+_acc = accept.cpu
+_load = load_state.cpu
+_store = store_state.cpu
+_fin = state_finite.cpu
+_rhs = probe_rhs.cpu
+_next = step_size.cpu
+_locate = locate_event.cpu
+_MODE_FLY = np.int64(0)
+_WHICH_ALL = np.int64(0)
+
+
+def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo,
+             ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen):
+    """Advance fly row ``rows[j]`` to ``t_end``, an event, or ``max_steps`` steps (module docstring)."""
+    i = rows[j]
+    w = work[i]
+    vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
+    s = shape[i]
+    v0 = shape_start[s]
+    v1 = shape_start[s + 1]
+    bound_r = shape_radius[s]
+    sphere_r = bound_r if shape_kind[s] == 0 else 0.0
+    _load(i, w, pos, vel, att, om)
+    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
+    thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
+    t = rtime[i]
+    h = step[i]
+    if not (h > 0.0):
+        h = min(h_max, 1.0)
+    n = 0
+    dist = distance[i]
+    while t < t_end and n < max_steps:
+        sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2) + bound_r * math.sqrt(
+            w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+        hh = min(h, h_max, t_end - t)
+        if sp > 0.0:
+            lim = (max(g0, 0.0) + 0.25 * bound_r) / sp
+            if lim < hh:
+                hh = lim
+        err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
+        n += 1
+        if not (err <= 1.0):
+            if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
+                status[i] = Status.FAILED
+                phase[i] = DeployPhase.ENDED
+                break
+            h = _next(hh, err)
+            continue
+        if not _fin(w, Y1):
+            status[i] = Status.FAILED
+            phase[i] = DeployPhase.ENDED
+            break
+        g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
+        if g1 <= thr:
+            x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
+            a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, _MODE_FLY, ga, ta, ox, oy, oz, mass,
+                            inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, rtol, atol, event_tol)
+            dx = w[Y0] - x0
+            dy = w[Y0 + 1] - y0
+            dz = w[Y0 + 2] - z0
+            dist += math.sqrt(dx * dx + dy * dy + dz * dz)
+            t += a
+            pen = -(fa + thr)
+            if pen > max_pen[i]:
+                max_pen[i] = pen
+            phase[i] = DeployPhase.COLLIDE
+            break
+        dx = w[Y1] - w[Y0]
+        dy = w[Y1 + 1] - w[Y0 + 1]
+        dz = w[Y1 + 2] - w[Y0 + 2]
+        dist += math.sqrt(dx * dx + dy * dy + dz * dz)
+        _acc(w)
+        t += hh
+        if t_end - t < 1e-12 * max(1.0, abs(t_end)):
+            t = t_end
+        g0 = g1
+        h = _next(hh, err)
+    _store(i, w, Y0, pos, vel, att, om)
+    rtime[i] = t
+    step[i] = h
+    distance[i] = dist
+
+
+fly_row = dual_call(_fly_row)
+_fly_cpu = fly_row.cpu
+
+
+@cpu_parallel
+def fly_rows(n, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo, ga,
+             ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen):
+    for j in prange(n):
+        _fly_cpu(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo,
+                 ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen)
+
+
+class FlyProbes(System):
+    """FLY phase: advance every flying probe row to the frame end or its next event.
+
+    Owned and launched by :class:`systems.deployment.DeploymentLoop` (which passes the shared
+    per-row context); ``process`` is not used directly by the world's frame loop.
+    """
+
+    phase = Phase.SCHEDULED
+    reads = ("probe_phase",)
+    writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega")
+
+    def advance(self, ctx, rows: np.ndarray, t_end: float) -> None:
+        """Run the fly kernel over ``rows`` (indices of FLY rows) up to ``t_end`` [s]."""
+        if len(rows) == 0:
+            return
+        t, st = ctx.table, ctx.settings
+        fly_rows.parallel(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
+                 t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
+                 t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], ctx.geo, ctx.ga, ctx.ta,
+                 *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
+                 np.int64(st.steps_per_launch), t["probe_distance"], t["probe_max_penetration"])
+
+    def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
+        raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

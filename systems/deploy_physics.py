@@ -1,0 +1,574 @@
+"""Shared row kernels of probe deployment: rotating-frame equations of motion, gravity, terrain,
+vertex geometry and the Dormand–Prince 5(4) step (seed 004 §2.1, §2.7.1).
+
+The phase systems (:mod:`systems.deploy_fly`, :mod:`systems.deploy_collide`,
+:mod:`systems.deploy_contact`) are built from these pieces; everything here is written once
+(:func:`systems.collision.dual_call`) for the CPU and the GPU.
+
+Equations of motion in the rotating target frame T (seed eqs 2.2–2.5, uniform rotation Ω̇ = 0)
+------------------------------------------------------------------------------------------------
+State ``y = (x, v, q, ω)`` (13 numbers): CoM position and velocity relative to T (T components),
+attitude body → T (scalar-first) and ω = ω_S/T in body axes. With Ω = Ω_T/N (T components), the
+body's inertial rate ``ω_S/N = ω + R(q)ᵀ Ω`` (eq 2.4), gravity g(x), contact force F and torque L
+(about the CoM, body axes)::
+
+    ẋ = v
+    v̇ = g(x) + F/m − 2 Ω × v − Ω × (Ω × x)                    (eq 2.2: Coriolis, centrifugal)
+    q̇ = ½ q ⊗ (0, ω)                                          (eq 2.2, [B(q)] form)
+    ω̇ = I⁻¹ (L − ω_S/N × I ω_S/N) − ω_S/N × ω                 (eq 2.5)
+
+Eq 2.5 follows from ω = ω_S/N − ω_T/N with the target rate constant in N: in body axes
+``d/dt(R(q)ᵀΩ) = −ω_S/N × R(q)ᵀΩ``, and ``ω_S/N × R(q)ᵀΩ = −ω_S/N × ω``.
+
+Jacobi integral (per unit mass; conserved in flight, seed §4.1's geopotential ``V`` enters it)::
+
+    C = ½ |v|² − ½ |Ω × x|² − U(x)                              (U > 0, g = ∇U)
+
+State vector layout (offsets into a row's float64 work array, :data:`WORK_SIZE`): ``Y0`` the step's
+start, ``Y1`` its end, ``YS`` a stage state, ``K`` seven stage derivatives, then scratch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from components.gravity import (GravitySource, ellipsoid_field, point_mass_field, polyhedron_field,
+                                voxel_field)
+from ecs.errors import InputError
+from systems.attitude import quat_derivative, quat_normalize
+from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
+from systems.sdf import eval_terrain_point
+
+_i = np.int64
+STATE = 13
+Y0 = _i(0)
+Y1 = _i(13)
+YS = _i(26)
+K0 = _i(39)            # K_j at K0 + 13 j, j = 0..6
+KFSAL = _i(39 + 6 * 13)
+AUX = _i(130)          # scratch: 16 numbers
+WORK_SIZE = 146
+
+_cross = cross_call.cpu
+_rot = quat_rotate_call.cpu
+_rot_inv = quat_rotate_inverse_call.cpu
+_qdot = quat_derivative.cpu
+_qnorm = quat_normalize.cpu
+_pm = point_mass_field.cpu
+_ell = ellipsoid_field.cpu
+_poly = polyhedron_field.cpu
+_vox = voxel_field.cpu
+_terrain = eval_terrain_point.cpu
+
+# Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (same tableau as systems.integration).
+A21 = 1 / 5
+A31, A32 = 3 / 40, 9 / 40
+A41, A42, A43 = 44 / 45, -56 / 15, 32 / 9
+A51, A52, A53, A54 = 19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729
+A61, A62, A63, A64, A65 = 9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656
+B1, B3, B4, B5, B6 = 35 / 384, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84
+E1 = 35 / 384 - 5179 / 57600
+E3 = 500 / 1113 - 7571 / 16695
+E4 = 125 / 192 - 393 / 640
+E5 = -2187 / 6784 + 92097 / 339200
+E6 = 11 / 84 - 187 / 2100
+E7 = -1 / 40
+
+# ------------------------------------------------------------------------------------ gravity
+GRAVITY_POINT_MASS = 0
+GRAVITY_ELLIPSOID = 1
+GRAVITY_POLYHEDRON = 2
+GRAVITY_VOXEL = 3
+_GRAVITY_KINDS = {"point_mass": GRAVITY_POINT_MASS, "ellipsoid": GRAVITY_ELLIPSOID,
+                  "polyhedron": GRAVITY_POLYHEDRON, "voxel": GRAVITY_VOXEL}
+
+
+def _gravity_at(ga, x, y, z):
+    """``(U, gx, gy, gz)`` of the target's gravity source at (x, y, z), target frame.
+
+    ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` from :func:`gravity_args`: one
+    signature for every source kind (unused arrays are dummies), so one compiled kernel serves point
+    mass, ellipsoid, polyhedron and voxel field.
+    """
+    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
+    if gkind == 0:
+        r = _pm(x, y, z, gs[0], gs[1], gs[2], gs[3])
+        return r[0], r[1], r[2], r[3]
+    if gkind == 1:
+        r = _ell(x, y, z, gs[0], gs[1], gs[2], gs[3])
+        return r[0], r[1], r[2], r[3]
+    if gkind == 2:
+        r = _poly(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
+        return r[0], r[1], r[2], r[3]
+    r = _vox(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11],
+             gs[12], gs[13], gs[14] != 0.0)
+    return r[0], r[1], r[2], r[3]
+
+
+gravity_at = dual_call(_gravity_at)
+_grav = gravity_at.cpu
+
+
+def gravity_args(source: GravitySource) -> tuple:
+    """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` for :data:`gravity_at`."""
+    kind = _GRAVITY_KINDS.get(source.kind)
+    if kind is None:
+        raise InputError("DeployTarget.gravity", type(source).__name__,
+                         f"kind {source.kind!r} is not supported by deployment (point_mass, ellipsoid, polyhedron, "
+                         "voxel)")
+    p = source.kernel_params()
+    gs = np.zeros(16)
+    vox = np.zeros((1, 1, 1, 4))
+    pv, pe, ped, pel = np.zeros((1, 3)), np.zeros((1, 2), np.int64), np.zeros((1, 6)), np.zeros(1)
+    pf, pfn = np.zeros((1, 3), np.int64), np.zeros((1, 3))
+    if kind in (GRAVITY_POINT_MASS, GRAVITY_ELLIPSOID):
+        gs[:4] = p
+    elif kind == GRAVITY_POLYHEDRON:
+        pv, pe, ped, pel, pf, pfn = (np.ascontiguousarray(a) for a in p[:6])
+        gs[0] = p[6]
+    else:
+        vox = np.ascontiguousarray(p[0])
+        gs[:15] = [float(a) for a in p[1:]]
+    return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
+
+
+# ------------------------------------------------------------------------------------ equations of motion
+def _probe_rates(w, ys, kout, ga, ox, oy, oz, m, inertia, jinv, fx, fy, fz, lx, ly, lz):
+    """Seed eqs 2.2–2.5: w[kout:kout+13] = ẏ at the state w[ys:ys+13] (module docstring).
+
+    ``inertia``/``jinv`` [3, 3]: I and I⁻¹ (body, about the CoM). F (target) [N] and L (body, about
+    the CoM) [N m] are the contact force and torque (zero in flight).
+    """
+    x, y, z = w[ys], w[ys + 1], w[ys + 2]
+    vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
+    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+    wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
+    g = _grav(ga, x, y, z)
+    # Ω × x and Ω × (Ω × x), 2 Ω × v
+    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
+    ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
+    kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
+    w[kout] = vx
+    w[kout + 1] = vy
+    w[kout + 2] = vz
+    w[kout + 3] = g[1] + fx / m - 2.0 * kx - ccx
+    w[kout + 4] = g[2] + fy / m - 2.0 * ky - ccy
+    w[kout + 5] = g[3] + fz / m - 2.0 * kz - ccz
+    # quaternion rates with the (not renormalised) stage quaternion, as the integrator does
+    d0, d1, d2, d3 = _qdot(q0, q1, q2, q3, wx, wy, wz)
+    w[kout + 6] = d0
+    w[kout + 7] = d1
+    w[kout + 8] = d2
+    w[kout + 9] = d3
+    # ω_S/N = ω + R(q)ᵀ Ω (body axes); R(q) of the unit quaternion
+    n2 = q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3
+    s = 1.0 / math.sqrt(n2)
+    bx, by, bz = _rot_inv(q0 * s, q1 * s, q2 * s, q3 * s, ox, oy, oz)
+    sx, sy, sz = wx + bx, wy + by, wz + bz
+    hx = inertia[0, 0] * sx + inertia[0, 1] * sy + inertia[0, 2] * sz
+    hy = inertia[1, 0] * sx + inertia[1, 1] * sy + inertia[1, 2] * sz
+    hz = inertia[2, 0] * sx + inertia[2, 1] * sy + inertia[2, 2] * sz
+    gx_, gy_, gz_ = _cross(sx, sy, sz, hx, hy, hz)
+    tx, ty, tz = lx - gx_, ly - gy_, lz - gz_
+    ax = jinv[0, 0] * tx + jinv[0, 1] * ty + jinv[0, 2] * tz
+    ay = jinv[1, 0] * tx + jinv[1, 1] * ty + jinv[1, 2] * tz
+    az = jinv[2, 0] * tx + jinv[2, 1] * ty + jinv[2, 2] * tz
+    px, py, pz = _cross(sx, sy, sz, wx, wy, wz)
+    w[kout + 10] = ax - px
+    w[kout + 11] = ay - py
+    w[kout + 12] = az - pz
+    return g[0]
+
+
+probe_rates = dual_call(_probe_rates)
+_rates = probe_rates.cpu
+
+
+def _jacobi(x, y, z, vx, vy, vz, ox, oy, oz, u):
+    """Jacobi integral per unit mass [m²/s²]: ``½|v|² − ½|Ω × x|² − U`` (module docstring)."""
+    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
+    return 0.5 * (vx * vx + vy * vy + vz * vz) - 0.5 * (cx * cx + cy * cy + cz * cz) - u
+
+
+jacobi = dual_call(_jacobi)
+
+
+def jacobi_integral(position, velocity, rotation, potential) -> np.ndarray:
+    """Jacobi integral per unit mass [m²/s²] of states ``(n, 3)`` (numpy; see the module docstring)."""
+    x = np.asarray(position, float)
+    c = np.cross(np.asarray(rotation, float), x)
+    return 0.5 * np.sum(np.asarray(velocity, float) ** 2, axis=-1) - 0.5 * np.sum(c * c, axis=-1) - np.asarray(potential)
+
+
+# ------------------------------------------------------------------------------------ terrain and vertices
+def _terrain_at(ta, x, y, z):
+    """Terrain distance and gradient at (x, y, z); ``ta`` is systems.sdf.terrain_args as a tuple."""
+    return _terrain(ta[0], ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], ta[8], ta[9], ta[10], ta[11], ta[12],
+                    ta[13], ta[14], ta[15], ta[16], ta[17], ta[18], ta[19], x, y, z)
+
+
+terrain_at = dual_call(_terrain_at)
+_tat = terrain_at.cpu
+
+
+def _vertex_world(w, ys, vpos, v):
+    """Target-frame position of vertex v (body frame about the CoM) at the state w[ys:]."""
+    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+    s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+    rx, ry, rz = _rot(q0 * s, q1 * s, q2 * s, q3 * s, vpos[v, 0], vpos[v, 1], vpos[v, 2])
+    return w[ys] + rx, w[ys + 1] + ry, w[ys + 2] + rz
+
+
+vertex_world = dual_call(_vertex_world)
+_vworld = vertex_world.cpu
+
+
+def _clearance(w, ys, ta, vpos, v0, v1, sphere_r, bound_r):
+    """Event function: smallest terrain distance of the probe [m] at the state w[ys:].
+
+    Broadphase (seed §2.2.2's coarse test): while the CoM's distance exceeds twice the bounding
+    radius plus 1 m, return ``d(CoM) − r_bound`` — a lower bound of every vertex's distance for a
+    distance field (1-Lipschitz), never zero there — without touching the vertices. A sphere probe
+    (``sphere_r > 0``) is its centre's distance minus its radius.
+    """
+    dc = _tat(ta, w[ys], w[ys + 1], w[ys + 2])[0]
+    if sphere_r > 0.0:
+        return dc - sphere_r
+    if dc > 2.0 * bound_r + 1.0:
+        return dc - bound_r
+    best = math.inf
+    v = v0
+    while v < v1:
+        px, py, pz = _vworld(w, ys, vpos, v)
+        d = _tat(ta, px, py, pz)[0]
+        if d < best:
+            best = d
+        v += 1
+    return best
+
+
+clearance = dual_call(_clearance)
+
+
+# ------------------------------------------------------------------------------------ DP5(4) step
+def _stage(w, ys, h, a1, a2, a3, a4, a5, a6):
+    """w[ys:] = Y0 + h Σ_j a_j K_j (unused a_j are 0)."""
+    for c in range(STATE):
+        w[ys + c] = w[Y0 + c] + h * (a1 * w[K0 + c] + a2 * w[K0 + 13 + c] + a3 * w[K0 + 26 + c]
+                                     + a4 * w[K0 + 39 + c] + a5 * w[K0 + 52 + c] + a6 * w[K0 + 65 + c])
+
+
+stage = dual_call(_stage)
+_stage_c = stage.cpu
+
+
+def _error_norm(w, h, rtol, atol):
+    """RMS of the DP5(4) error estimate scaled by atol + rtol·max(|y0|, |y1|)."""
+    acc = 0.0
+    for c in range(STATE):
+        e = h * (E1 * w[K0 + c] + E3 * w[K0 + 26 + c] + E4 * w[K0 + 39 + c] + E5 * w[K0 + 52 + c]
+                 + E6 * w[K0 + 65 + c] + E7 * w[KFSAL + c])
+        sc = atol + rtol * max(abs(w[Y0 + c]), abs(w[Y1 + c]))
+        r = e / sc
+        acc += r * r
+    return math.sqrt(acc / STATE)
+
+
+error_norm = dual_call(_error_norm)
+
+
+def next_step(h, err):
+    """Step-size controller (Hairer–Nørsett–Wanner II.4, order 4 error): h·clamp(0.9 err^-1/5, 0.2, 5)."""
+    if err == 0.0:
+        return 5.0 * h
+    f = 0.9 * err ** -0.2
+    if f < 0.2:
+        f = 0.2
+    if f > 5.0:
+        f = 5.0
+    return h * f
+
+
+# ------------------------------------------------------------------------------------ contact wrench
+def _grad_at(ta, x, y, z):
+    r = _tat(ta, x, y, z)
+    return r[1], r[2], r[3]
+
+
+grad_at = dual_call(_grad_at)
+_gradf = grad_at.cpu
+
+#: Step of the central difference that gives the normal's rate Ṅ = |∇d|⁻¹ [T] (∇∇d v) (eq 2.104)
+#: from two gradients along v [m]: one source for grids, analytic shapes, noise and rocks.
+NORMAL_RATE_STEP = 1e-3
+
+
+def _normal_and_rate(ta, px, py, pz, vx, vy, vz):
+    """Unit normal N = ∇d/|∇d| at p and its rate Ṅ along the point velocity v (eq 2.104)."""
+    gx, gy, gz = _gradf(ta, px, py, pz)
+    gn = math.sqrt(gx * gx + gy * gy + gz * gz)
+    nx, ny, nz = gx / gn, gy / gn, gz / gn
+    sp = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if sp == 0.0:
+        return nx, ny, nz, 0.0, 0.0, 0.0
+    e = NORMAL_RATE_STEP / sp
+    ax, ay, az = _gradf(ta, px + e * vx, py + e * vy, pz + e * vz)
+    bx, by, bz = _gradf(ta, px - e * vx, py - e * vy, pz - e * vz)
+    k = 0.5 / (e * gn)           # (∇d(p + εv̂) − ∇d(p − εv̂)) |v| / (2ε |∇d|)
+    hx, hy, hz = (ax - bx) * k, (ay - by) * k, (az - bz) * k
+    dn = hx * nx + hy * ny + hz * nz
+    return nx, ny, nz, hx - dn * nx, hy - dn * ny, hz - dn * nz
+
+
+normal_and_rate = dual_call(_normal_and_rate)
+_nrate = normal_and_rate.cpu
+
+
+def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs):
+    """Contact force (target) and torque (body, about the CoM) at the stage state w[ys:].
+
+    The active slots ``cs.act[i]`` (vertex ``cs.slot_vertex[i, k]``, or the sphere's contact point)
+    are frozen for the step; the force law is :data:`systems.contact_motion.contact_forces_row`
+    with the rotating frame folded into its inputs: the free CoM acceleration is g + Coriolis +
+    centrifugal, and the external torque is chosen so that its free angular acceleration is eq 2.5's
+    ``−I⁻¹(ω_S/N × I ω_S/N) − ω_S/N × ω`` (``τ = ω × Iω − ω_S/N × I ω_S/N − I(ω_S/N × ω)``).
+    """
+    (cwork, st_att, st_vel, st_om, accel, torque, act, slot_vertex, points, normals, ndots, srad, fric, rolling,
+     out_force, out_fn, out_state, out_total, vstar, wstar) = cs
+    x, y, z = w[ys], w[ys + 1], w[ys + 2]
+    vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
+    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+    s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+    q0, q1, q2, q3 = q0 * s, q1 * s, q2 * s, q3 * s
+    wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
+    st_att[i, 0], st_att[i, 1], st_att[i, 2], st_att[i, 3] = q0, q1, q2, q3
+    st_vel[i, 0], st_vel[i, 1], st_vel[i, 2] = vx, vy, vz
+    st_om[i, 0], st_om[i, 1], st_om[i, 2] = wx, wy, wz
+    g = _grav(ga, x, y, z)
+    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
+    ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
+    kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
+    accel[i, 0] = g[1] - 2.0 * kx - ccx
+    accel[i, 1] = g[2] - 2.0 * ky - ccy
+    accel[i, 2] = g[3] - 2.0 * kz - ccz
+    I = inertia[i]
+    bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
+    sx, sy, sz = wx + bx, wy + by, wz + bz
+    hsx = I[0, 0] * sx + I[0, 1] * sy + I[0, 2] * sz
+    hsy = I[1, 0] * sx + I[1, 1] * sy + I[1, 2] * sz
+    hsz = I[2, 0] * sx + I[2, 1] * sy + I[2, 2] * sz
+    hwx = I[0, 0] * wx + I[0, 1] * wy + I[0, 2] * wz
+    hwy = I[1, 0] * wx + I[1, 1] * wy + I[1, 2] * wz
+    hwz = I[2, 0] * wx + I[2, 1] * wy + I[2, 2] * wz
+    ax_, ay_, az_ = _cross(wx, wy, wz, hwx, hwy, hwz)
+    bx_, by_, bz_ = _cross(sx, sy, sz, hsx, hsy, hsz)
+    px, py, pz = _cross(sx, sy, sz, wx, wy, wz)
+    torque[i, 0] = ax_ - bx_ - (I[0, 0] * px + I[0, 1] * py + I[0, 2] * pz)
+    torque[i, 1] = ay_ - by_ - (I[1, 0] * px + I[1, 1] * py + I[1, 2] * pz)
+    torque[i, 2] = az_ - bz_ - (I[2, 0] * px + I[2, 1] * py + I[2, 2] * pz)
+    nslot = act.shape[1]
+    for k in range(nslot):
+        if act[i, k] == 0:
+            continue
+        if sphere_r > 0.0:
+            nx, ny, nz, dx, dy, dz = _nrate(ta, x, y, z, vx, vy, vz)
+            rx, ry, rz = _rot_inv(q0, q1, q2, q3, -sphere_r * nx, -sphere_r * ny, -sphere_r * nz)
+            srad[i, k] = sphere_r
+        else:
+            v = slot_vertex[i, k]
+            rx, ry, rz = vpos[v, 0], vpos[v, 1], vpos[v, 2]
+            tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
+            ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
+            ux, uy, uz = _rot(q0, q1, q2, q3, ux, uy, uz)
+            nx, ny, nz, dx, dy, dz = _nrate(ta, x + tx, y + ty, z + tz, vx + ux, vy + uy, vz + uz)
+            srad[i, k] = 0.0
+        points[i, k, 0], points[i, k, 1], points[i, k, 2] = rx, ry, rz
+        normals[i, k, 0], normals[i, k, 1], normals[i, k, 2] = nx, ny, nz
+        ndots[i, k, 0], ndots[i, k, 1], ndots[i, k, 2] = dx, dy, dz
+    _cforces(i, cwork, mass, inertia, st_att, st_vel, st_om, accel, torque, act, points, normals, ndots, srad, fric,
+             rolling, vstar, wstar, out_force, out_fn, out_state, out_total)
+    return (out_total[i, 0], out_total[i, 1], out_total[i, 2], out_total[i, 3], out_total[i, 4], out_total[i, 5])
+
+
+def _probe_rhs(i, w, ys, kout, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs):
+    """ẏ at w[ys:] into w[kout:]: flight (mode 0) or contact motion (mode 1); returns U(x)."""
+    fx = fy = fz = lx = ly = lz = 0.0
+    if mode == 1:
+        fx, fy, fz, lx, ly, lz = _cwrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs)
+    return _rates(w, ys, kout, ga, ox, oy, oz, mass[i], inertia[i], jinv[i], fx, fy, fz, lx, ly, lz)
+
+
+def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol):
+    """One Dormand–Prince 5(4) attempt of length h from w[Y0] (with K_1 = f(Y0) at w[K0], FSAL).
+
+    Writes Y1 and K_7 = f(Y1); returns the scaled error norm (accept when ≤ 1).
+    """
+    _stage_c(w, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
+    _rhs(i, w, YS, K0 + 13, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _stage_c(w, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
+    _rhs(i, w, YS, K0 + 26, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _stage_c(w, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
+    _rhs(i, w, YS, K0 + 39, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _stage_c(w, YS, h, A51, A52, A53, A54, 0.0, 0.0)
+    _rhs(i, w, YS, K0 + 52, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _stage_c(w, YS, h, A61, A62, A63, A64, A65, 0.0)
+    _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _stage_c(w, Y1, h, B1, 0.0, B3, B4, B5, B6)
+    _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    return _errn(w, h, rtol, atol)
+
+
+def _accept(w):
+    """Y0 <- Y1 with the quaternion renormalised (seed §2.7.1), K_1 <- K_7 (FSAL)."""
+    q0, q1, q2, q3 = _qnorm(w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9])
+    w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9] = q0, q1, q2, q3
+    for c in range(STATE):
+        w[Y0 + c] = w[Y1 + c]
+        w[K0 + c] = w[KFSAL + c]
+
+
+step_size = dual_call(next_step)
+
+
+def _free_clearance(w, ys, ta, vpos, v0, v1, act, slot_vertex, i):
+    """Smallest terrain distance over the vertices *not* in row i's active contact set [m] (inf: none)."""
+    best = math.inf
+    v = v0
+    while v < v1:
+        used = False
+        for k in range(act.shape[1]):
+            if act[i, k] != 0 and slot_vertex[i, k] == v:
+                used = True
+        if not used:
+            px, py, pz = _vworld(w, ys, vpos, v)
+            d = _tat(ta, px, py, pz)[0]
+            if d < best:
+                best = d
+        v += 1
+    return best
+
+
+free_clearance = dual_call(_free_clearance)
+_free = free_clearance.cpu
+_clear = clearance.cpu
+
+
+def _event_value(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs):
+    """Event function: the probe's clearance (which 0) or that of its free vertices (which 1)."""
+    if which == 0:
+        return _clear(w, ys, ta, vpos, v0, v1, sphere_r, bound_r)
+    return _free(w, ys, ta, vpos, v0, v1, cs[6], cs[7], i)
+
+
+event_value = dual_call(_event_value)
+_evalue = event_value.cpu
+
+
+def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
+                  sphere_r, bound_r, cs, rtol, atol, event_tol):
+    """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
+
+    Illinois regula falsi on the step length with a bisection every fourth trial; every trial is
+    a fresh DP5(4) step from Y0 (K_1 at K0 is kept), so each located state carries the method's
+    full order. Stops when the bracket is shorter than ``event_tol`` and leaves the state at its
+    outer end (event value above the threshold) in Y0. Returns ``(a, fa)``: that time offset and
+    its event value − thr.
+    """
+    a = 0.0
+    b = hh
+    side = 0
+    for c in range(13):
+        w[AUX + c] = w[Y0 + c]
+    it = 0
+    while b - a > event_tol and it < 200:
+        if it % 4 == 3:
+            tau = 0.5 * (a + b)
+        else:
+            tau = b - fb * (b - a) / (fb - fa)
+            lo = a + 1e-3 * (b - a)
+            hi = b - 1e-3 * (b - a)
+            if not (tau > lo):
+                tau = lo
+            if tau > hi:
+                tau = hi
+        _dpa(i, w, tau, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
+        ft = _evalue(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs) - thr
+        if ft > 0.0:
+            a = tau
+            fa = ft
+            for c in range(13):
+                w[AUX + c] = w[Y1 + c]
+            if side == -1:
+                fb *= 0.5
+            side = -1
+        else:
+            b = tau
+            fb = ft
+            if side == 1:
+                fa *= 0.5
+            side = 1
+        it += 1
+    for c in range(13):
+        w[Y0 + c] = w[AUX + c]
+    return a, fa
+
+from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
+
+_cforces = contact_forces_row.cpu
+contact_wrench = dual_call(_contact_wrench)
+_cwrench = contact_wrench.cpu
+probe_rhs = dual_call(_probe_rhs)
+_rhs = probe_rhs.cpu
+error_norm_c = error_norm
+_errn = error_norm.cpu
+dp_attempt = dual_call(_dp_attempt)
+_dpa = dp_attempt.cpu
+accept = dual_call(_accept)
+locate_event = dual_call(_locate_event)
+
+
+def _load_state(i, w, pos, vel, att, om):
+    """w[Y0:] <- the row's state columns."""
+    for c in range(3):
+        w[Y0 + c] = pos[i, c]
+        w[Y0 + 3 + c] = vel[i, c]
+        w[Y0 + 10 + c] = om[i, c]
+    for c in range(4):
+        w[Y0 + 6 + c] = att[i, c]
+
+
+def _store_state(i, w, off, pos, vel, att, om):
+    """The row's state columns <- w[off:off+13]."""
+    for c in range(3):
+        pos[i, c] = w[off + c]
+        vel[i, c] = w[off + 3 + c]
+        om[i, c] = w[off + 10 + c]
+    for c in range(4):
+        att[i, c] = w[off + 6 + c]
+
+
+load_state = dual_call(_load_state)
+store_state = dual_call(_store_state)
+
+
+def _state_finite(w, off):
+    for c in range(STATE):
+        if not math.isfinite(w[off + c]):
+            return False
+    return True
+
+
+state_finite = dual_call(_state_finite)
+
+
+def contact_scratch(n: int, slots: int, *, vstar: float, wstar: float) -> tuple:
+    """Per-row arrays of the contact force kernel (``cs`` of :data:`contact_wrench`)."""
+    from systems.contact_motion import contact_work_size
+
+    return (np.zeros((n, contact_work_size(slots))), np.zeros((n, 4)), np.zeros((n, 3)), np.zeros((n, 3)),
+            np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, slots), np.int8), np.zeros((n, slots), np.int64),
+            np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
+            np.zeros((n, slots)), np.zeros((n, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
+            np.zeros((n, slots), np.int8), np.zeros((n, 6)), float(vstar), float(wstar))

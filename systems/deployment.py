@@ -1,0 +1,284 @@
+"""Probe deployment: the phase loop, end states and inertial outputs (seed 004 §2.7.3, ch. 4).
+
+:class:`DeploymentLoop` is the one SCHEDULED system a deployment scene adds (like the integrator
+owns the stage loop, it owns the phase systems). Within a frame ``[t, t + dt]`` it repeats
+
+1. :class:`systems.deploy_fly.FlyProbes` over the FLY rows not yet at the frame end,
+2. :class:`systems.deploy_collide.CollideProbes` over the COLLIDE rows,
+3. :class:`systems.deploy_contact.ContactProbes` over the CONTACT rows not yet at the frame end,
+4. :class:`EndProbes` (settled, escaped, timed out; failed rows were flagged by the kernels),
+
+until every running row has reached the frame end. Each kernel is launched over the *index list*
+of the rows in its phase (``np.flatnonzero``), never over all rows with a branch inside: the
+seed's GPU design (§2.7.3), which keeps warps uniform; rows in other phases cost nothing. Kernels
+return after ``steps_per_launch`` steps, so one stiff row cannot hold a launch for long and a row
+can change phase several times within a frame.
+
+End states (:class:`EndProbes`, our criteria where the seed is silent):
+
+* **SETTLED** — in contact motion with |v| < ``settle_speed`` and |ω| < ``settle_rate``
+  (relative to the target) without interruption for ``settle_hold`` seconds; the settling time is
+  the start of that interval. Settling slope (seed §4.1): the angle between the mean normal of the
+  active contacts and the net acceleration ``g − Ω × (Ω × x)``.
+* **ESCAPED** — flying beyond ``escape_radius`` (default 4 × the terrain's bounding radius) with a
+  positive two-body energy ``½|v_N|² − μ/r`` and an outward radial velocity: a Keplerian hyperbola
+  that cannot come back. The inertial energy and the Jacobi integral ``C`` are related by
+  ``E = C + Ω·(x × v_N)``, so this is the Jacobi test written where the field is a point mass.
+* **TIMED_OUT** — simulated time reached ``t_cap`` (default 10 h) in any phase.
+* **FAILED** — non-finite state or a step below round-off (flagged inside the kernels).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from time import perf_counter_ns as time_ns
+
+import numpy as np
+
+from components.deploy import DeployPhase, DeploySettings, DeployTarget
+from components.probe import ProbeShapes, ShapeKind
+from components.status import Status
+from ecs import InputError, Phase, System
+from systems.attitude import quat_multiply, quat_rotate
+from systems.deploy_collide import CollideProbes, declare_collision_events
+from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
+from systems.deploy_fly import FlyProbes
+from systems.deploy_physics import WORK_SIZE, contact_scratch, gravity_args
+from systems.sdf import terrain_args
+
+__all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "target_attitude"]
+
+#: Columns a deployment table must have.
+PROBE_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_mass", "probe_inertia",
+                 "probe_shape", "probe_phase", "probe_step", "probe_terrain_pair", "probe_rolling_radius",
+                 "probe_first_impact_time", "probe_settle_time", "probe_rest_since", "probe_bounces",
+                 "probe_collisions", "probe_distance", "probe_end_time", "probe_max_penetration", "probe_latitude",
+                 "probe_longitude", "probe_slope")
+
+
+def target_attitude(rotation, t) -> np.ndarray:
+    """``q_T/N(t)`` [.., 4] of a uniform rotation Ω [rad/s] (target frame) from the identity at t = 0."""
+    w = np.asarray(rotation, float)
+    t = np.asarray(t, float)
+    wn = float(np.linalg.norm(w))
+    half = 0.5 * wn * t
+    axis = w / wn if wn > 0 else np.array([0.0, 0.0, 1.0])
+    return np.concatenate([np.cos(half)[..., None], np.sin(half)[..., None] * axis], axis=-1)
+
+
+@dataclass
+class DeployContext:
+    """What the phase systems share (built once per compile by :class:`DeploymentLoop`)."""
+
+    table: object
+    settings: DeploySettings
+    target: DeployTarget
+    work: np.ndarray
+    jinv: np.ndarray
+    geo: tuple
+    ga: tuple
+    ta: tuple
+    rotation: tuple
+    cs: tuple
+    events: object
+    max_vertices: int
+    escape_radius: float
+
+
+class EndProbes(System):
+    """End states of probe rows (module docstring); vectorised over the rows that just ended."""
+
+    phase = Phase.SCHEDULED
+    reads = ("probe_phase", "probe_position", "probe_velocity", "probe_rest_since")
+    writes = ("probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope")
+
+    def check(self, ctx: DeployContext) -> None:
+        t, st = ctx.table, ctx.settings
+        status = t["row_status"]
+        phase = t["probe_phase"]
+        time = t["row_time"]
+        running = status == Status.RUNNING
+        rest = t["probe_rest_since"]
+        rest[running & (phase == DeployPhase.FLY)] = np.nan   # a rest interval ends when the probe flies
+        settled = running & (phase == DeployPhase.CONTACT) & (time - rest >= st.settle_hold * (1 - 1e-12))
+        status[settled] = Status.SETTLED
+        t["probe_settle_time"][settled] = rest[settled]
+        fly = np.flatnonzero(running & (phase == DeployPhase.FLY))
+        if len(fly):
+            x = t["probe_position"][fly]
+            r = np.linalg.norm(x, axis=1)
+            far = r > ctx.escape_radius
+            if far.any():
+                v = t["probe_velocity"][fly]
+                vn = v + np.cross(ctx.target.rotation, x)
+                energy = 0.5 * np.sum(vn * vn, axis=1) - ctx.target.gravity.mu / r
+                out = far & (energy > 0) & (np.sum(x * v, axis=1) > 0)
+                status[fly[out]] = Status.ESCAPED
+        capped = (status == Status.RUNNING) & (time >= st.t_cap * (1 - 1e-12))
+        status[capped] = Status.TIMED_OUT
+        ended = np.flatnonzero((status != Status.RUNNING) & (phase != DeployPhase.ENDED))
+        if len(ended):
+            self._finish(ctx, ended)
+
+    def _finish(self, ctx: DeployContext, rows: np.ndarray) -> None:
+        t = ctx.table
+        t["probe_phase"][rows] = DeployPhase.ENDED
+        t["probe_end_time"][rows] = t["row_time"][rows]
+        x = t["probe_position"][rows]
+        r = np.linalg.norm(x, axis=1)
+        t["probe_latitude"][rows] = np.degrees(np.arcsin(np.clip(x[:, 2] / np.where(r > 0, r, 1.0), -1, 1)))
+        t["probe_longitude"][rows] = np.degrees(np.arctan2(x[:, 1], x[:, 0]))
+        settled = rows[t["row_status"][rows] == Status.SETTLED]
+        if len(settled):
+            t["probe_slope"][settled] = self._slope(ctx, settled)
+
+    @staticmethod
+    def _slope(ctx: DeployContext, rows: np.ndarray) -> np.ndarray:
+        t = ctx.table
+        x = t["probe_position"][rows]
+        g = ctx.target.gravity.acceleration(x).reshape(-1, 3)
+        w = ctx.target.rotation
+        a = g - np.cross(w, np.cross(w, x))
+        act, normals = ctx.cs[6][rows], ctx.cs[9][rows]
+        n = np.sum(normals * act[:, :, None], axis=1)
+        nn = np.linalg.norm(n, axis=1)
+        if np.any(nn == 0):  # no stored contact normal: the terrain normal under the CoM
+            d, grad = ctx.target.terrain.evaluate(x)
+            n = np.where((nn == 0)[:, None], grad, n)
+            nn = np.linalg.norm(n, axis=1)
+        c = -np.sum(n * a, axis=1) / (nn * np.linalg.norm(a, axis=1))
+        return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+class DeploymentLoop(System):
+    """The deployment phase loop (module docstring): one SCHEDULED system per deployment world.
+
+    Needs the resources :class:`components.deploy.DeployTarget`, :class:`components.probe.ProbeShapes`
+    and optionally :class:`components.deploy.DeploySettings` (defaults otherwise), and one table with
+    :data:`PROBE_COLUMNS`.
+
+    Args:
+        max_passes: fly/collide/contact rounds per frame before a row that still has not reached
+            the frame end is flagged FAILED (a guard: no row can hang the batch).
+    """
+
+    phase = Phase.SCHEDULED
+    writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase")
+
+    def __init__(self, *, max_passes: int = 10_000):
+        self.fly = FlyProbes()
+        self.collide = CollideProbes()
+        self.contact = ContactProbes()
+        self.end = EndProbes()
+        self.max_passes = int(max_passes)
+        self.ctx: DeployContext | None = None
+        #: wall time [s] spent in each phase system (fly, collide, contact, end) since bind
+        self.timings = {"fly": 0.0, "collide": 0.0, "contact": 0.0, "end": 0.0}
+
+    @property
+    def systems(self) -> tuple[System, ...]:
+        """The phase systems, in launch order."""
+        return (self.fly, self.collide, self.contact, self.end)
+
+    def bind(self, world) -> None:
+        if world.backend != "cpu":
+            raise InputError("backend", world.backend, "deployment runs on the CPU backend for now")
+        table = world.table_with(*PROBE_COLUMNS)
+        target = world.resource(DeployTarget, None)
+        if target is None:
+            raise InputError("DeployTarget", None, "a deployment world needs world.add_resource(DeployTarget(...))")
+        shapes = world.resource(ProbeShapes, None)
+        if shapes is None or shapes.count == 0:
+            raise InputError("ProbeShapes", None, "a deployment world needs a ProbeShapes resource with the probe shapes")
+        settings = world.resource(DeploySettings, None) or DeploySettings()
+        n = table.row_count
+        sid = table["probe_shape"]
+        if n and (sid.min() < 0 or sid.max() >= shapes.count):
+            raise InputError("probe_shape", int(sid.max()), f"must index the {shapes.count} ProbeShapes")
+        counts = np.diff(shapes.shape_start)
+        kmax = int(max(1, counts.max() if len(counts) else 1))
+        escape = settings.escape_radius
+        if escape == 0:
+            escape = 4.0 * _terrain_radius(target)
+        geo = (np.ascontiguousarray(shapes.vertex_position), shapes.vertex_type.astype(np.int8),
+               np.ascontiguousarray(shapes.vertex_direction), shapes.shape_start.astype(np.int64),
+               shapes.shape_kind.astype(np.int8), shapes.shape_radius.astype(np.float64))
+        self.ctx = DeployContext(
+            table=table, settings=settings, target=target, work=np.zeros((n, WORK_SIZE)),
+            jinv=np.ascontiguousarray(np.linalg.inv(table["probe_inertia"])) if n else np.zeros((0, 3, 3)),
+            geo=geo, ga=gravity_args(target.gravity), ta=terrain_args(target.terrain),
+            rotation=tuple(float(v) for v in target.rotation),
+            cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), vstar=settings.vstar, wstar=settings.wstar),
+            events=world.events, max_vertices=kmax, escape_radius=escape)
+        self.collide.bind_context(self.ctx)
+        self.timings = dict.fromkeys(self.timings, 0.0)
+        self.end.check(self.ctx)       # rows released below the surface cap etc. end before the first frame
+        self._inertial()
+
+    def process(self, frame) -> None:
+        ctx = self.ctx
+        t = ctx.table
+        t_end = frame.t + frame.dt
+        status, phase, time = t["row_status"], t["probe_phase"], t["row_time"]
+        eps = 1e-12 * max(1.0, abs(t_end))
+        for _ in range(self.max_passes):
+            running = status == Status.RUNNING
+            behind = running & (time < t_end - eps)
+            c0 = time_ns()
+            self.fly.advance(ctx, np.flatnonzero(behind & (phase == DeployPhase.FLY)), t_end)
+            c1 = time_ns()
+            self.collide.resolve(ctx, np.flatnonzero((status == Status.RUNNING) & (phase == DeployPhase.COLLIDE)))
+            c2 = time_ns()
+            behind = (status == Status.RUNNING) & (time < t_end - eps)
+            self.contact.advance(ctx, np.flatnonzero(behind & (phase == DeployPhase.CONTACT)), t_end)
+            c3 = time_ns()
+            self.end.check(ctx)
+            c4 = time_ns()
+            tm = self.timings
+            tm["fly"] += (c1 - c0) * 1e-9
+            tm["collide"] += (c2 - c1) * 1e-9
+            tm["contact"] += (c3 - c2) * 1e-9
+            tm["end"] += (c4 - c3) * 1e-9
+            running = status == Status.RUNNING
+            pending = running & ((phase == DeployPhase.COLLIDE) | (time < t_end - eps))
+            if not pending.any():
+                break
+        else:
+            stuck = np.flatnonzero((status == Status.RUNNING) & (time < t_end - eps))
+            status[stuck] = Status.FAILED
+            self.end.check(ctx)
+        self._inertial()
+
+    def _inertial(self) -> None:
+        """Refresh the ProbeInertial columns (when the table has them) from the rotating-frame state."""
+        t = self.ctx.table
+        if not t.has("probe_position_inertial"):
+            return
+        w = self.ctx.target.rotation
+        qt = target_attitude(w, t["row_time"])
+        x = t["probe_position"]
+        t["probe_target_attitude"][...] = qt
+        t["probe_position_inertial"][...] = quat_rotate(qt, x)
+        t["probe_velocity_inertial"][...] = quat_rotate(qt, t["probe_velocity"] + np.cross(w, x))
+        t["probe_attitude_inertial"][...] = quat_multiply(qt, t["probe_attitude"])
+
+
+def _terrain_radius(target: DeployTarget) -> float:
+    """Radius [m] of a sphere about the target CoM enclosing the terrain's base shape."""
+    from components.terrain import SDFGrid
+
+    base = target.terrain.base
+    if isinstance(base, SDFGrid):
+        lo, hi = base.origin, base.upper
+        corners = np.array([[a, b, c] for a in (lo[0], hi[0]) for b in (lo[1], hi[1]) for c in (lo[2], hi[2])])
+        return float(np.max(np.linalg.norm(corners, axis=1)))
+    # analytic: march out along the axes until the distance is positive and grows like |x|
+    r = 1.0
+    for _ in range(80):
+        pts = r * np.vstack([np.eye(3), -np.eye(3)])
+        d, _ = target.terrain.evaluate(pts)
+        if np.all(d > 0.5 * r):
+            return r
+        r *= 1.5
+    raise InputError("DeployTarget.terrain", "unbounded", "the terrain must be a bounded body")
