@@ -204,7 +204,7 @@ class DeploySettings:
     escape_radius: float = 0.0
     contact_rtol: float = 1e-6
     contact_atol: float = 1e-8
-    contact_h_max: float = 1.0
+    contact_h_max: float = 5.0
     contact_h_min: float = 1e-3
     vstar: float = 1e-4
     wstar: float = 1e-3

@@ -13,6 +13,9 @@ Built-in scenes (parameters are keyword-only; ``tumble run NAME --param key=valu
   high altitude (``altitude="high"``: [500, 0, 0] m ± 30 m, [−0.03, 0, 0] m/s ± 0.01 m/s).
 * ``deploy-cube`` — Table 4.6: 5 kg cube of 500 kg/m³, e = f = 0.5, release [0, 0, 200] m ± 15 m,
   [0, 0, −0.05] m/s ± 0.01 m/s, random attitude. The README's main job.
+* Every scene takes ``restitution_sigma3`` / ``friction_sigma3`` (3σ of a normal draw per sample,
+  clipped to [0, 1] / [0, ∞), stored as ``inputs/contact_terrain``), ``t_cap`` [s], ``frame`` [s]
+  and ``record_every`` [frames] (trajectories; default: finals and events only).
 * ``deploy-shapes`` — the six shapes of Table 4.7 (sphere and the five platonic solids, 5 kg,
   500 kg/m³, solid), one drawn uniformly per sample (``inputs/probe_shape``), release as deploy-cube.
 
@@ -196,7 +199,7 @@ def _release(altitude: str):
 def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0,
                  frame: float = 60.0, record_every: int | None = None, restitution: float = 0.65,
                  friction: float = 1.0, rolling_resistance: float = 0.035, radius: float = 0.125, mass: float = 5.0,
-                 j: float = 0.4) -> Scene:
+                 j: float = 0.4, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0) -> Scene:
     """``deploy-sphere`` (Tables 4.2–4.3)."""
     from scenes.assets.mass_properties import MassProperties
 
@@ -208,30 +211,46 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool =
     mp = MassProperties(mass=m, com=np.zeros(3), inertia=j * m * r * r * np.eye(3))
     params = dict(altitude=altitude, gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, rolling_resistance=rolling_resistance, radius=r, mass=m,
-                  j=j)
+                  j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3)
     return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
                             rocks=rocks), shapes=[sphere_probe(r)], shape_mass=[mp],
                             contact=ContactParams(restitution=restitution, friction=friction,
                                                   rolling_resistance=rolling_resistance),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs, random_attitude=True,
                             rolling_radius=r, settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")),
+                            contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
+                                                                 friction_sigma3),
                             frame=frame, record_every=record_every, params=params)
 
 
 def build_cube(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0, frame: float = 60.0,
                record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
-               density: float = 500.0, level: int = 0) -> Scene:
+               density: float = 500.0, level: int = 0, restitution_sigma3: float = 0.0,
+               friction_sigma3: float = 0.0) -> Scene:
     """``deploy-cube`` (Table 4.6)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
     p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
-                  restitution=restitution, friction=friction, mass=mass, density=density, level=level)
+                  restitution=restitution, friction=friction, mass=mass, density=density, level=level,
+                  restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3)
     return deployment_scene("deploy-cube", DESCRIPTIONS["deploy-cube"], target=itokawa_target(gravity=gravity, rocks=rocks),
                             shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=mass)],
                             contact=ContactParams(restitution=restitution, friction=friction),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
                             settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
+                            contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
+                                                                 friction_sigma3),
                             record_every=record_every, params=params)
+
+
+def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
+    """Normal draws of e and f (3σ spreads; 0: not dispersed), clipped to their valid ranges."""
+    out = {}
+    if check_spread("restitution_sigma3", e_sigma3) > 0:
+        out["restitution"] = normal(e, e_sigma3)
+    if check_spread("friction_sigma3", f_sigma3) > 0:
+        out["friction"] = normal(f, f_sigma3)
+    return out
 
 
 #: Table 4.7's shapes, in its order.

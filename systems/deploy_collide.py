@@ -51,6 +51,10 @@ _tat = terrain_at.cpu
 _impacts = vertex_impacts_row.cpu
 _MODE_FLY = _i(0)
 
+#: A touching vertex approaches when its normal velocity is below −APPROACH_TOL [m/s]: after an
+#: impact the resolved vertex is left at ~1e-13 m/s, which must not start another impact.
+APPROACH_TOL = 1e-8
+
 #: Event kinds (``events/kind``).
 EVENT_BOUNCE = 0         #: a collision after which the probe flies on
 EVENT_CONTACT_ENTRY = 1  #: a final e = 0 collision that starts contact motion
@@ -163,10 +167,10 @@ def _collide_row(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, a
     e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
     if sphere_r > 0.0:
         _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
-                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, 1e-12, mstatus, mcount)
+                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, APPROACH_TOL, mstatus, mcount)
     else:
         _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
-                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, 1e-12, mstatus, mcount)
+                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, APPROACH_TOL, mstatus, mcount)
     mstat = mstatus[i]
     count = mcount[i]
     if mstat == MULTI_IMPACT_FAILED:

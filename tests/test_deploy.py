@@ -222,3 +222,49 @@ def test_no_penetration_over_10k_trajectories(tmp_path):
     a = _cube_batch(tmp_path, "big.zarr", 10_000, 1000, gravity="voxel")
     ds = xr.open_zarr(a, group="final")
     assert float(ds["probe_max_penetration"].max()) < 1e-3
+
+
+def test_deploy_sphere_and_shapes_scenes_run_with_dispersed_contact(tmp_path):
+    """The other built-in scenes run; dispersed contact parameters and shapes are stored in inputs/,
+    and the drawn shape carries its own inertia (Table 4.7, I = j m s²)."""
+    import xarray as xr
+
+    from ecs.batch import run_batch
+    from scenes.assets.probes import table_4_7
+
+    out = tmp_path / "s.zarr"
+    run_batch("deploy-sphere", samples=6, out=out, seed=1, params={"gravity": "point_mass",
+                                                                     "restitution_sigma3": 0.15})
+    ds = xr.open_zarr(out, group="final")
+    assert np.all(ds["status"].values == Status.SETTLED)
+    e = xr.open_zarr(out, group="inputs")["contact_terrain"].values[:, 0]
+    assert np.all((e >= 0) & (e <= 1)) and np.std(e) > 0.01
+    out = tmp_path / "h.zarr"
+    run_batch("deploy-shapes", samples=6, out=out, seed=1, params={"gravity": "point_mass"})
+    ds = xr.open_zarr(out, group="final")
+    assert np.all(np.isin(ds["status"].values, [Status.SETTLED, Status.TIMED_OUT]))
+    shape = xr.open_zarr(out, group="inputs")["probe_shape"].values
+    assert np.array_equal(ds["probe_shape"].values[:, 0], shape)
+
+
+@pytest.mark.slow
+def test_deploy_shapes_settling_time_ordering(tmp_path):
+    """Issue 7 / seed 004 §4.2.2: with >= 2,000 samples per shape, mean settling time orders
+    tetrahedron < octahedron < cube < icosahedron < dodecahedron."""
+    import xarray as xr
+
+    from ecs.batch import run_batch
+    from scenes.deploy import SHAPES
+
+    out = tmp_path / "shapes.zarr"
+    run_batch("deploy-shapes", samples=13_000, out=out, seed=0, block=1000)
+    ds = xr.open_zarr(out, group="final")
+    shape = ds["probe_shape"].values[:, 0]
+    ok = ds["status"].values == Status.SETTLED
+    t = ds["probe_settle_time"].values[:, 0]
+    means = {SHAPES[k]: float(np.mean(t[ok & (shape == k)])) for k in range(len(SHAPES))}
+    counts = {SHAPES[k]: int(np.sum(ok & (shape == k))) for k in range(len(SHAPES))}
+    assert min(counts.values()) >= 2000, counts
+    order = ["tetrahedron", "octahedron", "cube", "icosahedron", "dodecahedron"]
+    assert all(means[a] < means[b] for a, b in zip(order, order[1:])), means
+    assert float(ds["probe_max_penetration"].max()) < 1e-3
