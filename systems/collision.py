@@ -998,6 +998,17 @@ vertex_normal_velocity = dual_call(_vertex_normal_velocity)
 _vertex_vn = vertex_normal_velocity.cpu
 
 
+def _kinetic_body(m, I, vx, vy, vz, wx, wy, wz):
+    """Kinetic energy [J]: CoM velocity (any frame), ω and I in body axes."""
+    return 0.5 * m * (vx * vx + vy * vy + vz * vz) + 0.5 * (
+        wx * (I[0, 0] * wx + I[0, 1] * wy + I[0, 2] * wz) + wy * (I[1, 0] * wx + I[1, 1] * wy + I[1, 2] * wz)
+        + wz * (I[2, 0] * wx + I[2, 1] * wy + I[2, 2] * wz))
+
+
+kinetic_body = dual_call(_kinetic_body)
+_kin_body = kinetic_body.cpu
+
+
 def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
                         touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
                         approach_tol, out_status, out_count):
@@ -1051,6 +1062,17 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts
         st, fl, ns = _impact(w, mass[i], inertia[i], q0, q1, q2, q3, verts[best, 0], verts[best, 1],
                              verts[best, 2], nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f, cr0, cr1, cr2, wstar, rtol,
                              max_steps)
+        if st == IMPACT_RESOLVED and (cr0 > 0.0 or cr1 > 0.0 or cr2 > 0.0):
+            # energy guard: rolling resistance is not proven dissipative inside a collision (its
+            # lock torque can work against the contact impulse); an impact it makes gain energy
+            # is resolved again without it (Stronge without rolling never adds energy)
+            t0 = _kin_body(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
+            t1 = _kin_body(mass[i], inertia[i], vx + w[W_OUT], vy + w[W_OUT + 1], vz + w[W_OUT + 2],
+                           wx + w[W_OUT + 3], wy + w[W_OUT + 4], wz + w[W_OUT + 5])
+            if t1 > t0 * (1.0 + 1e-12):
+                st, fl, ns = _impact(w, mass[i], inertia[i], q0, q1, q2, q3, verts[best, 0], verts[best, 1],
+                                     verts[best, 2], nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f, 0.0, 0.0, 0.0, wstar,
+                                     rtol, max_steps)
         if st != IMPACT_RESOLVED:
             status = MULTI_IMPACT_FAILED
             break
