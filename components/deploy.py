@@ -202,8 +202,8 @@ class DeploySettings:
     settle_rate: float = 1e-2
     settle_hold: float = 60.0
     escape_radius: float = 0.0
-    contact_rtol: float = 1e-6
-    contact_atol: float = 1e-8
+    contact_rtol: float = 1e-5
+    contact_atol: float = 1e-7
     contact_h_max: float = 5.0
     contact_h_min: float = 1e-3
     vstar: float = 1e-4

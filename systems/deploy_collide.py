@@ -39,7 +39,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_parallel
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
                                quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
-from systems.deploy_physics import K0, Y0, load_state, probe_rhs, terrain_at
+from systems.deploy_physics import PARALLEL_ROWS, K0, Y0, load_state, probe_rhs, terrain_at
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -279,16 +279,17 @@ class CollideProbes(System):
         if len(rows) == 0:
             return
         t, st, ev = ctx.table, ctx.settings, ctx.events
-        collide_rows.parallel(len(rows), rows, ctx.work, self.iwork, t["row_status"], t["probe_phase"], t["row_time"],
-                     t["row_sample"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
-                     t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
-                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, self.touch,
-                     self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir, self.ones3,
-                     self.status, self.count,
-                     st.contact_gap, st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
-                     tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
-                     t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
-                     t["probe_max_penetration"])
+        driver = collide_rows.parallel if len(rows) >= PARALLEL_ROWS else collide_rows.serial
+        driver(len(rows), rows, ctx.work, self.iwork, t["row_status"], t["probe_phase"], t["row_time"],
+               t["row_sample"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
+               t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
+               t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, self.touch,
+               self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir, self.ones3,
+               self.status, self.count,
+               st.contact_gap, st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
+               tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
+               t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
+               t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("CollideProbes is launched by systems.deployment.DeploymentLoop")

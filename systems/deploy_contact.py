@@ -45,7 +45,8 @@ from ecs import Phase, System
 from ecs.kernels import cpu_parallel
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, Y0, Y1, accept, dp_attempt, free_clearance, load_state, locate_event,
+from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, accept, dp_attempt, free_clearance, load_state,
+                                    locate_event,
                                     probe_rhs, state_finite, step_size, store_state, terrain_at, vertex_world)
 
 _i = np.int64
@@ -262,13 +263,14 @@ class ContactProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        contact_rows.parallel(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
-                     t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
-                     t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
-                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
-                     st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
-                     st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],
-                     t["probe_max_penetration"], t["probe_rest_since"])
+        driver = contact_rows.parallel if len(rows) >= PARALLEL_ROWS else contact_rows.serial
+        driver(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
+               t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
+               t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
+               t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
+               st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
+               st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],
+               t["probe_max_penetration"], t["probe_rest_since"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

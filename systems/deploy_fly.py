@@ -34,7 +34,8 @@ from components.status import Status
 from ecs import Phase, System
 from ecs.kernels import cpu_parallel
 from systems.collision import dual_call
-from systems.deploy_physics import (K0, Y0, Y1, accept, clearance, dp_attempt, load_state, locate_event, probe_rhs,
+from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, accept, clearance, dp_attempt, load_state,
+                                    locate_event, probe_rhs,
                                     state_finite, step_size, store_state)
 
 _clear = clearance.cpu
@@ -151,11 +152,12 @@ class FlyProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        fly_rows.parallel(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
-                 t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
-                 t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], ctx.geo, ctx.ga, ctx.ta,
-                 *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
-                 np.int64(st.steps_per_launch), t["probe_distance"], t["probe_max_penetration"])
+        driver = fly_rows.parallel if len(rows) >= PARALLEL_ROWS else fly_rows.serial
+        driver(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
+               t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
+               t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], ctx.geo, ctx.ga, ctx.ta,
+               *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
+               np.int64(st.steps_per_launch), t["probe_distance"], t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

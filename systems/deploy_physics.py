@@ -51,6 +51,12 @@ KFSAL = _i(39 + 6 * 13)
 AUX = _i(130)          # scratch: 16 numbers
 WORK_SIZE = 146
 
+#: The phase kernels run their ``prange`` build from this many rows up, the serial one below: a
+#: deployment row is thousands of integration steps, so two rows already pay for a parallel
+#: launch, but a launch over one or two rows (a collision, a row catching up to the frame end)
+#: only waits for busy threads. Both builds give identical bits (:mod:`ecs.kernels`, fast-math).
+PARALLEL_ROWS = 4
+
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _rot_inv = quat_rotate_inverse_call.cpu
