@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from components.contact_params import PAIR_FIELD_COUNT, ContactParams
+from components.contact_params import PAIR_FIELD_COUNT
 from components.gravity import GravitySource
 from components.terrain import TerrainSDF
 from ecs import column, component
@@ -169,9 +169,9 @@ class DeploySettings:
     """Tolerances, thresholds and caps of a deployment run (a resource; defaults as documented).
 
     Attributes:
-        rtol, atol: DP5(4) relative / absolute tolerance of flight and contact motion (seed §2.7.1:
-            relative 1e-10). atol applies to positions [m], velocities [m/s], quaternion components
-            and rates [rad/s] alike.
+        rtol, atol: DP5(4) relative / absolute tolerance of flight (seed §2.7.1: relative 1e-10).
+            atol applies to positions [m], velocities [m/s], quaternion components and rates
+            [rad/s] alike.
         event_tol: time tolerance of event location [s] (seed: Δt_e; default 1e-6 s).
         h_max: largest integration step [s].
         t_cap: simulated-time cap [s] (default 10 h, as for the seed's KW4 runs): TIMED_OUT.
@@ -221,7 +221,3 @@ class DeploySettings:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"DeploySettings.{name}", getattr(self, name), "must be >= 1")
 
-
-def contact_row(params: ContactParams) -> np.ndarray:
-    """The ``probe_terrain_pair`` row of a :class:`ContactParams`."""
-    return params.row()

@@ -38,7 +38,7 @@ from components.status import Status
 from ecs import Phase, System
 from ecs.kernels import cpu_parallel
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
-                               quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
+                               kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
 from systems.deploy_physics import PARALLEL_ROWS, K0, Y0, load_state, probe_rhs, terrain_at
 
 _i = np.int64
@@ -49,11 +49,16 @@ _load = load_state.cpu
 _rhs = probe_rhs.cpu
 _tat = terrain_at.cpu
 _impacts = vertex_impacts_row.cpu
+_kin = kinetic_body.cpu
 _MODE_FLY = _i(0)
 
 #: A touching vertex approaches when its normal velocity is below −APPROACH_TOL [m/s]: after an
 #: impact the resolved vertex is left at ~1e-13 m/s, which must not start another impact.
 APPROACH_TOL = 1e-8
+
+#: Slip-integration step cap of one impact: a slow approach to stick can take ~2e4 steps (an
+#: icosahedron corner, measured 17,333); beyond the cap the impact fails and the row is FAILED.
+IMPACT_MAX_STEPS = np.int64(100_000)
 
 #: Event kinds (``events/kind``).
 EVENT_BOUNCE = 0         #: a collision after which the probe flies on
@@ -83,16 +88,6 @@ def declare_collision_events(events) -> None:
     """Declare :data:`COLLISION_EVENT_FIELDS` on a world's :class:`ecs.events.EventLog`."""
     for name, (shape, dtype, unit, doc) in COLLISION_EVENT_FIELDS.items():
         events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
-
-
-def _kinetic(m, I, vx, vy, vz, wx, wy, wz):
-    return 0.5 * m * (vx * vx + vy * vy + vz * vz) + 0.5 * (
-        wx * (I[0, 0] * wx + I[0, 1] * wy + I[0, 2] * wz) + wy * (I[1, 0] * wx + I[1, 1] * wy + I[1, 2] * wz)
-        + wz * (I[2, 0] * wx + I[2, 1] * wy + I[2, 2] * wz))
-
-
-kinetic = dual_call(_kinetic)
-_kin = kinetic.cpu
 
 
 def _collide_row(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv, shape,
@@ -167,10 +162,10 @@ def _collide_row(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, a
     e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
     if sphere_r > 0.0:
         _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
-                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, APPROACH_TOL, mstatus, mcount)
+                 ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
     else:
         _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
-                 ones3, rolling_radius[i], wstar, 1e-10, _i(10000), max_iter, APPROACH_TOL, mstatus, mcount)
+                 ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
     mstat = mstatus[i]
     count = mcount[i]
     if mstat == MULTI_IMPACT_FAILED:

@@ -24,9 +24,10 @@ Per step, at the step's start:
 
 After an accepted step:
 
-* **New touchdowns**: a vertex outside the active set that reached the surface is an impact: the
-  crossing of the smallest distance over those vertices is localised like a flight event and the row
-  switches to COLLIDE.
+* **New touchdowns**: a vertex outside the active set that reached the surface, or an active one
+  that sank deeper than ``contact_gap`` (a concave kink of the interpolated terrain crossed within
+  the step), is an impact: the crossing (:data:`~systems.deploy_physics.contact_clearance`) is
+  localised like a flight event and the row switches to COLLIDE.
 * **Drift**: the deepest active vertex is kept from sinking (a translation along its normal by its
   penetration), the projection step of constraint stabilisation; the penetration is recorded.
 """
@@ -45,26 +46,27 @@ from ecs import Phase, System
 from ecs.kernels import cpu_parallel
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, accept, dp_attempt, free_clearance, load_state,
-                                    locate_event,
-                                    probe_rhs, state_finite, step_size, store_state, terrain_at, vertex_world)
+from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, commit_step, dp_attempt, finish_row, contact_clearance,
+                                    load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
+                                    vertex_distance, vertex_world)
 
 _i = np.int64
 _dp = dp_attempt.cpu
-_acc = accept.cpu
+_commit = commit_step.cpu
+_finish = finish_row.cpu
 _load = load_state.cpu
-_store = store_state.cpu
 _fin = state_finite.cpu
 _rhs = probe_rhs.cpu
 _next = step_size.cpu
 _tat = terrain_at.cpu
 _vworld = vertex_world.cpu
-_free = free_clearance.cpu
+_vdist = vertex_distance.cpu
+_cclear = contact_clearance.cpu
 _locate = locate_event.cpu
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _MODE_CONTACT = _i(1)
-_WHICH_FREE = _i(1)
+_WHICH_CONTACT = _i(1)
 #: Contact slots per probe (active vertices solved together).
 CONTACT_SLOTS = 8
 #: An active contact whose normal velocity is below −SINK_SPEED [m/s] at a step's start is sent
@@ -137,8 +139,7 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
         else:
             v = v0
             while v < v1:
-                px, py, pz = _vworld(w, Y0, vpos, v)
-                if _tat(ta, px, py, pz)[0] <= contact_gap and na < nslot:
+                if na < nslot and _vdist(w, Y0, ta, vpos, v) <= contact_gap:
                     act[i, na] = 1
                     slot_vertex[i, na] = v
                     na += 1
@@ -185,25 +186,17 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
             phase[i] = DeployPhase.ENDED
             break
         # ---- new touchdown of a free vertex: localise (Illinois) and collide
-        if sphere_r == 0.0:
-            g1 = _free(w, Y1, ta, vpos, v0, v1, act, slot_vertex, i)
-            if g1 <= 0.0:
-                g0 = _free(w, Y0, ta, vpos, v0, v1, act, slot_vertex, i)
-                if g0 > 0.0:
-                    a, fa = _locate(i, w, hh, g0, g1, 0.0, _WHICH_FREE, _MODE_CONTACT, ga, ta, ox, oy, oz, mass,
-                                    inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, rtol, atol,
-                                    event_tol)
-                    t += a
-                    phase[i] = DeployPhase.COLLIDE
-                    break
-        dx = w[Y1] - w[Y0]
-        dy = w[Y1 + 1] - w[Y0 + 1]
-        dz = w[Y1 + 2] - w[Y0 + 2]
-        dist += math.sqrt(dx * dx + dy * dy + dz * dz)
-        _acc(w)
-        t += hh
-        if t_end - t < 1e-12 * max(1.0, abs(t_end)):
-            t = t_end
+        g1 = _cclear(w, Y1, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)
+        if g1 <= 0.0:
+            g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)
+            if g0 > 0.0:
+                a, fa = _locate(i, w, hh, g0, g1, 0.0, _WHICH_CONTACT, _MODE_CONTACT, ga, ta, ox, oy, oz, mass,
+                                inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, rtol, atol, event_tol,
+                                contact_gap)
+                t += a
+                phase[i] = DeployPhase.COLLIDE
+                break
+        t, dist = _commit(w, t, hh, t_end, dist)
         h = _next(hh, err)
         # ---- drift: lift the deepest active point back to the surface
         deep = 0.0
@@ -229,10 +222,7 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
             w[Y0 + 1] -= deep * ny
             w[Y0 + 2] -= deep * nz
             _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    _store(i, w, Y0, pos, vel, att, om)
-    rtime[i] = t
-    step[i] = h
-    distance[i] = dist
+    _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
 contact_row = dual_call(_contact_row)

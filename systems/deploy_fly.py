@@ -34,15 +34,14 @@ from components.status import Status
 from ecs import Phase, System
 from ecs.kernels import cpu_parallel
 from systems.collision import dual_call
-from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, accept, clearance, dp_attempt, load_state,
-                                    locate_event, probe_rhs,
-                                    state_finite, step_size, store_state)
+from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
+                                    load_state, locate_event, probe_rhs, state_finite, step_size)
 
 _clear = clearance.cpu
 _dp = dp_attempt.cpu
-_acc = accept.cpu
+_commit = commit_step.cpu
+_finish = finish_row.cpu
 _load = load_state.cpu
-_store = store_state.cpu
 _fin = state_finite.cpu
 _rhs = probe_rhs.cpu
 _next = step_size.cpu
@@ -97,7 +96,8 @@ def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om
         if g1 <= thr:
             x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
             a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, _MODE_FLY, ga, ta, ox, oy, oz, mass,
-                            inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, rtol, atol, event_tol)
+                            inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, rtol, atol, event_tol,
+                            contact_gap)
             dx = w[Y0] - x0
             dy = w[Y0 + 1] - y0
             dz = w[Y0 + 2] - z0
@@ -108,20 +108,10 @@ def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om
                 max_pen[i] = pen
             phase[i] = DeployPhase.COLLIDE
             break
-        dx = w[Y1] - w[Y0]
-        dy = w[Y1 + 1] - w[Y0 + 1]
-        dz = w[Y1 + 2] - w[Y0 + 2]
-        dist += math.sqrt(dx * dx + dy * dy + dz * dz)
-        _acc(w)
-        t += hh
-        if t_end - t < 1e-12 * max(1.0, abs(t_end)):
-            t = t_end
+        t, dist = _commit(w, t, hh, t_end, dist)
         g0 = g1
         h = _next(hh, err)
-    _store(i, w, Y0, pos, vel, att, om)
-    rtime[i] = t
-    step[i] = h
-    distance[i] = dist
+    _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
 fly_row = dual_call(_fly_row)

@@ -231,6 +231,16 @@ vertex_world = dual_call(_vertex_world)
 _vworld = vertex_world.cpu
 
 
+def _vertex_distance(w, ys, ta, vpos, v):
+    """Terrain distance [m] of vertex v at the state w[ys:]."""
+    px, py, pz = _vworld(w, ys, vpos, v)
+    return _tat(ta, px, py, pz)[0]
+
+
+vertex_distance = dual_call(_vertex_distance)
+_vdist = vertex_distance.cpu
+
+
 def _clearance(w, ys, ta, vpos, v0, v1, sphere_r, bound_r):
     """Event function: smallest terrain distance of the probe [m] at the state w[ys:].
 
@@ -247,10 +257,7 @@ def _clearance(w, ys, ta, vpos, v0, v1, sphere_r, bound_r):
     best = math.inf
     v = v0
     while v < v1:
-        px, py, pz = _vworld(w, ys, vpos, v)
-        d = _tat(ta, px, py, pz)[0]
-        if d < best:
-            best = d
+        best = min(best, _vdist(w, ys, ta, vpos, v))
         v += 1
     return best
 
@@ -270,13 +277,22 @@ stage = dual_call(_stage)
 _stage_c = stage.cpu
 
 
-def _error_norm(w, h, rtol, atol):
-    """RMS of the DP5(4) error estimate scaled by atol + rtol·max(|y0|, |y1|)."""
+#: Contact motion measures position errors against this length [m], not against the distance
+#: from the target's centre: a relative 1e-5 of 200 m (2 mm per step) let contacts sink.
+CONTACT_LENGTH = 1.0
+
+
+def _error_norm(w, h, rtol, atol, lscale):
+    """RMS of the DP5(4) error estimate scaled by atol + rtol·max(|y0|, |y1|) (positions: by
+    atol + rtol·lscale when lscale > 0)."""
     acc = 0.0
     for c in range(STATE):
         e = h * (E1 * w[K0 + c] + E3 * w[K0 + 26 + c] + E4 * w[K0 + 39 + c] + E5 * w[K0 + 52 + c]
                  + E6 * w[K0 + 65 + c] + E7 * w[KFSAL + c])
-        sc = atol + rtol * max(abs(w[Y0 + c]), abs(w[Y1 + c]))
+        if c < 3 and lscale > 0.0:
+            sc = atol + rtol * lscale
+        else:
+            sc = atol + rtol * max(abs(w[Y0 + c]), abs(w[Y1 + c]))
         r = e / sc
         acc += r * r
     return math.sqrt(acc / STATE)
@@ -423,7 +439,7 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
     _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
     _stage_c(w, Y1, h, B1, 0.0, B3, B4, B5, B6)
     _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    return _errn(w, h, rtol, atol)
+    return _errn(w, h, rtol, atol, CONTACT_LENGTH if mode == 1 else 0.0)
 
 
 def _accept(w):
@@ -438,34 +454,35 @@ def _accept(w):
 step_size = dual_call(next_step)
 
 
-def _free_clearance(w, ys, ta, vpos, v0, v1, act, slot_vertex, i):
-    """Smallest terrain distance over the vertices *not* in row i's active contact set [m] (inf: none)."""
+def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, gap):
+    """Event function of contact motion [m]: the smallest terrain distance over the vertices, an
+    active contact's distance counted from ``−gap`` (it may sit up to ``gap`` deep). It falls
+    through zero when a free vertex touches down, or when an active one sinks by more than
+    ``gap`` (a concave kink of the terrain passed within a step)."""
+    if sphere_r > 0.0:
+        return _tat(ta, w[ys], w[ys + 1], w[ys + 2])[0] - sphere_r + gap
     best = math.inf
     v = v0
     while v < v1:
-        used = False
+        d = _vdist(w, ys, ta, vpos, v)
         for k in range(act.shape[1]):
             if act[i, k] != 0 and slot_vertex[i, k] == v:
-                used = True
-        if not used:
-            px, py, pz = _vworld(w, ys, vpos, v)
-            d = _tat(ta, px, py, pz)[0]
-            if d < best:
-                best = d
+                d += gap
+        best = min(best, d)
         v += 1
     return best
 
 
-free_clearance = dual_call(_free_clearance)
-_free = free_clearance.cpu
+contact_clearance = dual_call(_contact_clearance)
+_cclear = contact_clearance.cpu
 _clear = clearance.cpu
 
 
-def _event_value(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs):
-    """Event function: the probe's clearance (which 0) or that of its free vertices (which 1)."""
+def _event_value(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap):
+    """Event function: the probe's clearance (which 0) or :data:`contact_clearance` (which 1)."""
     if which == 0:
         return _clear(w, ys, ta, vpos, v0, v1, sphere_r, bound_r)
-    return _free(w, ys, ta, vpos, v0, v1, cs[6], cs[7], i)
+    return _cclear(w, ys, ta, vpos, v0, v1, sphere_r, cs[6], cs[7], i, gap)
 
 
 event_value = dual_call(_event_value)
@@ -473,7 +490,7 @@ _evalue = event_value.cpu
 
 
 def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
-                  sphere_r, bound_r, cs, rtol, atol, event_tol):
+                  sphere_r, bound_r, cs, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
 
     Illinois regula falsi on the step length with a bisection every fourth trial; every trial is
@@ -500,7 +517,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, 
             if tau > hi:
                 tau = hi
         _dpa(i, w, tau, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
-        ft = _evalue(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs) - thr
+        ft = _evalue(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap) - thr
         if ft > 0.0:
             a = tau
             fa = ft
@@ -535,6 +552,28 @@ accept = dual_call(_accept)
 locate_event = dual_call(_locate_event)
 
 
+def _commit_step(w, t, hh, t_end, dist):
+    """Accept the step Y0 -> Y1 of length hh: returns the new time (snapped onto t_end within
+    round-off) and the path length plus the step's chord."""
+    dx = w[Y1] - w[Y0]
+    dy = w[Y1 + 1] - w[Y0 + 1]
+    dz = w[Y1 + 2] - w[Y0 + 2]
+    dist += math.sqrt(dx * dx + dy * dy + dz * dz)
+    _accept_c(w)
+    t += hh
+    if t_end - t < 1e-12 * max(1.0, abs(t_end)):
+        t = t_end
+    return t, dist
+
+
+def _finish_row(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance):
+    """Write row i's state, time, step proposal and path length back to its columns."""
+    _store_c(i, w, Y0, pos, vel, att, om)
+    rtime[i] = t
+    step[i] = h
+    distance[i] = dist
+
+
 def _load_state(i, w, pos, vel, att, om):
     """w[Y0:] <- the row's state columns."""
     for c in range(3):
@@ -557,6 +596,10 @@ def _store_state(i, w, off, pos, vel, att, om):
 
 load_state = dual_call(_load_state)
 store_state = dual_call(_store_state)
+_store_c = store_state.cpu
+_accept_c = accept.cpu
+commit_step = dual_call(_commit_step)
+finish_row = dual_call(_finish_row)
 
 
 def _state_finite(w, off):

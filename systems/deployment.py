@@ -30,18 +30,17 @@ End states (:class:`EndProbes`, our criteria where the seed is silent):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from time import perf_counter_ns as time_ns
 
 import numpy as np
 
 from components.deploy import DeployPhase, DeploySettings, DeployTarget
-from components.probe import ProbeShapes, ShapeKind
+from components.probe import ProbeShapes
 from components.status import Status
 from ecs import InputError, Phase, System
 from systems.attitude import quat_multiply, quat_rotate
-from systems.deploy_collide import CollideProbes, declare_collision_events
+from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
 from systems.deploy_fly import FlyProbes
 from ecs.kernels import cpu_jit
@@ -207,6 +206,9 @@ class DeploymentLoop(System):
         if shapes is None or shapes.count == 0:
             raise InputError("ProbeShapes", None, "a deployment world needs a ProbeShapes resource with the probe shapes")
         settings = world.resource(DeploySettings, None) or DeploySettings()
+        if any(f not in world.events.fields for f in COLLISION_EVENT_FIELDS):   # a world built by hand
+            declare_collision_events(world.events)
+            world.events.allocate(world.samples, world.backend)
         n = table.row_count
         sid = table["probe_shape"]
         if n and (sid.min() < 0 or sid.max() >= shapes.count):

@@ -230,7 +230,6 @@ def test_deploy_sphere_and_shapes_scenes_run_with_dispersed_contact(tmp_path):
     import xarray as xr
 
     from ecs.batch import run_batch
-    from scenes.assets.probes import table_4_7
 
     out = tmp_path / "s.zarr"
     run_batch("deploy-sphere", samples=6, out=out, seed=1, params={"gravity": "point_mass",
@@ -250,21 +249,21 @@ def test_deploy_sphere_and_shapes_scenes_run_with_dispersed_contact(tmp_path):
 @pytest.mark.slow
 def test_deploy_shapes_settling_time_ordering(tmp_path):
     """Issue 7 / seed 004 §4.2.2: with >= 2,000 samples per shape, mean settling time orders
-    tetrahedron < octahedron < cube < icosahedron < dodecahedron."""
+    tetrahedron < octahedron < cube < icosahedron < dodecahedron (the five polyhedra of Table 4.7;
+    the sphere, without rolling resistance in this scene, rolls until the time cap and is left out)."""
     import xarray as xr
 
     from ecs.batch import run_batch
-    from scenes.deploy import SHAPES
 
+    order = ["tetrahedron", "octahedron", "cube", "icosahedron", "dodecahedron"]
     out = tmp_path / "shapes.zarr"
-    run_batch("deploy-shapes", samples=13_000, out=out, seed=0, block=1000)
+    run_batch("deploy-shapes", samples=11_000, out=out, seed=0, block=1000, params={"shapes": ",".join(order)})
     ds = xr.open_zarr(out, group="final")
     shape = ds["probe_shape"].values[:, 0]
     ok = ds["status"].values == Status.SETTLED
     t = ds["probe_settle_time"].values[:, 0]
-    means = {SHAPES[k]: float(np.mean(t[ok & (shape == k)])) for k in range(len(SHAPES))}
-    counts = {SHAPES[k]: int(np.sum(ok & (shape == k))) for k in range(len(SHAPES))}
+    means = {name: float(np.mean(t[ok & (shape == k)])) for k, name in enumerate(order)}
+    counts = {name: int(np.sum(ok & (shape == k))) for k, name in enumerate(order)}
     assert min(counts.values()) >= 2000, counts
-    order = ["tetrahedron", "octahedron", "cube", "icosahedron", "dodecahedron"]
     assert all(means[a] < means[b] for a, b in zip(order, order[1:])), means
     assert float(ds["probe_max_penetration"].max()) < 1e-3
