@@ -17,7 +17,10 @@ Built-in scenes (parameters are keyword-only; ``tumble run NAME --param key=valu
   clipped to [0, 1] / [0, ∞), stored as ``inputs/contact_terrain``), ``t_cap`` [s], ``frame`` [s]
   and ``record_every`` [frames] (trajectories; default: finals and events only).
 * ``deploy-shapes`` — the six shapes of Table 4.7 (sphere and the five platonic solids, 5 kg,
-  500 kg/m³, solid), one drawn uniformly per sample (``inputs/probe_shape``), release as deploy-cube.
+  500 kg/m³, solid), one drawn uniformly per sample (``inputs/probe_shape``), release as deploy-cube;
+  ``shapes="cube,tetrahedron"`` runs a subset. Contact is e = f = 0.5 without rolling resistance
+  (Table 4.6), so a sphere that starts rolling rolls on until the time cap: give it
+  ``deploy-sphere``'s rolling resistance to study it.
 
 The target of all three is the Itokawa-like body of :mod:`scenes.assets.bodies` (inside the
 268 × 147 × 105 m envelope of Table 4.1), re-centred on its centre of mass, with μ = 2.341 m³/s²

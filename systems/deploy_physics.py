@@ -535,6 +535,8 @@ def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, 
         it += 1
     for c in range(13):
         w[Y0 + c] = w[AUX + c]
+    q0, q1, q2, q3 = _qnorm(w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9])   # a trial step's end: renormalise
+    w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9] = q0, q1, q2, q3
     return a, fa
 
 from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
