@@ -254,9 +254,7 @@ class ContactProbes(System):
             return
         t, st = ctx.table, ctx.settings
         driver = contact_rows.parallel if len(rows) >= PARALLEL_ROWS else contact_rows.serial
-        driver(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
-               t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
-               t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
+        driver(len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
                t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
                st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
                st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],

@@ -143,11 +143,9 @@ class FlyProbes(System):
             return
         t, st = ctx.table, ctx.settings
         driver = fly_rows.parallel if len(rows) >= PARALLEL_ROWS else fly_rows.serial
-        driver(len(rows), rows, float(t_end), ctx.work, t["row_status"], t["probe_phase"], t["row_time"],
-               t["probe_step"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
-               t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], ctx.geo, ctx.ga, ctx.ta,
-               *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
-               np.int64(st.steps_per_launch), t["probe_distance"], t["probe_max_penetration"])
+        driver(len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.rtol,
+               st.atol, st.h_max, st.event_tol, st.contact_gap, np.int64(st.steps_per_launch), t["probe_distance"],
+               t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

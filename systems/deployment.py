@@ -98,6 +98,13 @@ class DeployContext:
     max_vertices: int
     escape_radius: float
 
+    def row_args(self) -> tuple:
+        """The leading arguments every phase kernel takes after its row list (and end time)."""
+        t = self.table
+        return (self.work, t["row_status"], t["probe_phase"], t["row_time"], t["probe_step"], t["probe_position"],
+                t["probe_velocity"], t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"],
+                self.jinv, t["probe_shape"])
+
 
 class EndProbes(System):
     """End states of probe rows (module docstring); vectorised over the rows that just ended."""
