@@ -80,7 +80,7 @@ import numpy as np
 from numba import prange
 
 from ecs.errors import InputError
-from ecs.kernels import cpu_jit, dual
+from ecs.kernels import cpu_jit, cpu_parallel_points, dual
 
 #: Newtonian constant of gravitation [m³ kg⁻¹ s⁻²] (CODATA 2018, the value polyhedral-gravity uses).
 G = 6.67430e-11
@@ -547,7 +547,7 @@ _vox = voxel_field.cpu
 _lin = linearized_field.cpu
 
 
-@cpu_jit(parallel=True)
+@cpu_parallel_points
 def eval_point_mass_points(points, cx, cy, cz, mu, out):
     """``out[p] = (U, g, Γ6)`` of a point mass at ``points[p]``; out shape (n, 10)."""
     for p in prange(points.shape[0]):
@@ -556,7 +556,7 @@ def eval_point_mass_points(points, cx, cy, cz, mu, out):
             out[p, k] = r[k]
 
 
-@cpu_jit(parallel=True)
+@cpu_parallel_points
 def eval_ellipsoid_points(points, a2, b2, c2, gm, out):
     """``out[p] = (U, g, Γ6)`` of a homogeneous ellipsoid; out shape (n, 10)."""
     for p in prange(points.shape[0]):
@@ -565,7 +565,7 @@ def eval_ellipsoid_points(points, a2, b2, c2, gm, out):
             out[p, k] = r[k]
 
 
-@cpu_jit(parallel=True)
+@cpu_parallel_points
 def eval_voxel_points(points, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz, perturbation, out):
     """``out[p] = (U, g)`` of a voxel field; out shape (n, 4)."""
     for p in prange(points.shape[0]):
@@ -575,7 +575,7 @@ def eval_voxel_points(points, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, q
             out[p, k] = r[k]
 
 
-@cpu_jit(parallel=True)
+@cpu_parallel_points
 def eval_linearized_points(points, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy, txz, tyz, out):
     """``out[p] = (U, g)`` of a linearised field; out shape (n, 4)."""
     for p in prange(points.shape[0]):
@@ -589,7 +589,7 @@ def eval_linearized_points(points, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz,
 _POLY_CHUNK = 16
 
 
-@cpu_jit(parallel=True)
+@cpu_parallel_points(min_rows=2)   # ~1 ms per point on a large mesh: two points pay for a launch
 def eval_polyhedron_points(points, verts, edges, edge_dyad, edge_length, faces, face_normal, grho, out):
     """Bulk polyhedron evaluation: ``out[p] = (U, g, Γ6, Ω)``, out shape (n, 11).
 

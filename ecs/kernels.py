@@ -106,6 +106,29 @@ class RowDriver:
         return (self.parallel if n >= PARALLEL_MIN_ROWS else self.serial)(n, *args)
 
 
+class PointsDriver(RowDriver):
+    """A :class:`RowDriver` whose size is its first argument's leading axis: ``driver(points, ...)``.
+
+    For numpy-facing evaluators over a batch of points (gravity at many points, ...): a call with a
+    handful of points runs the serial build instead of waking every thread (measured: 8 ms for
+    one voxel lookup on a busy 2-core machine through the parallel build, 9 µs serial).
+    """
+
+    def __init__(self, fn: Callable, *, min_rows: int = PARALLEL_MIN_ROWS, **options: Any):
+        super().__init__(fn, **options)
+        self.min_rows = int(min_rows)
+
+    def __call__(self, points, *args):
+        return (self.parallel if points.shape[0] >= self.min_rows else self.serial)(points, *args)
+
+
+def cpu_parallel_points(fn: Callable | None = None, *, min_rows: int = PARALLEL_MIN_ROWS, **options: Any):
+    """Points driver ``fn(points, *args)`` looping ``prange(points.shape[0])``: see :class:`PointsDriver`."""
+    if fn is None:
+        return lambda f: PointsDriver(f, min_rows=min_rows, **options)
+    return PointsDriver(fn, min_rows=min_rows, **options)
+
+
 def cpu_parallel(fn: Callable | None = None, **options: Any):
     """Row driver ``fn(n, *args)`` looping ``prange(n)``: see :class:`RowDriver`."""
     if fn is None:

@@ -192,15 +192,6 @@ probe_rates = dual_call(_probe_rates)
 _rates = probe_rates.cpu
 
 
-def _jacobi(x, y, z, vx, vy, vz, ox, oy, oz, u):
-    """Jacobi integral per unit mass [m²/s²]: ``½|v|² − ½|Ω × x|² − U`` (module docstring)."""
-    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
-    return 0.5 * (vx * vx + vy * vy + vz * vz) - 0.5 * (cx * cx + cy * cy + cz * cz) - u
-
-
-jacobi = dual_call(_jacobi)
-
-
 def jacobi_integral(position, velocity, rotation, potential) -> np.ndarray:
     """Jacobi integral per unit mass [m²/s²] of states ``(n, 3)`` (numpy; see the module docstring)."""
     x = np.asarray(position, float)

@@ -43,11 +43,8 @@ from systems.attitude import quat_multiply, quat_rotate
 from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
 from systems.deploy_fly import FlyProbes
-from ecs.kernels import cpu_jit
-from systems.deploy_physics import WORK_SIZE, contact_scratch, gravity_args, gravity_at
+from systems.deploy_physics import WORK_SIZE, contact_scratch, gravity_args
 from systems.sdf import terrain_args
-
-_grav = gravity_at.cpu
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "target_attitude"]
 
@@ -57,17 +54,6 @@ PROBE_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_om
                  "probe_first_impact_time", "probe_settle_time", "probe_rest_since", "probe_bounces",
                  "probe_collisions", "probe_distance", "probe_end_time", "probe_max_penetration", "probe_latitude",
                  "probe_longitude", "probe_slope")
-
-
-@cpu_jit
-def gravity_points(points, ga, out):
-    """Gravity [m/s²] of the target at ``points`` (n, 3) through the deployment's own kernel
-    (serial: a handful of rows at a time, from the end-state system)."""
-    for p in range(points.shape[0]):
-        r = _grav(ga, points[p, 0], points[p, 1], points[p, 2])
-        out[p, 0] = r[1]
-        out[p, 1] = r[2]
-        out[p, 2] = r[3]
 
 
 def target_attitude(rotation, t) -> np.ndarray:
@@ -156,9 +142,8 @@ class EndProbes(System):
     @staticmethod
     def _slope(ctx: DeployContext, rows: np.ndarray) -> np.ndarray:
         t = ctx.table
-        x = np.ascontiguousarray(t["probe_position"][rows])
-        g = np.empty_like(x)
-        gravity_points(x, ctx.ga, g)
+        x = t["probe_position"][rows]
+        g = ctx.target.gravity.acceleration(x).reshape(-1, 3)
         w = ctx.target.rotation
         a = g - np.cross(w, np.cross(w, x))
         act, normals = ctx.cs[6][rows], ctx.cs[9][rows]
