@@ -284,12 +284,73 @@ def enter_contact(*, mass, inertia, contact_point, normal, velocity, omega, fric
 
 
 # ===================================================================================== linear algebra
+def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):
+    """b <- A⁻¹ b by Cholesky (L at a[l_off:], row-major lower) if A is SPD with every eigenvalue
+    provably above ``rcond·λ_max`` (see :data:`sym_pinv_solve`); returns False (b untouched)
+    otherwise."""
+    tr = 0.0
+    for j in range(n):
+        tr += a[off + j * n + j]
+    if not (tr > 0.0):
+        return False
+    for j in range(n):
+        d = a[off + j * n + j]
+        for k in range(j):
+            d -= a[l_off + j * n + k] * a[l_off + j * n + k]
+        if not (d > 0.0):
+            return False
+        ljj = math.sqrt(d)
+        a[l_off + j * n + j] = ljj
+        for i in range(j + 1, n):
+            s = a[off + i * n + j]
+            for k in range(j):
+                s -= a[l_off + i * n + k] * a[l_off + j * n + k]
+            a[l_off + i * n + j] = s / ljj
+    # ‖L⁻¹‖²_F, one column of L⁻¹ at a time (forward substitution of e_c)
+    fro = 0.0
+    for c in range(n):
+        for i in range(n):
+            if i < c:
+                a[t_off + i] = 0.0
+                continue
+            s = 1.0 if i == c else 0.0
+            for k in range(c, i):
+                s -= a[l_off + i * n + k] * a[t_off + k]
+            a[t_off + i] = s / a[l_off + i * n + i]
+            fro += a[t_off + i] * a[t_off + i]
+    if not (1.0 / fro > rcond * tr):
+        return False
+    for i in range(n):            # L y = b
+        s = a[b_off + i]
+        for k in range(i):
+            s -= a[l_off + i * n + k] * a[b_off + k]
+        a[b_off + i] = s / a[l_off + i * n + i]
+    for i in range(n - 1, -1, -1):  # Lᵀ x = y
+        s = a[b_off + i]
+        for k in range(i + 1, n):
+            s -= a[l_off + k * n + i] * a[b_off + k]
+        a[b_off + i] = s / a[l_off + i * n + i]
+    return True
+
+
+chol_solve = dual_call(_chol_solve)
+_cholsolve = chol_solve.cpu
+
+
 def _sym_pinv_solve(a, off, v_off, t_off, n, b_off, rcond):
     """Minimum-norm solution of A x = b for a symmetric positive semi-definite n×n A (row-major at
     ``a[off:]``, destroyed), by cyclic Jacobi eigen-decomposition (eigenvectors at ``a[v_off:]``,
     scratch at ``a[t_off:]``): ``x = Σ_{λ > rcond λ_max} (vᵀb/λ) v``; b at ``a[b_off:]`` becomes x.
     Eigen-components below rcond are dropped, so round-off in b along the null space (statically
-    indeterminate contact distributions) is not amplified. Returns the number of kept eigenvalues."""
+    indeterminate contact distributions) is not amplified. Returns the number of kept eigenvalues.
+
+    Fast path: when A's Cholesky factor L (at ``a[v_off:]``) exists and proves every eigenvalue
+    above the cut — λ_min ≥ 1/‖L⁻¹‖²_F and λ_max ≤ tr A, so ``1/‖L⁻¹‖²_F > rcond·tr A`` suffices —
+    nothing is dropped and x = A⁻¹b is solved with L (A left intact, ``n`` scratch at
+    ``a[t_off:]``); the eigen-decomposition runs only for (nearly) singular A.
+    """
+    if _cholsolve(a, off, v_off, t_off, n, b_off, rcond):
+        return n
     for r in range(n):
         for c in range(n):
             a[v_off + r * n + c] = 1.0 if r == c else 0.0
@@ -353,9 +414,62 @@ sym_pinv_solve = dual_call(_sym_pinv_solve)
 _pinv = sym_pinv_solve.cpu
 
 
+def _gram6(w, o_c, n3, o_s):
+    """w[o_s:] <- S = CᵀC (6×6, row-major) of C = w[o_c:] (n3×6, row-major)."""
+    for a in range(6):
+        for b in range(a, 6):
+            s = 0.0
+            for r in range(n3):
+                s += w[o_c + 6 * r + a] * w[o_c + 6 * r + b]
+            w[o_s + 6 * a + b] = s
+            w[o_s + 6 * b + a] = s
+
+
+gram6 = dual_call(_gram6)
+_SIX = np.int64(6)  # an int64, not a literal (a literal argument compiles a callee per value)
+_g6 = gram6.cpu
+
+
+def _low_rank_pinv_solve(w, o_c, n3, o_b, o_s, o_v, o_t, o_u, rcond):
+    """Minimum-norm solution of (C Cᵀ) x = b for C = w[o_c:] (n3×6, row-major), b at w[o_b:]
+    (n3 numbers, becomes x), through the 6×6 S = CᵀC: with C = UΣVᵀ, (CCᵀ)⁺ = UΣ⁻²Uᵀ = C (S⁺)² Cᵀ.
+
+    The same solution as :data:`sym_pinv_solve` on the n3×n3 matrix CCᵀ (its non-zero eigenvalues
+    are S's, and the same ``rcond`` relative cut applies), at the cost of two 6×6 eigen-solves
+    instead of one n3×n3 one. Scratch: 36 at o_s and o_v, 6 at o_t and o_u. Returns the number of
+    kept eigenvalues. With n3 ≤ 6 rows, CCᵀ itself is the smaller matrix and is solved directly."""
+    if n3 <= 6:
+        for a in range(n3):
+            for b in range(n3):
+                s = 0.0
+                for j in range(6):
+                    s += w[o_c + 6 * a + j] * w[o_c + 6 * b + j]
+                w[o_s + n3 * a + b] = s
+        return _pinv(w, o_s, o_v, o_t, n3, o_b, rcond)
+    for j in range(6):
+        s = 0.0
+        for r in range(n3):
+            s += w[o_c + 6 * r + j] * w[o_b + r]
+        w[o_u + j] = s
+    _g6(w, o_c, n3, o_s)
+    kept = _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)       # u <- S⁺ Cᵀ b
+    _g6(w, o_c, n3, o_s)
+    _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)            # u <- (S⁺)² Cᵀ b
+    for r in range(n3):
+        s = 0.0
+        for j in range(6):
+            s += w[o_c + 6 * r + j] * w[o_u + j]
+        w[o_b + r] = s
+    return kept
+
+
+low_rank_pinv_solve = dual_call(_low_rank_pinv_solve)
+_lr_pinv = low_rank_pinv_solve.cpu
+
+
 def contact_work_size(k: int) -> int:
     """Length of the per-row work array of :data:`contact_forces_row` for ``k`` contact slots."""
-    return 18 * k * k + 33 * k + 16
+    return 18 * k * k + 51 * k + 100
 
 
 # ===================================================================================== force kernel
@@ -411,6 +525,19 @@ def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel
     o_lam = o_nd + K               # slip normal magnitudes
     o_idx = o_lam + K              # active list (as floats)
     o_on = o_idx + K               # 1.0 while contact k is in the active set
+    o_c = o_on + K                 # C = B W^½: 3K × 6 factor of the stick matrix (M = C Cᵀ)
+    o_s6 = o_c + 18 * K            # 6×6 S = CᵀC
+    o_v6 = o_s6 + 36               # its eigenvectors
+    o_t6 = o_v6 + 36               # 6 scratch
+    o_u6 = o_t6 + 6                # 6 scratch
+    # W = diag(1/m, I⁻¹) = L Lᵀ: L = diag(1/√m, Cholesky factor of I⁻¹) (lower triangular)
+    sm = math.sqrt(minv)
+    l00 = math.sqrt(j00)
+    l10 = j01 / l00
+    l20 = j02 / l00
+    l11 = math.sqrt(j11 - l10 * l10)
+    l21 = (j12 - l20 * l10) / l11
+    l22 = math.sqrt(j22 - l20 * l20 - l21 * l21)
     for k in range(K):
         w[o_on + k] = 1.0 if active[i, k] != 0 else 0.0
         out_state[i, k] = 0
@@ -446,24 +573,28 @@ def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel
         if na == 0:
             break
         n3 = 3 * na
-        # ---- stick: Σ_l M_kl F_l = −(b_k + N_k (v_k·Ṅ_k))   (eqs 2.93, 2.56)
+        # ---- stick: Σ_l M_kl F_l = −(b_k + N_k (v_k·Ṅ_k))   (eqs 2.93, 2.56), minimum-norm solution.
+        # M_kl = B_k W B_lᵀ with B_k = [1, −[r_k]×] (the acceleration of point k from the CoM's
+        # and the angular acceleration) and W = diag(1/m, I⁻¹): M has rank ≤ 6, and M⁺ is taken
+        # through the 6×6 Gram matrix of C = B L (W = L Lᵀ), :data:`low_rank_pinv_solve`.
         for a in range(na):
             ka = int(w[o_idx + a])
-            for bb in range(na):
-                kb = int(w[o_idx + bb])
-                for c in range(3):
-                    e0 = 1.0 if c == 0 else 0.0
-                    e1 = 1.0 if c == 1 else 0.0
-                    e2 = 1.0 if c == 2 else 0.0
-                    mx, my, mz = _mcouple(minv, j00, j01, j02, j11, j12, j22, points[i, ka, 0], points[i, ka, 1],
-                                          points[i, ka, 2], points[i, kb, 0], points[i, kb, 1], points[i, kb, 2],
-                                          e0, e1, e2)
-                    w[o_mat + (3 * a + 0) * n3 + 3 * bb + c] = mx
-                    w[o_mat + (3 * a + 1) * n3 + 3 * bb + c] = my
-                    w[o_mat + (3 * a + 2) * n3 + 3 * bb + c] = mz
+            rx, ry, rz = points[i, ka, 0], points[i, ka, 1], points[i, ka, 2]
+            # rows 3a..3a+2 of C: [1/√m · 1 | −[r]× L]
+            for c in range(3):
+                lx = l00 if c == 0 else 0.0                    # column c of L
+                ly = l10 if c == 0 else (l11 if c == 1 else 0.0)
+                lz = l20 if c == 0 else (l21 if c == 1 else l22)
+                cx, cy, cz = _cross(rx, ry, rz, lx, ly, lz)      # [r]× L e_c
+                w[o_c + 6 * (3 * a) + c] = sm if c == 0 else 0.0
+                w[o_c + 6 * (3 * a + 1) + c] = sm if c == 1 else 0.0
+                w[o_c + 6 * (3 * a + 2) + c] = sm if c == 2 else 0.0
+                w[o_c + 6 * (3 * a) + 3 + c] = -cx
+                w[o_c + 6 * (3 * a + 1) + 3 + c] = -cy
+                w[o_c + 6 * (3 * a + 2) + 3 + c] = -cz
             for c in range(3):
                 w[o_rhs + 3 * a + c] = -(w[o_b + 3 * ka + c] + w[o_n + 3 * ka + c] * w[o_nd + ka])
-        ok = _pinv(w, o_mat, o_vec, o_tmp, n3, o_rhs, 1e-10) > 0
+        ok = _lr_pinv(w, o_c, n3, o_rhs, o_s6, o_v6, o_t6, o_u6, 1e-10) > 0
         fn_sum = 0.0
         ft_sum = 0.0
         fnf_sum = 0.0

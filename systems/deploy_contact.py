@@ -127,48 +127,51 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
         h = min(h_max, 0.1)
     n = 0
     dist = distance[i]
+    fresh = True   # Y0 is new (launch start or an accepted step): set up its active set and rates
     while t < t_end and n < max_steps:
-        # ---- active set at the step's start
-        na = 0
-        for k in range(nslot):
-            act[i, k] = 0
-        if sphere_r > 0.0:
-            if _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])[0] - sphere_r <= contact_gap:
-                act[i, 0] = 1
-                na = 1
-        else:
-            v = v0
-            while v < v1:
-                if na < nslot and _vdist(w, Y0, ta, vpos, v) <= contact_gap:
-                    act[i, na] = 1
-                    slot_vertex[i, na] = v
-                    na += 1
-                v += 1
-        if na == 0:
-            phase[i] = DeployPhase.FLY
-            break
-        if _sinking_c(i, w, ta, vpos, sphere_r, act, slot_vertex) < -SINK_SPEED:
-            phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
-            break
-        _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-        carrying = False
-        for k in range(nslot):
-            if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
-                carrying = True
-        if not carrying:
-            phase[i] = DeployPhase.FLY
-            break
-        # ---- rest bookkeeping
-        sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2)
-        rate = math.sqrt(w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
-        if sp < settle_speed and rate < settle_rate:
-            if not (rest_since[i] == rest_since[i]):
-                rest_since[i] = t
-            elif t - rest_since[i] >= settle_hold:
+        if fresh:
+            fresh = False
+            # ---- active set at the step's start
+            na = 0
+            for k in range(nslot):
+                act[i, k] = 0
+            if sphere_r > 0.0:
+                if _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])[0] - sphere_r <= contact_gap:
+                    act[i, 0] = 1
+                    na = 1
+            else:
+                v = v0
+                while v < v1:
+                    if na < nslot and _vdist(w, Y0, ta, vpos, v) <= contact_gap:
+                        act[i, na] = 1
+                        slot_vertex[i, na] = v
+                        na += 1
+                    v += 1
+            if na == 0:
+                phase[i] = DeployPhase.FLY
                 break
-        else:
-            rest_since[i] = math.nan
-        # ---- one step
+            if _sinking_c(i, w, ta, vpos, sphere_r, act, slot_vertex) < -SINK_SPEED:
+                phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
+                break
+            _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+            carrying = False
+            for k in range(nslot):
+                if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
+                    carrying = True
+            if not carrying:
+                phase[i] = DeployPhase.FLY
+                break
+            # ---- rest bookkeeping
+            sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2)
+            rate = math.sqrt(w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+            if sp < settle_speed and rate < settle_rate:
+                if not (rest_since[i] == rest_since[i]):
+                    rest_since[i] = t
+                elif t - rest_since[i] >= settle_hold:
+                    break
+            else:
+                rest_since[i] = math.nan
+        # ---- one step (after a rejected attempt Y0, its active set, K0 and the rest bookkeeping stand)
         hh = min(h, h_max, t_end - t)
         if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
             hh = max(rest_since[i] + settle_hold - t, 1e-9)
@@ -198,6 +201,7 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
                 break
         t, dist = _commit(w, t, hh, t_end, dist)
         h = _next(hh, err)
+        fresh = True
         # ---- drift: lift the deepest active point back to the surface
         deep = 0.0
         nx = ny = nz = 0.0

@@ -3,6 +3,10 @@
 Seed 004 §2.7.1 and §2.7.3 (the "fly" kernel). Every row in :attr:`DeployPhase.FLY` is integrated
 by a per-row adaptive Dormand–Prince 5(4) (:mod:`systems.deploy_physics`: eqs 2.2–2.5, relative
 tolerance 1e-10 by default) up to the frame end, for at most ``steps_per_launch`` steps per launch.
+Flight has no torque, so the step is multirate (:data:`~systems.deploy_physics.dp_attempt`): the
+CoM's DP5(4) step decides its length, and the attitude follows over the same interval in adaptive
+Runge–Kutta–Munthe-Kaas sub-steps of its own in the inertial frame, under the same tolerances
+(:data:`~systems.deploy_physics.advance_attitude`; exact for a probe with equal principal moments).
 
 Event function (seed §2.7.1): the smallest terrain distance over the probe's vertices (a sphere:
 its centre's distance minus its radius). While the probe's CoM is further than twice its bounding

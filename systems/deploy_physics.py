@@ -25,7 +25,12 @@ Jacobi integral (per unit mass; conserved in flight, seed §4.1's geopotential `
     C = ½ |v|² − ½ |Ω × x|² − U(x)                              (U > 0, g = ∇U)
 
 State vector layout (offsets into a row's float64 work array, :data:`WORK_SIZE`): ``Y0`` the step's
-start, ``Y1`` its end, ``YS`` a stage state, ``K`` seven stage derivatives, then scratch.
+start, ``Y1`` its end, ``YS`` a stage state, ``K`` seven stage derivatives, scratch, then the
+flight attitude sub-integration's ``R0``/``R1``/``RS``/``RK``/``RH``.
+
+Step (:data:`dp_attempt`): contact motion steps all 13 numbers together; flight is multirate —
+translation by one DP5(4) step, the torque-free attitude by Runge–Kutta–Munthe-Kaas sub-steps in
+the inertial frame (:data:`advance_attitude`), both under the same rtol/atol.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import numpy as np
 from components.gravity import (GravitySource, ellipsoid_field, point_mass_field, polyhedron_field,
                                 voxel_field)
 from ecs.errors import InputError
-from systems.attitude import quat_derivative, quat_normalize
+from systems.attitude import quat_derivative, quat_multiply, quat_normalize
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.sdf import eval_terrain_point
 
@@ -49,7 +54,20 @@ YS = _i(26)
 K0 = _i(39)            # K_j at K0 + 13 j, j = 0..6
 KFSAL = _i(39 + 6 * 13)
 AUX = _i(130)          # scratch: 16 numbers
-WORK_SIZE = 146
+# flight's attitude sub-integration (:data:`advance_attitude`): its start R0, end R1 and stage
+# state RS (θ, ω: 6 numbers each, 7 reserved), seven stage derivatives RK (7 apart) and its step
+# proposal RH
+R0 = _i(146)
+R1 = _i(153)
+RS = _i(160)
+RK = _i(167)
+RKFSAL = _i(167 + 6 * 7)
+RH = _i(216)
+WORK_SIZE = 217
+# state lengths / strides as int64 (a Python-int literal argument compiles a callee per value)
+_N6 = _i(6)
+_N7 = _i(7)
+_N13 = _i(13)
 
 #: The phase kernels run their ``prange`` build from this many rows up, the serial one below: a
 #: deployment row is thousands of integration steps, so two rows already pay for a parallel
@@ -62,6 +80,7 @@ _rot = quat_rotate_call.cpu
 _rot_inv = quat_rotate_inverse_call.cpu
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
+_qmul = quat_multiply.cpu
 _pm = point_mass_field.cpu
 _ell = ellipsoid_field.cpu
 _poly = polyhedron_field.cpu
@@ -141,33 +160,17 @@ def gravity_args(source: GravitySource) -> tuple:
 
 
 # ------------------------------------------------------------------------------------ equations of motion
-def _probe_rates(w, ys, kout, ga, ox, oy, oz, m, inertia, jinv, fx, fy, fz, lx, ly, lz):
-    """Seed eqs 2.2–2.5: w[kout:kout+13] = ẏ at the state w[ys:ys+13] (module docstring).
-
-    ``inertia``/``jinv`` [3, 3]: I and I⁻¹ (body, about the CoM). F (target) [N] and L (body, about
-    the CoM) [N m] are the contact force and torque (zero in flight).
-    """
-    x, y, z = w[ys], w[ys + 1], w[ys + 2]
-    vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
-    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
-    wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
-    g = _grav(ga, x, y, z)
-    # Ω × x and Ω × (Ω × x), 2 Ω × v
-    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
-    ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
-    kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
-    w[kout] = vx
-    w[kout + 1] = vy
-    w[kout + 2] = vz
-    w[kout + 3] = g[1] + fx / m - 2.0 * kx - ccx
-    w[kout + 4] = g[2] + fy / m - 2.0 * ky - ccy
-    w[kout + 5] = g[3] + fz / m - 2.0 * kz - ccz
+def _attitude_rates(w, ys, kout, ox, oy, oz, inertia, jinv, lx, ly, lz):
+    """Eqs 2.2 (q̇) and 2.5 (ω̇): w[kout:kout+7] = d/dt (q, ω) at the attitude state w[ys:ys+7]
+    (q body → T scalar-first, ω = ω_S/T body axes), L the torque about the CoM (body) [N m]."""
+    q0, q1, q2, q3 = w[ys], w[ys + 1], w[ys + 2], w[ys + 3]
+    wx, wy, wz = w[ys + 4], w[ys + 5], w[ys + 6]
     # quaternion rates with the (not renormalised) stage quaternion, as the integrator does
     d0, d1, d2, d3 = _qdot(q0, q1, q2, q3, wx, wy, wz)
-    w[kout + 6] = d0
-    w[kout + 7] = d1
-    w[kout + 8] = d2
-    w[kout + 9] = d3
+    w[kout] = d0
+    w[kout + 1] = d1
+    w[kout + 2] = d2
+    w[kout + 3] = d3
     # ω_S/N = ω + R(q)ᵀ Ω (body axes); R(q) of the unit quaternion
     n2 = q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3
     s = 1.0 / math.sqrt(n2)
@@ -182,10 +185,47 @@ def _probe_rates(w, ys, kout, ga, ox, oy, oz, m, inertia, jinv, fx, fy, fz, lx, 
     ay = jinv[1, 0] * tx + jinv[1, 1] * ty + jinv[1, 2] * tz
     az = jinv[2, 0] * tx + jinv[2, 1] * ty + jinv[2, 2] * tz
     px, py, pz = _cross(sx, sy, sz, wx, wy, wz)
-    w[kout + 10] = ax - px
-    w[kout + 11] = ay - py
-    w[kout + 12] = az - pz
+    w[kout + 4] = ax - px
+    w[kout + 5] = ay - py
+    w[kout + 6] = az - pz
+
+
+attitude_rates = dual_call(_attitude_rates)
+_arates = attitude_rates.cpu
+
+
+def _translation_rates(w, ys, kout, ga, ox, oy, oz, m, fx, fy, fz):
+    """Eq 2.2 (ẋ, v̇): w[kout:kout+6] = d/dt (x, v) at w[ys:ys+6]; F the contact force (target)
+    [N]. Returns the potential U(x)."""
+    x, y, z = w[ys], w[ys + 1], w[ys + 2]
+    vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
+    g = _grav(ga, x, y, z)
+    # Ω × x and Ω × (Ω × x), 2 Ω × v
+    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
+    ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
+    kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
+    w[kout] = vx
+    w[kout + 1] = vy
+    w[kout + 2] = vz
+    w[kout + 3] = g[1] + fx / m - 2.0 * kx - ccx
+    w[kout + 4] = g[2] + fy / m - 2.0 * ky - ccy
+    w[kout + 5] = g[3] + fz / m - 2.0 * kz - ccz
     return g[0]
+
+
+translation_rates = dual_call(_translation_rates)
+_trates = translation_rates.cpu
+
+
+def _probe_rates(w, ys, kout, ga, ox, oy, oz, m, inertia, jinv, fx, fy, fz, lx, ly, lz):
+    """Seed eqs 2.2–2.5: w[kout:kout+13] = ẏ at the state w[ys:ys+13] (module docstring).
+
+    ``inertia``/``jinv`` [3, 3]: I and I⁻¹ (body, about the CoM). F (target) [N] and L (body, about
+    the CoM) [N m] are the contact force and torque (zero in flight).
+    """
+    u = _trates(w, ys, kout, ga, ox, oy, oz, m, fx, fy, fz)
+    _arates(w, ys + 6, kout + 6, ox, oy, oz, inertia, jinv, lx, ly, lz)
+    return u
 
 
 probe_rates = dual_call(_probe_rates)
@@ -257,11 +297,12 @@ clearance = dual_call(_clearance)
 
 
 # ------------------------------------------------------------------------------------ DP5(4) step
-def _stage(w, ys, h, a1, a2, a3, a4, a5, a6):
-    """w[ys:] = Y0 + h Σ_j a_j K_j (unused a_j are 0)."""
-    for c in range(STATE):
-        w[ys + c] = w[Y0 + c] + h * (a1 * w[K0 + c] + a2 * w[K0 + 13 + c] + a3 * w[K0 + 26 + c]
-                                     + a4 * w[K0 + 39 + c] + a5 * w[K0 + 52 + c] + a6 * w[K0 + 65 + c])
+def _stage(w, y0, k, stride, n, ys, h, a1, a2, a3, a4, a5, a6):
+    """w[ys:ys+n] = w[y0:] + h Σ_j a_j K_j, K_j at w[k + stride·j:] (unused a_j are 0)."""
+    for c in range(n):
+        w[ys + c] = w[y0 + c] + h * (a1 * w[k + c] + a2 * w[k + stride + c] + a3 * w[k + 2 * stride + c]
+                                     + a4 * w[k + 3 * stride + c] + a5 * w[k + 4 * stride + c]
+                                     + a6 * w[k + 5 * stride + c])
 
 
 stage = dual_call(_stage)
@@ -273,20 +314,21 @@ _stage_c = stage.cpu
 CONTACT_LENGTH = 1.0
 
 
-def _error_norm(w, h, rtol, atol, lscale):
-    """RMS of the DP5(4) error estimate scaled by atol + rtol·max(|y0|, |y1|) (positions: by
+def _error_norm(w, y0, y1, k, stride, n, h, rtol, atol, lscale):
+    """RMS over the n components at w[y0:] / w[y1:] of the DP5(4) error estimate (stages K_j at
+    w[k + stride·j:]) scaled by atol + rtol·max(|y0|, |y1|) (the first three, positions, by
     atol + rtol·lscale when lscale > 0)."""
     acc = 0.0
-    for c in range(STATE):
-        e = h * (E1 * w[K0 + c] + E3 * w[K0 + 26 + c] + E4 * w[K0 + 39 + c] + E5 * w[K0 + 52 + c]
-                 + E6 * w[K0 + 65 + c] + E7 * w[KFSAL + c])
+    for c in range(n):
+        e = h * (E1 * w[k + c] + E3 * w[k + 2 * stride + c] + E4 * w[k + 3 * stride + c]
+                 + E5 * w[k + 4 * stride + c] + E6 * w[k + 5 * stride + c] + E7 * w[k + 6 * stride + c])
         if c < 3 and lscale > 0.0:
             sc = atol + rtol * lscale
         else:
-            sc = atol + rtol * max(abs(w[Y0 + c]), abs(w[Y1 + c]))
+            sc = atol + rtol * max(abs(w[y0 + c]), abs(w[y1 + c]))
         r = e / sc
         acc += r * r
-    return math.sqrt(acc / STATE)
+    return math.sqrt(acc / n)
 
 
 error_norm = dual_call(_error_norm)
@@ -413,24 +455,172 @@ def _probe_rhs(i, w, ys, kout, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vp
     return _rates(w, ys, kout, ga, ox, oy, oz, mass[i], inertia[i], jinv[i], fx, fy, fz, lx, ly, lz)
 
 
+#: Most attitude sub-steps one flight step may take (a guard; a step needing more fails the row).
+ATTITUDE_MAX_SUBSTEPS = 100_000
+#: Largest rotation [rad] of one attitude sub-step (keeps dexp⁻¹ far from its singularity at 2π).
+ATTITUDE_MAX_ANGLE = 0.5 * math.pi
+
+
+def _rkmk_rates(w, ys, kout, inertia, jinv):
+    """Torque-free attitude in Munthe-Kaas form: w[kout:kout+6] = (θ̇, ω̇) at w[ys:ys+6].
+
+    θ is the rotation vector of the attitude relative to the sub-step's start, p(τ) = p₀ ⊗ exp(θ),
+    ω = ω_S/N in body axes. ``θ̇ = dexp⁻¹_θ(ω) = ω + ½ θ × ω + c(|θ|) θ × (θ × ω)`` with
+    ``c(a) = 1/a² − (1 + cos a)/(2 a sin a)`` (the inverse right Jacobian of SO(3)), and Euler's
+    ``ω̇ = −I⁻¹ (ω × I ω)`` (eq 2.5 in the inertial frame).
+    """
+    tx, ty, tz = w[ys], w[ys + 1], w[ys + 2]
+    wx, wy, wz = w[ys + 3], w[ys + 4], w[ys + 5]
+    a2 = tx * tx + ty * ty + tz * tz
+    if a2 < 1e-8:
+        c = 1.0 / 12.0 + a2 / 720.0
+    else:
+        a = math.sqrt(a2)
+        c = 1.0 / a2 - (1.0 + math.cos(a)) / (2.0 * a * math.sin(a))
+    ax, ay, az = _cross(tx, ty, tz, wx, wy, wz)
+    bx, by, bz = _cross(tx, ty, tz, ax, ay, az)
+    w[kout] = wx + 0.5 * ax + c * bx
+    w[kout + 1] = wy + 0.5 * ay + c * by
+    w[kout + 2] = wz + 0.5 * az + c * bz
+    hx = inertia[0, 0] * wx + inertia[0, 1] * wy + inertia[0, 2] * wz
+    hy = inertia[1, 0] * wx + inertia[1, 1] * wy + inertia[1, 2] * wz
+    hz = inertia[2, 0] * wx + inertia[2, 1] * wy + inertia[2, 2] * wz
+    gx, gy, gz = _cross(wx, wy, wz, hx, hy, hz)
+    w[kout + 3] = -(jinv[0, 0] * gx + jinv[0, 1] * gy + jinv[0, 2] * gz)
+    w[kout + 4] = -(jinv[1, 0] * gx + jinv[1, 1] * gy + jinv[1, 2] * gz)
+    w[kout + 5] = -(jinv[2, 0] * gx + jinv[2, 1] * gy + jinv[2, 2] * gz)
+
+
+rkmk_rates = dual_call(_rkmk_rates)
+_rkmk = rkmk_rates.cpu
+
+
+def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
+    """Flight's attitude: (q, ω) from w[Y0 + 6:] over h into w[Y1 + 6:] (and its rate into
+    w[KFSAL + 6:]), torque-free, under the flight's rtol/atol. Returns False if it cannot
+    (non-finite rates, or more than :data:`ATTITUDE_MAX_SUBSTEPS` sub-steps).
+
+    Without torque the body turns freely in the inertial frame N, so the attitude is carried there:
+    ``p(τ) = q_T/N(t₀)* ⊗ q_S/N(t₀ + τ)`` (p(0) = q_S/T(t₀)) obeys ``ṗ = ½ p ⊗ ω_S/N`` with Euler's
+    equation for ω_S/N, and ``q_S/T(t₀ + h) = e(Ωh)* ⊗ p(h)`` with e(Ωh) the target's turn about Ω
+    over h (uniform rotation, §2.1). p is advanced by Runge–Kutta–Munthe-Kaas sub-steps (Munthe-Kaas,
+    BIT 38 (1998) 92–111; Iserles et al., Acta Numerica 9 (2000) 215–365): the DP5(4) tableau
+    applied to (θ, ω) of :data:`rkmk_rates`, p ← p ⊗ exp(θ) after each accepted sub-step, with
+    adaptive sub-steps whose proposal is kept in w[RH]. The error is measured on θ against
+    atol + rtol·(1 rad) and on ω like any state component. It stays on the unit sphere by
+    construction, and it is exact for a body whose ω_S/N is constant (equal principal moments,
+    or a spin about a principal axis): then θ = τ ω and the error estimate is zero.
+    """
+    q0, q1, q2, q3 = _qnorm(w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9])
+    bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
+    w[R0], w[R0 + 1], w[R0 + 2] = 0.0, 0.0, 0.0
+    w[R0 + 3], w[R0 + 4], w[R0 + 5] = w[Y0 + 10] + bx, w[Y0 + 11] + by, w[Y0 + 12] + bz
+    _rkmk(w, R0, RK, inertia, jinv)
+    hs = w[RH]
+    if not (hs > 0.0):
+        hs = h
+    tau = 0.0
+    n = 0
+    while tau < h:
+        rate = math.sqrt(w[R0 + 3] ** 2 + w[R0 + 4] ** 2 + w[R0 + 5] ** 2)
+        hcap = hs
+        if rate * hcap > ATTITUDE_MAX_ANGLE:
+            hcap = ATTITUDE_MAX_ANGLE / rate
+        last = hcap >= h - tau
+        hh = h - tau if last else hcap
+        _stage_c(w, R0, RK, _N7, _N6, RS, hh, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
+        _rkmk(w, RS, RK + 7, inertia, jinv)
+        _stage_c(w, R0, RK, _N7, _N6, RS, hh, A31, A32, 0.0, 0.0, 0.0, 0.0)
+        _rkmk(w, RS, RK + 14, inertia, jinv)
+        _stage_c(w, R0, RK, _N7, _N6, RS, hh, A41, A42, A43, 0.0, 0.0, 0.0)
+        _rkmk(w, RS, RK + 21, inertia, jinv)
+        _stage_c(w, R0, RK, _N7, _N6, RS, hh, A51, A52, A53, A54, 0.0, 0.0)
+        _rkmk(w, RS, RK + 28, inertia, jinv)
+        _stage_c(w, R0, RK, _N7, _N6, RS, hh, A61, A62, A63, A64, A65, 0.0)
+        _rkmk(w, RS, RK + 35, inertia, jinv)
+        _stage_c(w, R0, RK, _N7, _N6, R1, hh, B1, 0.0, B3, B4, B5, B6)
+        _rkmk(w, R1, RKFSAL, inertia, jinv)
+        err = _errn(w, R0, R1, RK, _N7, _N6, hh, rtol, atol, 1.0)
+        n += 1
+        if not math.isfinite(err) or n > ATTITUDE_MAX_SUBSTEPS:
+            return False
+        if err <= 1.0:
+            # p <- p ⊗ exp(θ)
+            tx, ty, tz = w[R1], w[R1 + 1], w[R1 + 2]
+            a = math.sqrt(tx * tx + ty * ty + tz * tz)
+            e0 = math.cos(0.5 * a)
+            sk = 0.5 if a == 0.0 else math.sin(0.5 * a) / a
+            q0, q1, q2, q3 = _qmul(q0, q1, q2, q3, e0, sk * tx, sk * ty, sk * tz)
+            q0, q1, q2, q3 = _qnorm(q0, q1, q2, q3)
+            w[R0], w[R0 + 1], w[R0 + 2] = 0.0, 0.0, 0.0
+            w[R0 + 3], w[R0 + 4], w[R0 + 5] = w[R1 + 3], w[R1 + 4], w[R1 + 5]
+            _rkmk(w, R0, RK, inertia, jinv)
+            if last:
+                tau = h
+            else:
+                tau += hh
+                hs = _next_h(hh, err)
+        else:
+            hs = _next_h(hh, err)
+    # back to the rotating frame: q_S/T = e(Ωh)* ⊗ p, ω_S/T = ω_S/N − R(q_S/T)ᵀ Ω
+    om = math.sqrt(ox * ox + oy * oy + oz * oz)
+    if om > 0.0:
+        c = math.cos(0.5 * om * h)
+        sk = -math.sin(0.5 * om * h) / om
+        q0, q1, q2, q3 = _qmul(c, sk * ox, sk * oy, sk * oz, q0, q1, q2, q3)
+        q0, q1, q2, q3 = _qnorm(q0, q1, q2, q3)
+    bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
+    w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9] = q0, q1, q2, q3
+    w[Y1 + 10], w[Y1 + 11], w[Y1 + 12] = w[R0 + 3] - bx, w[R0 + 4] - by, w[R0 + 5] - bz
+    _arates(w, Y1 + 6, KFSAL + 6, ox, oy, oz, inertia, jinv, 0.0, 0.0, 0.0)
+    w[RH] = hs
+    return True
+
+
 def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol):
     """One Dormand–Prince 5(4) attempt of length h from w[Y0] (with K_1 = f(Y0) at w[K0], FSAL).
 
-    Writes Y1 and K_7 = f(Y1); returns the scaled error norm (accept when ≤ 1).
+    Writes Y1 and K_7 = f(Y1); returns the scaled error norm (accept when ≤ 1; NaN: failed).
+
+    Contact motion (mode 1) steps the 13-number state at once. In flight (mode 0) there is no
+    torque, so eq 2.5 does not depend on (x, v) and eq 2.2's translation does not depend on the
+    attitude: the step is *multirate* — one DP5(4) step of (x, v) whose error decides acceptance,
+    and the attitude carried over the same interval by its own adaptive DP5(4) sub-steps under the
+    same tolerances (:data:`advance_attitude`). A tumbling probe's attitude needs sub-second steps
+    at rtol 1e-10 where its ballistic arc allows tens of seconds; stepping both together made every
+    gravity evaluation pay for the attitude's step size.
     """
-    _stage_c(w, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if mode == 0:
+        m = mass[i]
+        _stage_c(w, Y0, K0, _N13, _N6, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
+        _trates(w, YS, K0 + 13, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        _stage_c(w, Y0, K0, _N13, _N6, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
+        _trates(w, YS, K0 + 26, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        _stage_c(w, Y0, K0, _N13, _N6, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
+        _trates(w, YS, K0 + 39, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        _stage_c(w, Y0, K0, _N13, _N6, YS, h, A51, A52, A53, A54, 0.0, 0.0)
+        _trates(w, YS, K0 + 52, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        _stage_c(w, Y0, K0, _N13, _N6, YS, h, A61, A62, A63, A64, A65, 0.0)
+        _trates(w, YS, K0 + 65, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        _stage_c(w, Y0, K0, _N13, _N6, Y1, h, B1, 0.0, B3, B4, B5, B6)
+        _trates(w, Y1, KFSAL, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        err = _errn(w, Y0, Y1, K0, _N13, _N6, h, rtol, atol, 0.0)
+        if not _advance_att(w, h, ox, oy, oz, inertia[i], jinv[i], rtol, atol):
+            return math.nan
+        return err
+    _stage_c(w, Y0, K0, _N13, _N13, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
     _rhs(i, w, YS, K0 + 13, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    _stage_c(w, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
+    _stage_c(w, Y0, K0, _N13, _N13, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
     _rhs(i, w, YS, K0 + 26, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    _stage_c(w, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
+    _stage_c(w, Y0, K0, _N13, _N13, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
     _rhs(i, w, YS, K0 + 39, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    _stage_c(w, YS, h, A51, A52, A53, A54, 0.0, 0.0)
+    _stage_c(w, Y0, K0, _N13, _N13, YS, h, A51, A52, A53, A54, 0.0, 0.0)
     _rhs(i, w, YS, K0 + 52, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    _stage_c(w, YS, h, A61, A62, A63, A64, A65, 0.0)
+    _stage_c(w, Y0, K0, _N13, _N13, YS, h, A61, A62, A63, A64, A65, 0.0)
     _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    _stage_c(w, Y1, h, B1, 0.0, B3, B4, B5, B6)
+    _stage_c(w, Y0, K0, _N13, _N13, Y1, h, B1, 0.0, B3, B4, B5, B6)
     _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    return _errn(w, h, rtol, atol, CONTACT_LENGTH if mode == 1 else 0.0)
+    return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, CONTACT_LENGTH)
 
 
 def _accept(w):
@@ -537,8 +727,10 @@ contact_wrench = dual_call(_contact_wrench)
 _cwrench = contact_wrench.cpu
 probe_rhs = dual_call(_probe_rhs)
 _rhs = probe_rhs.cpu
-error_norm_c = error_norm
 _errn = error_norm.cpu
+_next_h = step_size.cpu
+advance_attitude = dual_call(_advance_attitude)
+_advance_att = advance_attitude.cpu
 dp_attempt = dual_call(_dp_attempt)
 _dpa = dp_attempt.cpu
 accept = dual_call(_accept)

@@ -346,3 +346,50 @@ def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["d"] < 1e-9 * res["scale"], res
+
+
+@pytest.mark.parametrize("rows, rank", [(3, 3), (6, 6), (12, 6), (24, 6), (12, 4), (24, 5)])
+def test_stick_solve_is_numpy_pinv(rows, rank):
+    """The stick system's minimum-norm solve through the 6×6 Gram matrix (and its Cholesky fast
+    path) equals numpy's ``pinv(C Cᵀ) b`` (SVD, same relative cut 1e-10) for full-rank and
+    rank-deficient factors C — 12 rows of rank 6 is a face of four contacts; rank 4 and 5 model
+    collinear or coincident contacts, where the eigen-decomposition path must take over."""
+    from systems.contact_motion import low_rank_pinv_solve
+
+    rng = np.random.default_rng(rows * 10 + rank)
+    c = rng.normal(size=(rows, rank)) @ rng.normal(size=(rank, 6))
+    b = rng.normal(size=rows)
+    o_c, o_b = 0, 6 * rows
+    o_s, o_v, o_t, o_u = o_b + rows, o_b + rows + 36, o_b + rows + 72, o_b + rows + 78
+    w = np.zeros(o_u + 6)
+    w[o_c:o_b] = c.ravel()
+    w[o_b:o_b + rows] = b
+    kept = low_rank_pinv_solve.cpu(w, np.int64(o_c), np.int64(rows), np.int64(o_b), np.int64(o_s), np.int64(o_v),
+                                   np.int64(o_t), np.int64(o_u), 1e-10)
+    ref = np.linalg.pinv(c @ c.T, rcond=1e-10, hermitian=True) @ b
+    assert kept == min(rank, rows)
+    # condition numbers of these random factors stay below ~1e4: 1e-9 relative is round-off
+    np.testing.assert_allclose(w[o_b:o_b + rows], ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_sym_pinv_solve_fast_and_eigen_paths(singular):
+    """``sym_pinv_solve``: the Cholesky path (well-conditioned A) and the Jacobi eigen path
+    (singular A) both give numpy's minimum-norm ``pinv(A) b``."""
+    from systems.contact_motion import sym_pinv_solve
+
+    n = 5
+    rng = np.random.default_rng(7)
+    g = rng.normal(size=(n, 3 if singular else n + 2))
+    a = g @ g.T
+    b = rng.normal(size=n)
+    w = np.zeros(2 * n * n + 2 * n)
+    w[:n * n] = a.ravel()
+    w[2 * n * n + n:] = b
+    kept = sym_pinv_solve.cpu(w, np.int64(0), np.int64(n * n), np.int64(2 * n * n), np.int64(n),
+                              np.int64(2 * n * n + n), 1e-10)
+    assert kept == (3 if singular else n)
+    # the Cholesky path leaves A in place; the Jacobi sweeps diagonalise it
+    assert np.array_equal(w[:n * n], a.ravel()) != singular
+    ref = np.linalg.pinv(a, rcond=1e-10, hermitian=True) @ b
+    np.testing.assert_allclose(w[2 * n * n + n:], ref, rtol=0, atol=1e-10 * np.abs(ref).max())
