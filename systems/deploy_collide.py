@@ -30,16 +30,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
 from components.status import Status
 from ecs import Phase, System
-from ecs.kernels import cpu_parallel
+from ecs.kernels import cpu_jit
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
-from systems.deploy_physics import PARALLEL_ROWS, K0, Y0, load_state, probe_rhs, terrain_at
+from systems.deploy_physics import K0, Y0, load_state, probe_rhs, terrain_at
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -233,12 +232,12 @@ collide_row = dual_call(_collide_row)
 _collide_cpu = collide_row.cpu
 
 
-@cpu_parallel
+@cpu_jit(nogil=True)
 def collide_rows(n, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv, shape,
                  pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert, sphere_type,
                  sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter, ev, ev_count,
                  ev_overflow, first_impact, collisions, bounces, max_pen):
-    for j in prange(n):
+    for j in range(n):
         _collide_cpu(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
                      shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
                      sphere_type, sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter,
@@ -274,17 +273,16 @@ class CollideProbes(System):
         if len(rows) == 0:
             return
         t, st, ev = ctx.table, ctx.settings, ctx.events
-        driver = collide_rows.parallel if len(rows) >= PARALLEL_ROWS else collide_rows.serial
-        driver(len(rows), rows, ctx.work, self.iwork, t["row_status"], t["probe_phase"], t["row_time"],
-               t["row_sample"], t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"],
-               t["probe_mass"], t["probe_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
-               t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, self.touch,
-               self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir, self.ones3,
-               self.status, self.count,
-               st.contact_gap, st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
-               tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
-               t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
-               t["probe_max_penetration"])
+        collide_rows(len(rows), rows, ctx.work, self.iwork, t["row_status"],
+                    t["probe_phase"], t["row_time"], t["row_sample"], t["probe_position"], t["probe_velocity"],
+                    t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"], ctx.jinv,
+                    t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,
+                    *ctx.rotation, ctx.cs, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
+                    self.sphere_dir, self.ones3, self.status, self.count, st.contact_gap, st.contact_speed,
+                    st.wstar, np.int64(st.max_collision_iterations),
+                    tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
+                    t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
+                    t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("CollideProbes is launched by systems.deployment.DeploymentLoop")

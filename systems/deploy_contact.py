@@ -37,16 +37,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from components.contact_params import PAIR_CRR, PAIR_F
 from components.deploy import DeployPhase
 from components.status import Status
 from ecs import Phase, System
-from ecs.kernels import cpu_parallel
+from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (K0, Y0, Y1, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     vertex_distance, vertex_world)
 
@@ -224,8 +223,7 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
                 max_pen[i] = -deep
             w[Y0] -= deep * nx
             w[Y0 + 1] -= deep * ny
-            w[Y0 + 2] -= deep * nz
-            _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+            w[Y0 + 2] -= deep * nz      # K0 is re-evaluated at the next step's start (fresh)
     _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
@@ -233,11 +231,11 @@ contact_row = dual_call(_contact_row)
 _contact_cpu = contact_row.cpu
 
 
-@cpu_parallel
+@cpu_jit(nogil=True)
 def contact_rows(n, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, pair,
                  rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol, contact_gap,
                  settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
-    for j in prange(n):
+    for j in range(n):
         _contact_cpu(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
                      pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol,
                      contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since)
@@ -257,12 +255,11 @@ class ContactProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        driver = contact_rows.parallel if len(rows) >= PARALLEL_ROWS else contact_rows.serial
-        driver(len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
-               t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
-               st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
-               st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],
-               t["probe_max_penetration"], t["probe_rest_since"])
+        contact_rows(len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
+                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
+                    st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
+                    st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
+                    t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

@@ -31,14 +31,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from components.deploy import DeployPhase
 from components.status import Status
 from ecs import Phase, System
-from ecs.kernels import cpu_parallel
+from ecs.kernels import cpu_jit
 from systems.collision import dual_call
-from systems.deploy_physics import (PARALLEL_ROWS, K0, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
+from systems.deploy_physics import (K0, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -122,10 +121,10 @@ fly_row = dual_call(_fly_row)
 _fly_cpu = fly_row.cpu
 
 
-@cpu_parallel
+@cpu_jit(nogil=True)
 def fly_rows(n, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo, ga,
              ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen):
-    for j in prange(n):
+    for j in range(n):
         _fly_cpu(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo,
                  ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen)
 
@@ -146,10 +145,9 @@ class FlyProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        driver = fly_rows.parallel if len(rows) >= PARALLEL_ROWS else fly_rows.serial
-        driver(len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.rtol,
-               st.atol, st.h_max, st.event_tol, st.contact_gap, np.int64(st.steps_per_launch), t["probe_distance"],
-               t["probe_max_penetration"])
+        fly_rows(len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
+                    *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
+                    np.int64(st.steps_per_launch), t["probe_distance"], t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

@@ -69,12 +69,6 @@ _N6 = _i(6)
 _N7 = _i(7)
 _N13 = _i(13)
 
-#: The phase kernels run their ``prange`` build from this many rows up, the serial one below: a
-#: deployment row is thousands of integration steps, so two rows already pay for a parallel
-#: launch, but a launch over one or two rows (a collision, a row catching up to the frame end)
-#: only waits for busy threads. Both builds give identical bits (:mod:`ecs.kernels`, fast-math).
-PARALLEL_ROWS = 4
-
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _rot_inv = quat_rotate_inverse_call.cpu
