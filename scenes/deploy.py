@@ -26,8 +26,13 @@ The target of all three is the Itokawa-like body of :mod:`scenes.assets.bodies` 
 268 × 147 × 105 m envelope of Table 4.1), re-centred on its centre of mass, with μ = 2.341 m³/s²
 and a 12.132 h rotation about +z. ``gravity`` selects the field: ``"voxel"`` (default, the seed's
 voxelised polyhedron, built once and cached), ``"polyhedron"`` (exact, slower) or
-``"point_mass"``. ``rocks=True`` adds the seed's procedurally seeded rocks (§2.3.2) to the terrain
-(same contact parameters as the terrain, as in Table 4.2's note).
+``"point_mass"``. ``rocks`` (every scene): ``False`` (default) a bare terrain; ``True`` or ``"psr"``
+the seed's procedurally seeded rock texture (§2.3.3) added to the terrain; ``"polyhedral"`` explicit
+polyhedral rocks (§2.3.1: deformed icosahedra, power-law sizes, K = ``rocks_per_m2`` rocks/m² of
+5–50 cm, default 14) over a ``rock_region`` = 30 m region under the release point, united with the
+terrain (``min`` of the distances, each rock behind a bounding sphere and a hash-grid broadphase;
+:func:`itokawa_target` documents the population). Rocks use the same contact parameters as the
+terrain, as in Table 4.2's note.
 """
 
 from __future__ import annotations
@@ -64,14 +69,48 @@ TRAJECTORY_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "pro
                       "probe_position_inertial", "probe_target_attitude")
 
 
-def itokawa_target(*, gravity: str = "voxel", rocks: bool = False, resolution: int = 48,
-                   voxel_spacing: float = 12.0) -> DeployTarget:
-    """The Itokawa-like target (module docstring), centred on its centre of mass."""
+#: ``rocks`` values: no rocks, the seed's procedurally seeded rock texture (§2.3.3; ``True`` keeps
+#: meaning this), or explicit polyhedral rocks (§2.3.1).
+ROCKS = (False, True, "none", "psr", "polyhedral")
+
+
+def _rock_kind(rocks) -> str:
+    if rocks is None or rocks is False or rocks == "none":
+        return "none"
+    if rocks is True or rocks == "psr":
+        return "psr"
+    if rocks == "polyhedral":
+        return "polyhedral"
+    raise InputError("rocks", rocks, "must be False/'none', True/'psr' (seeded rock texture) or 'polyhedral'")
+
+
+def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolution: int = 48,
+                   voxel_spacing: float = 12.0, rock_centre=(0.0, 0.0, 200.0), rock_region: float = 30.0,
+                   rocks_per_m2: float = 14.0, rock_seed: int = 0) -> DeployTarget:
+    """The Itokawa-like target (module docstring), centred on its centre of mass.
+
+    Args:
+        gravity: ``"voxel"``, ``"polyhedron"`` or ``"point_mass"``.
+        rocks: ``False`` / ``"none"``; ``True`` / ``"psr"``: the procedurally seeded rock texture
+            (§2.3.3) added to the terrain; ``"polyhedral"``: explicit polyhedral rocks (§2.3.1,
+            :func:`scenes.assets.noise.terrain_rocks`) united with the terrain.
+        resolution: SDF grid nodes along the longest axis.
+        voxel_spacing: voxel gravity grid spacing [m].
+        rock_centre: polyhedral rocks: the rock region is centred where the segment from this point
+            [m] (target frame) to the centre of mass meets the surface (default: the low-altitude
+            release point of Table 4.3, so the region lies under it, where probes land and bounce).
+        rock_region: polyhedral rocks: radius of the region [m] (default 30 m: the 3σ release spread
+            of 15 m plus the first bounces; ~40,000 rocks at K = 14, built in ~2 s).
+        rocks_per_m2: polyhedral rocks: K, rocks larger than s_min = 5 cm per m² of surface (§4.1's
+            nominal 14; sizes 5–50 cm, α = 2.8, σ = 0.1, sink ratio in [-0.4, 0.25], Table 4.2).
+        rock_seed: polyhedral rocks: the generator's seed (the same rocks in every sample).
+    """
     from scenes.assets.bodies import small_body
     from scenes.assets.voxel import build_voxel_field
 
     if gravity not in ("voxel", "polyhedron", "point_mass"):
         raise InputError("gravity", gravity, "must be 'voxel', 'polyhedron' or 'point_mass'")
+    kind = _rock_kind(rocks)
     body = small_body("itokawa", resolution=int(resolution))
     poly0 = Polyhedron(body.vertices, body.faces, mu=ITOKAWA_MU)
     com = poly0.center_of_mass
@@ -84,13 +123,39 @@ def itokawa_target(*, gravity: str = "voxel", rocks: bool = False, resolution: i
     else:
         field = PointMass(mu=ITOKAWA_MU)
     psr = None
-    if rocks:
+    if kind == "psr":
         from scenes.assets.noise import psr_field
 
         psr = psr_field()
     terrain = TerrainSDF(base=grid, psr=psr)
+    if kind == "polyhedral":
+        from scenes.assets.noise import terrain_rocks
+
+        rf = terrain_rocks(terrain, centre=_surface_toward_com(terrain, _vec3("rock_centre", rock_centre)),
+                           region_radius=positive("rock_region", rock_region, "m"),
+                           rocks_per_m2=positive("rocks_per_m2", rocks_per_m2, "1/m^2"), seed=int(rock_seed))
+        terrain = TerrainSDF(base=grid, rocks=rf)
     return DeployTarget(gravity=field, terrain=terrain, rotation=DeployTarget.spin_about_z(ITOKAWA_PERIOD_H),
                         name="itokawa-like")
+
+
+def _surface_toward_com(terrain, point) -> np.ndarray:
+    """Where the segment from ``point`` [m] to the origin (the CoM) first meets the terrain surface:
+    sphere tracing along it (the distance bounds each step), then a few bisection steps."""
+    L = float(np.linalg.norm(point))
+    if L == 0.0:
+        raise InputError("rock_centre", point.tolist(), "must not be the centre of mass")
+    u = -point / L
+    t = 0.0
+    d = float(terrain.evaluate(point)[0][0])
+    if d <= 0.0:
+        raise InputError("rock_centre", point.tolist(), "must lie outside the body")
+    for _ in range(500):
+        if d <= 1e-6 or t >= L:
+            break
+        t = min(t + d, L)
+        d = float(terrain.evaluate(point + t * u)[0][0])
+    return point + t * u
 
 
 def deployment_scene(name: str, description: str, *, target: DeployTarget, shapes: list, shape_mass: list,
@@ -124,6 +189,13 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
     for g, m in zip(shapes, shape_mass):
         if np.linalg.norm(m.com) > 1e-9 * max(1.0, g.radius):
             raise InputError("probe mass properties", m.com.tolist(), "the CoM must be at the shape origin")
+    rf = getattr(target.terrain, "rocks", None)
+    if rf is not None:
+        for g in shapes:  # a sphere's contact test reads its centre's distance: it must be in the exact range
+            if float(g.radius) >= rf.reach:
+                raise InputError("probe bounding radius", float(g.radius),
+                                 f"must be < RockField.reach = {rf.reach} m (the terrain distance is exact "
+                                 "below reach)")
     world = World(name)
     res = ProbeShapes()
     ids = [add_probe_shape(res, g) for g in shapes]
@@ -199,10 +271,11 @@ def _release(altitude: str):
     raise InputError("altitude", altitude, "must be 'low' or 'high' (Table 4.3)")
 
 
-def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0,
+def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
                  frame: float = 60.0, record_every: int | None = None, restitution: float = 0.65,
                  friction: float = 1.0, rolling_resistance: float = 0.035, radius: float = 0.125, mass: float = 5.0,
-                 j: float = 0.4, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0) -> Scene:
+                 j: float = 0.4, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
+                 rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
     """``deploy-sphere`` (Tables 4.2–4.3)."""
     from scenes.assets.mass_properties import MassProperties
 
@@ -214,9 +287,11 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool =
     mp = MassProperties(mass=m, com=np.zeros(3), inertia=j * m * r * r * np.eye(3))
     params = dict(altitude=altitude, gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, rolling_resistance=rolling_resistance, radius=r, mass=m,
-                  j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3)
+                  j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
+                  **_rock_params(rocks, rocks_per_m2, rock_region))
     return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
-                            rocks=rocks), shapes=[sphere_probe(r)], shape_mass=[mp],
+                            rocks=rocks, rock_centre=p, rocks_per_m2=rocks_per_m2, rock_region=rock_region),
+                            shapes=[sphere_probe(r)], shape_mass=[mp],
                             contact=ContactParams(restitution=restitution, friction=friction,
                                                   rolling_resistance=rolling_resistance),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs, random_attitude=True,
@@ -226,17 +301,20 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool =
                             frame=frame, record_every=record_every, params=params)
 
 
-def build_cube(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0, frame: float = 60.0,
+def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0, frame: float = 60.0,
                record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
                density: float = 500.0, level: int = 0, restitution_sigma3: float = 0.0,
-               friction_sigma3: float = 0.0) -> Scene:
+               friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
     """``deploy-cube`` (Table 4.6)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
     p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, mass=mass, density=density, level=level,
-                  restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3)
-    return deployment_scene("deploy-cube", DESCRIPTIONS["deploy-cube"], target=itokawa_target(gravity=gravity, rocks=rocks),
+                  restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
+                  **_rock_params(rocks, rocks_per_m2, rock_region))
+    return deployment_scene("deploy-cube", DESCRIPTIONS["deploy-cube"],
+                            target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
+                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region),
                             shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=mass)],
                             contact=ContactParams(restitution=restitution, friction=friction),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
@@ -244,6 +322,11 @@ def build_cube(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 36
                             contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
                                                                  friction_sigma3),
                             record_every=record_every, params=params)
+
+
+def _rock_params(rocks, rocks_per_m2, rock_region) -> dict:
+    """The polyhedral population's parameters, recorded with the scene's only when they are used."""
+    return dict(rocks_per_m2=rocks_per_m2, rock_region=rock_region) if _rock_kind(rocks) == "polyhedral" else {}
 
 
 def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
@@ -260,9 +343,10 @@ def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
 SHAPES = ("sphere", "dodecahedron", "icosahedron", "cube", "octahedron", "tetrahedron")
 
 
-def build_shapes(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 36000.0, frame: float = 60.0,
+def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0, frame: float = 60.0,
                  record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
-                 density: float = 500.0, shapes: str = "all") -> Scene:
+                 density: float = 500.0, shapes: str = "all", rocks_per_m2: float = 14.0,
+                 rock_region: float = 30.0) -> Scene:
     """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
     comma-separated subset)."""
     names = SHAPES if shapes == "all" else tuple(s.strip() for s in str(shapes).split(","))
@@ -279,9 +363,12 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool = False, t_cap: float = 
         mps.append(probe_mass_properties(g, mass=mass))
     p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
-                  restitution=restitution, friction=friction, mass=mass, density=density, shapes=",".join(names))
+                  restitution=restitution, friction=friction, mass=mass, density=density, shapes=",".join(names),
+                  **_rock_params(rocks, rocks_per_m2, rock_region))
     return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
-                            target=itokawa_target(gravity=gravity, rocks=rocks), shapes=geoms, shape_mass=mps,
+                            target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
+                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region),
+                            shapes=geoms, shape_mass=mps,
                             contact=ContactParams(restitution=restitution, friction=friction),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
                             settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,

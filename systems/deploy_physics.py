@@ -237,7 +237,8 @@ def jacobi_integral(position, velocity, rotation, potential) -> np.ndarray:
 def _terrain_at(ta, x, y, z):
     """Terrain distance and gradient at (x, y, z); ``ta`` is systems.sdf.terrain_args as a tuple."""
     return _terrain(ta[0], ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], ta[8], ta[9], ta[10], ta[11], ta[12],
-                    ta[13], ta[14], ta[15], ta[16], ta[17], ta[18], ta[19], x, y, z)
+                    ta[13], ta[14], ta[15], ta[16], ta[17], ta[18], ta[19], ta[20], ta[21], ta[22], ta[23], ta[24],
+                    x, y, z)
 
 
 terrain_at = dual_call(_terrain_at)

@@ -1,7 +1,7 @@
 """Facets against a procedural terrain: :class:`components.terrain.TerrainSDF` as a contact ground.
 
 The terrain kernels (:mod:`systems.sdf`, seed 004 §2.2.3–2.3: SDF grid with trilinear
-interpolation, analytic shapes, fBm noise, seeded rocks) plug into facet contact
+interpolation, analytic shapes, fBm noise, seeded rocks, explicit polyhedral rocks) plug into facet contact
 (:mod:`systems.facet_contact`, seed 000 §4.3.3) through the generic
 :class:`components.contact.SdfGround` interface ``fn(data, x, y, z) -> (d, gx, gy, gz)``:
 ``data`` is the tuple of :func:`systems.sdf.terrain_args` and ``fn`` unpacks it for
@@ -25,9 +25,9 @@ _eval = eval_terrain_point.cpu
 def terrain_distance(args, x, y, z):
     """Signed distance [m] and gradient of the terrain whose :func:`terrain_args` tuple is ``args``."""
     (kind, grid, ox, oy, oz, hx, hy, hz, nodes, octaves, lat, a0, f0, lac, gain, psr_on, tex, period, index,
-     cell) = args
+     cell, rock_on, rv, rt, rs, ri) = args
     return _eval(kind, grid, ox, oy, oz, hx, hy, hz, nodes, octaves, lat, a0, f0, lac, gain, psr_on, tex, period,
-                 index, cell, x, y, z)
+                 index, cell, rock_on, rv, rt, rs, ri, x, y, z)
 
 
 def terrain_ground(terrain, *, material: str = "ground", curvature_radius_m: float = math.inf) -> SdfGround:

@@ -38,6 +38,29 @@ Polyhedral rocks (§2.3.1): :data:`convex_distance` — exact signed distance to
 :data:`closest_point_triangle` (C. Ericson, Real-Time Collision Detection §5.1.5, with the Voronoi
 region returned for pseudonormal signs, see :mod:`scenes.assets.sdf_build`).
 
+Explicit rocks in the terrain (§2.3.1, "the event function is the minimum over probe vertices of
+the terrain SDF and of the distances to nearby rocks"): :data:`eval_rocks` unites a terrain value
+d with the rocks of a :class:`components.terrain.RockField`, ``D = min(d, min_k d_k)``, gradient of
+the winner (an SDF union: exact outside both solids, the usual min-bound inside). Broadphase, so
+that the cost does not grow with the number of rocks:
+
+1. the box of all rock vertices: a point outside it by more than ``min(d, reach)`` tests no rock;
+2. a uniform grid (cell side ~ the largest rock diameter, cells hashed as in
+   :mod:`systems.broadphase`): only the cells within ``min(d, reach) + R_max`` of the point are
+   visited, each rock once (the cell of its centre);
+3. per rock, the coarse bounding-sphere distance ``|x - c| - R``: a rock whose sphere is not nearer
+   than the best distance so far (starting from ``min(d, reach)``) is skipped; the others get the
+   fine :data:`convex_distance`.
+
+Semantics: wherever the united distance is below ``reach`` (RockField.reach, 2 m by default) the
+result is exactly the brute-force minimum over all rocks (the same kernel, bit for bit); where it
+is above, searching farther would cost ~(d/cell)³ cell visits, so the value returned is the lower
+bound ``min(d, max(reach, d_box))`` (``d_box``: distance to the rocks' box, 0 inside), which is
+continuous, 1-Lipschitz and never above the true distance — a step limited by it cannot tunnel
+into a rock. Its gradient there is ∇d_box when d_box wins, else the terrain's own gradient (a
+pseudo-gradient on the flat part, which lies > reach from every surface: no contact uses it).
+Without a rock field the union costs one integer test (``rock_on``).
+
 Numpy-level wrappers (:func:`sample_grid`, :func:`eval_shape_points`, :func:`eval_terrain` …) run
 the CPU drivers over arrays of points.
 """
@@ -54,6 +77,7 @@ from numba import prange
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH, cpu_parallel, dual
 from systems.attitude import quat_rotate, quat_rotate_inverse
+from systems.broadphase import cell_hash
 
 __all__ = [
     "REGION_A", "REGION_AB", "REGION_B", "REGION_BC", "REGION_C", "REGION_CA", "REGION_FACE",
@@ -61,12 +85,15 @@ __all__ = [
     "eval_shape", "eval_terrain", "eval_terrain_point", "project_to_surface_grid", "sample_sdf_grid",
     "sample_sdf_grid_full", "sdf_grid_normal", "terrain_args",
     # numpy wrappers
+    "eval_rocks", "rock_args", "convex_violation",
     "sample_grid", "sample_grid_hessian", "grid_normals", "surface_points", "eval_shape_points",
-    "ellipsoid_closest_points", "fbm_points", "psr_points", "convex_distance_points",
+    "ellipsoid_closest_points", "fbm_points", "psr_points", "convex_distance_points", "rock_points",
+    "rocks_brute_points",
 ]
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
+_hash = cell_hash.cpu
 
 
 #: Voronoi regions of a triangle's closest point (face interior, vertices, edges).
@@ -740,10 +767,13 @@ _psr = eval_psr.cpu
 
 def _eval_terrain_point(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes,
                         fbm_octaves, lat, a0, f0, lacunarity, gain,
-                        psr_on, tex, period, index, index_cell, x, y, z):
-    """Terrain distance [m] and gradient: base (0 grid, 1 analytic) + fBm (eq 2.27) + rocks.
+                        psr_on, tex, period, index, index_cell,
+                        rock_on, rock_vertices, rock_triangles, rock_spheres, rock_index, x, y, z):
+    """Terrain distance [m] and gradient: base (0 grid, 1 analytic) + fBm (eq 2.27) + seeded rocks,
+    united (``min``) with the explicit polyhedral rocks when ``rock_on`` (:data:`eval_rocks`).
 
-    The argument list after ``base_kind`` is :func:`terrain_args`'s tuple; pass it whole.
+    The argument list after ``base_kind`` is :func:`terrain_args`'s tuple; pass it whole (the rock
+    arguments are :func:`rock_args`'s). Without a rock field the rocks cost one integer test.
     """
     if base_kind == 0:
         d, gx, gy, gz = _grid(grid, ox, oy, oz, hx, hy, hz, x, y, z)
@@ -761,6 +791,8 @@ def _eval_terrain_point(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes,
         gx += rx
         gy += ry
         gz += rz
+    if rock_on != 0:
+        return _rocks(d, gx, gy, gz, rock_vertices, rock_triangles, rock_spheres, rock_index, x, y, z)
     return d, gx, gy, gz
 
 
@@ -833,7 +865,8 @@ def _convex_distance(vertices, triangles, t0, t1, x, y, z):
     ``triangles[t0:t1]`` (outward wound, indices into ``vertices``), all in the polyhedron's frame.
 
     Inside: the largest face-plane distance (exact for a convex solid) and that face's normal.
-    Outside: the distance to the nearest point on the nearest triangle, gradient (x - q)/|x - q|.
+    Outside: the distance to the nearest point on the nearest triangle, gradient (x - q)/|x - q|;
+    on the surface itself (q = x to the last bit) 0 and the outward face normal (no 0/0).
     """
     best2 = math.inf
     bx = 0.0
@@ -876,12 +909,180 @@ def _convex_distance(vertices, triangles, t0, t1, x, y, z):
             bz = dz
     if plane <= 0.0:
         return plane, px, py, pz
+    if best2 == 0.0:
+        # exactly on the surface (a vertex or edge point reproduced bit for bit, e.g. a probe vertex
+        # projected onto a rock's corner) while rounding put it a hair outside a face plane: the
+        # distance is 0 and that face's normal is an outward normal of the solid there
+        return 0.0, px, py, pz
     d = math.sqrt(best2)
     return d, bx / d, by / d, bz / d
 
 
 convex_distance = dual(_convex_distance)
 _convex = convex_distance.cpu
+
+
+# ==================================================================================================
+# explicit polyhedral rocks united with the terrain (§2.3.1)
+# ==================================================================================================
+
+
+def _eval_rocks(d, gx, gy, gz, vertices, triangles, spheres, index, x, y, z):
+    """Union ``min(d, min_k d_k)`` of a terrain value (d, ∇d) at (x, y, z) with the rocks of a
+    :class:`components.terrain.RockField`, and the gradient of the winner (module docstring).
+
+    ``vertices``, ``triangles`` are the RockField's; ``spheres``, ``index`` its packed
+    ``kernel_spheres`` (parameters, box, bounding spheres) and ``kernel_index`` (triangle ranges,
+    cells, hash buckets), see :meth:`components.terrain.RockField._pack`.
+    Exact (bitwise :func:`rocks_brute_points`) wherever the result is below ``reach``; else a
+    conservative bound ``min(d, max(reach, d_box))``, ``d_box`` the distance to the rocks' box.
+    """
+    inv_cell = spheres[0, 0]
+    max_r = spheres[0, 1]
+    reach = spheres[0, 2]
+    K = index[0]
+    B = index[1]
+    o_tri = 2              # tri_start[k] = index[o_tri + k]
+    o_cell = o_tri + K + 1  # cell_of[k, a] = index[o_cell + 3 k + a]
+    o_bucket = o_cell + 3 * K  # bucket_start[h] = index[o_bucket + h]
+    o_order = o_bucket + B + 1  # order[s] = index[o_order + s]
+    # the box of all rock vertices: outside it, every rock is at least d_box away
+    vx = x - min(max(x, spheres[1, 0]), spheres[2, 0])
+    vy = y - min(max(y, spheres[1, 1]), spheres[2, 1])
+    vz = z - min(max(z, spheres[1, 2]), spheres[2, 2])
+    dbox = math.sqrt(vx * vx + vy * vy + vz * vz)
+    lim = min(d, reach)  # only rocks nearer than this can change the exact result
+    best = lim
+    found = False
+    bx = 0.0
+    by = 0.0
+    bz = 0.0
+    if (dbox == 0.0 or dbox < lim) and lim + max_r > 0.0:  # (also false for NaN input)
+        # a rock with |x - c| - R < lim has its centre within lim + max_r: visit those cells only,
+        # nearest first along each axis (zigzag about the query's cell) so that ``best`` shrinks
+        # early, and skip a cell (or a whole slab) whose box is farther than best + max_r
+        rc = lim + max_r
+        cell = 1.0 / inv_cell
+        x0 = int(math.floor((x - rc) * inv_cell))
+        x1 = int(math.floor((x + rc) * inv_cell))
+        y0 = int(math.floor((y - rc) * inv_cell))
+        y1 = int(math.floor((y + rc) * inv_cell))
+        z0 = int(math.floor((z - rc) * inv_cell))
+        z1 = int(math.floor((z + rc) * inv_cell))
+        cx = min(max(int(math.floor(x * inv_cell)), x0), x1)
+        cy = min(max(int(math.floor(y * inv_cell)), y0), y1)
+        cz = min(max(int(math.floor(z * inv_cell)), z0), z1)
+        mask = B - 1
+        for a in range(2 * max(cx - x0, x1 - cx) + 1):
+            ix = cx + (a + 1) // 2 if a % 2 == 1 else cx - a // 2
+            if ix < x0 or ix > x1:
+                continue
+            ex = max(ix * cell - x, 0.0, x - (ix + 1) * cell)  # distance to the slab of cells ix
+            if ex - max_r >= best:
+                continue
+            for b in range(2 * max(cy - y0, y1 - cy) + 1):
+                iy = cy + (b + 1) // 2 if b % 2 == 1 else cy - b // 2
+                if iy < y0 or iy > y1:
+                    continue
+                ey = max(iy * cell - y, 0.0, y - (iy + 1) * cell)
+                if math.sqrt(ex * ex + ey * ey) - max_r >= best:
+                    continue
+                for c in range(2 * max(cz - z0, z1 - cz) + 1):
+                    iz = cz + (c + 1) // 2 if c % 2 == 1 else cz - c // 2
+                    if iz < z0 or iz > z1:
+                        continue
+                    ez = max(iz * cell - z, 0.0, z - (iz + 1) * cell)
+                    if math.sqrt(ex * ex + ey * ey + ez * ez) - max_r >= best:
+                        continue
+                    h = _hash(ix, iy, iz, mask)
+                    for s in range(index[o_bucket + h], index[o_bucket + h + 1]):
+                        k = index[o_order + s]
+                        kc = o_cell + 3 * k
+                        if index[kc] == ix and index[kc + 1] == iy and index[kc + 2] == iz:
+                            dx = x - spheres[3 + k, 0]
+                            dy = y - spheres[3 + k, 1]
+                            dz = z - spheres[3 + k, 2]
+                            # coarse: the bounding sphere; fine: the convex polyhedron
+                            if math.sqrt(dx * dx + dy * dy + dz * dz) - spheres[3 + k, 3] < best:
+                                r, rx, ry, rz = _convex(vertices, triangles, index[o_tri + k], index[o_tri + k + 1],
+                                                        x, y, z)
+                                if r < best:
+                                    best = r
+                                    bx = rx
+                                    by = ry
+                                    bz = rz
+                                    found = True
+    if found:
+        return best, bx, by, bz
+    if not (d > reach):
+        return d, gx, gy, gz  # no rock nearer than d: exact (and a NaN stays NaN)
+    # d > reach and no rock within reach: every rock is at least max(reach, d_box) away
+    if dbox > reach:
+        if dbox < d:
+            return dbox, vx / dbox, vy / dbox, vz / dbox
+        return d, gx, gy, gz
+    return reach, gx, gy, gz  # the plateau of the bound; the terrain's gradient as a pseudo-gradient
+
+
+eval_rocks = dual(_eval_rocks, inline=False)
+_rocks = eval_rocks.cpu
+
+
+def _eval_rocks_brute(d, gx, gy, gz, vertices, triangles, tri_start, x, y, z):
+    """Reference: ``min(d, min_k d_k)`` over every rock, no broadphase (tests, :func:`rocks_brute_points`);
+    ``tri_start`` the RockField's (K + 1,) triangle ranges."""
+    best = d
+    for k in range(tri_start.shape[0] - 1):
+        r, rx, ry, rz = _convex(vertices, triangles, tri_start[k], tri_start[k + 1], x, y, z)
+        if r < best:
+            best = r
+            gx = rx
+            gy = ry
+            gz = rz
+    return best, gx, gy, gz
+
+
+eval_rocks_brute = dual(_eval_rocks_brute, inline=False)
+_rocks_brute = eval_rocks_brute.cpu
+
+
+@numba.njit(cache=True)
+def convex_violation(vertices, triangles, tri_start, size):
+    """Largest signed distance of a rock's vertex outside one of its own face planes, in units of the
+    rock's size, and that rock: ``(worst, k)``. <= 0 for convex, outward-wound rocks; +inf for a
+    degenerate (zero-area) triangle. Checks every vertex referenced by the rock's triangles.
+    """
+    worst = -math.inf
+    kw = 0
+    for k in range(tri_start.shape[0] - 1):
+        for t in range(tri_start[k], tri_start[k + 1]):
+            ia = triangles[t, 0]
+            ib = triangles[t, 1]
+            ic = triangles[t, 2]
+            ax = vertices[ia, 0]
+            ay = vertices[ia, 1]
+            az = vertices[ia, 2]
+            ex1 = vertices[ib, 0] - ax
+            ey1 = vertices[ib, 1] - ay
+            ez1 = vertices[ib, 2] - az
+            ex2 = vertices[ic, 0] - ax
+            ey2 = vertices[ic, 1] - ay
+            ez2 = vertices[ic, 2] - az
+            nx = ey1 * ez2 - ez1 * ey2
+            ny = ez1 * ex2 - ex1 * ez2
+            nz = ex1 * ey2 - ey1 * ex2
+            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+            if not (nn > 0.0):
+                return math.inf, k
+            for t2 in range(tri_start[k], tri_start[k + 1]):
+                for j in range(3):
+                    v = triangles[t2, j]
+                    s = (nx * (vertices[v, 0] - ax) + ny * (vertices[v, 1] - ay) + nz * (vertices[v, 2] - az)) / nn
+                    s /= size[k]
+                    if s > worst:
+                        worst = s
+                        kw = k
+    return worst, kw
 
 
 # ==================================================================================================
@@ -972,10 +1173,12 @@ def _psr_rows(n, tex, period, index, cell, pts, d, g):
 
 
 def _eval_terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
-                      lacunarity, gain, psr_on, tex, period, index, index_cell):
+                      lacunarity, gain, psr_on, tex, period, index, index_cell, rock_on, rock_vertices,
+                      rock_triangles, rock_spheres, rock_index):
     """Row kernel: terrain distance and gradient at ``pts[i]`` into ``d[i]``, ``g[i]``."""
     r = _terrain(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0, lacunarity, gain,
-                 psr_on, tex, period, index, index_cell, pts[i, 0], pts[i, 1], pts[i, 2])
+                 psr_on, tex, period, index, index_cell, rock_on, rock_vertices, rock_triangles, rock_spheres,
+                 rock_index, pts[i, 0], pts[i, 1], pts[i, 2])
     d[i] = r[0]
     g[i, 0] = r[1]
     g[i, 1] = r[2]
@@ -988,11 +1191,35 @@ _terrain_row = eval_terrain_row.cpu
 
 @cpu_parallel
 def eval_terrain_rows(n, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
-                      lacunarity, gain, psr_on, tex, period, index, index_cell):
+                      lacunarity, gain, psr_on, tex, period, index, index_cell, rock_on, rock_vertices,
+                      rock_triangles, rock_spheres, rock_index):
     """CPU driver of :data:`eval_terrain_row` over ``n`` points."""
     for i in prange(n):
         _terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
-                     lacunarity, gain, psr_on, tex, period, index, index_cell)
+                     lacunarity, gain, psr_on, tex, period, index, index_cell, rock_on, rock_vertices,
+                     rock_triangles, rock_spheres, rock_index)
+
+
+@cpu_parallel
+def _rocks_rows(n, pts, base_d, base_g, d, g, vertices, triangles, spheres, index):
+    for i in prange(n):
+        r = _rocks(base_d[i], base_g[i, 0], base_g[i, 1], base_g[i, 2], vertices, triangles, spheres, index,
+                   pts[i, 0], pts[i, 1], pts[i, 2])
+        d[i] = r[0]
+        g[i, 0] = r[1]
+        g[i, 1] = r[2]
+        g[i, 2] = r[3]
+
+
+@cpu_parallel
+def _rocks_brute_rows(n, pts, base_d, base_g, d, g, vertices, triangles, tri_start):
+    for i in prange(n):
+        r = _rocks_brute(base_d[i], base_g[i, 0], base_g[i, 1], base_g[i, 2], vertices, triangles, tri_start,
+                         pts[i, 0], pts[i, 1], pts[i, 2])
+        d[i] = r[0]
+        g[i, 0] = r[1]
+        g[i, 1] = r[2]
+        g[i, 2] = r[3]
 
 
 @cpu_parallel
@@ -1128,14 +1355,25 @@ def convex_distance_points(shapes, k: int, points) -> tuple[np.ndarray, np.ndarr
 
 _DUMMY3 = np.zeros((2, 2, 2))
 _DUMMY_NODES = np.zeros((1, 16))
+#: Rock-field arguments of a terrain without explicit rocks (one compiled signature for all).
+_NO_ROCKS = (0, np.zeros((1, 3)), np.zeros((1, 3), np.int64), np.zeros((3, 4)), np.zeros(2, np.int64))
+
+
+def rock_args(rocks) -> tuple:
+    """``(rock_on, vertices, triangles, kernel_spheres, kernel_index)`` of a
+    :class:`components.terrain.RockField` (or of none: ``rock_on = 0`` and small dummies)."""
+    if rocks is None or rocks.count == 0:
+        return _NO_ROCKS
+    return (1, rocks.vertices, rocks.triangles, rocks.kernel_spheres, rocks.kernel_index)
 
 
 def terrain_args(terrain) -> tuple:
     """The kernel arguments of a :class:`components.terrain.TerrainSDF` for :data:`eval_terrain_point`.
 
     ``(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lattice, a0, f0, lacunarity, gain,
-    psr_on, texture, period, index, index_cell)``: unused parts are small dummy arrays, so one
-    compiled signature serves every terrain. A contact system passes this tuple to its own kernel.
+    psr_on, texture, period, index, index_cell, rock_on, rock_vertices, rock_triangles, rock_spheres,
+    rock_index)`` (25 entries; the last five are :func:`rock_args`): unused parts are small dummy
+    arrays, so one compiled signature serves every terrain. A contact system passes this tuple to its own kernel.
     """
     from components.terrain import AnalyticShape, SDFGrid
 
@@ -1155,7 +1393,7 @@ def terrain_args(terrain) -> tuple:
     rargs = (0, _DUMMY3, 1.0, _DUMMY3, 1.0) if r is None else (1, r.texture, float(r.period), r.index,
                                                                 float(r.index_cell))
     return (kind, grid, float(o[0]), float(o[1]), float(o[2]), float(h[0]), float(h[1]), float(h[2]), nodes,
-            *fargs, *rargs)
+            *fargs, *rargs, *rock_args(getattr(terrain, "rocks", None)))
 
 
 def eval_terrain(terrain, points) -> tuple[np.ndarray, np.ndarray]:
@@ -1164,4 +1402,36 @@ def eval_terrain(terrain, points) -> tuple[np.ndarray, np.ndarray]:
     d = np.empty(len(p))
     g = np.empty((len(p), 3))
     eval_terrain_rows(len(p), p, d, g, *terrain_args(terrain))
+    return d, g
+
+
+def _base_values(points, base_distance, base_gradient):
+    n = len(points)
+    bd = np.full(n, np.inf) if base_distance is None else np.ascontiguousarray(
+        np.broadcast_to(np.asarray(base_distance, dtype=np.float64), (n,)))
+    bg = np.zeros((n, 3)) if base_gradient is None else np.ascontiguousarray(
+        np.broadcast_to(np.asarray(base_gradient, dtype=np.float64), (n, 3)))
+    return bd, bg
+
+
+def rock_points(rocks, points, base_distance=None, base_gradient=None) -> tuple[np.ndarray, np.ndarray]:
+    """Union of a base value (default +inf: the rocks alone) with a RockField through the broadphase
+    (:data:`eval_rocks`): distance (n,) [m] and gradient (n, 3) at ``points`` (n, 3) [m]."""
+    p = _points(points)
+    bd, bg = _base_values(p, base_distance, base_gradient)
+    d = np.empty(len(p))
+    g = np.empty((len(p), 3))
+    if rocks.count == 0:
+        return bd.copy(), bg.copy()
+    _rocks_rows(len(p), p, bd, bg, d, g, *rock_args(rocks)[1:])
+    return d, g
+
+
+def rocks_brute_points(rocks, points, base_distance=None, base_gradient=None) -> tuple[np.ndarray, np.ndarray]:
+    """Reference for :func:`rock_points`: the minimum over every rock, no broadphase (exact everywhere)."""
+    p = _points(points)
+    bd, bg = _base_values(p, base_distance, base_gradient)
+    d = np.empty(len(p))
+    g = np.empty((len(p), 3))
+    _rocks_brute_rows(len(p), p, bd, bg, d, g, rocks.vertices, rocks.triangles, rocks.tri_start)
     return d, g

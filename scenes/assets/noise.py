@@ -20,21 +20,36 @@
   trajectory and in any order of generation, without storing them.
   **Calibration**: with Table 4.2's k0 = 2.5e-3, s0 = 2.5 m, α = 2.8, s_min = 5 cm the law gives
   about 143 rocks/m², while the text says about 14 — give the wanted ``rocks_per_m2`` (K at s_min)
-  and k0 is derived from it (:func:`calibrate_k0`).
+  and k0 is derived from it (:func:`calibrate_k0`). (k0 = 2.5e-4 gives 14.3: the table's exponent
+  is most likely a misprint.)
+* :func:`terrain_rocks` — the same rocks on the surface of a terrain SDF (no mesh needed): a region
+  of the zero level set over a disc of the tangent plane, a Poisson process per m² of *surface*
+  (thinning by the local slope), each rock placed on the level set by Newton steps and sunk along
+  the local normal; reseeded per square tile of the disc as the seed reseeds per facet. Its
+  :class:`RockField` unites with the terrain (:data:`systems.sdf.eval_rocks`).
+
+Eq 2.23 as published (its typeset form is partly illegible in the seed's text; the legible parts,
+``s_min``, ``s_max``, ``(1 - y)`` and the 1/α power, fit) is the inverse CDF of the Pareto law
+truncated to [s_min, s_max]: ``s = s_min s_max / ((1 - y) s_max^α + y s_min^α)^(1/α)``, y = U(0, 1);
+:func:`bounded_pareto` evaluates the same expression in the equivalent form of the seed's reference
+[118]. No correction was needed there; the one misprint found in §2.3.1's numbers is Table 4.2's k0
+(see Calibration above).
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
-from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField
+from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField, TerrainSDF
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
 
 __all__ = ["GDF_NORMALS", "LACUNARITY", "HURST", "bounded_pareto", "calibrate_k0", "fbm_amplitude", "fbm_noise",
-           "icosahedron", "polyhedral_rocks", "psr_field", "rock_density", "pareto_mean"]
+           "icosahedron", "polyhedral_rocks", "project_to_surface", "psr_field", "rock_density", "pareto_mean",
+           "terrain_rocks"]
 
 #: Lacunarity L = 2π/3 (seed 004 §2.3.2; the printed decimal value 2.0744 is a misprint of 2.0944).
 LACUNARITY = 2.0 * math.pi / 3.0
@@ -243,7 +258,8 @@ def _outward(v, f):
 
 def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | None = 14.0, k0: float | None = None,
                      s0: float = 2.5, alpha: float = 2.8, s_min: float = 0.05, s_max: float = 0.5, sigma: float = 0.1,
-                     sink_min: float = -0.4, sink_max: float = 0.25, facet_ids=None) -> RockField:
+                     sink_min: float = -0.4, sink_max: float = 0.25, facet_ids=None, cell: float | None = None,
+                     reach: float = 2.0) -> RockField:
     """Polyhedral rocks on the facets of a surface patch (seed 004 §2.3.1), target frame.
 
     Args:
@@ -257,9 +273,11 @@ def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | No
         sink_min, sink_max: sink ratio r ~ U(sink_min, sink_max); the rock centre lies r·s below the
             facet plane (Table 4.2: -0.4, 0.25).
         facet_ids: stable ids of the facets (default 0..m-1): the RNG keys.
+        cell, reach: broadphase cell side and exact range of the :class:`RockField` [m].
 
     Returns:
-        A :class:`components.terrain.RockField` (each rock's own convex polyhedron).
+        A :class:`components.terrain.RockField` (rocks placed in the target frame; their shapes in
+        their own frames are kept as ``shapes``, ``position``, ``attitude``).
     """
     V = np.asarray(vertices, dtype=np.float64)
     F = np.asarray(faces, dtype=np.int64)
@@ -324,6 +342,281 @@ def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | No
     shapes = ConvexPolyhedra(vertices=np.concatenate(pv) if pv else np.zeros((0, 3)),
                              triangles=np.concatenate(pt) if pt else np.zeros((0, 3), np.int64),
                              tri_start=np.array(ps, np.int64), radius=np.array(pr))
-    return RockField(position=np.array(pos).reshape(-1, 3), attitude=np.array(att).reshape(-1, 4),
-                     radius=np.array(rad), size=np.array(size), polyhedron=np.array(poly, np.int64),
-                     facet=np.array(fac, np.int64), shapes=shapes)
+    return RockField.from_shapes(shapes, np.array(pos).reshape(-1, 3), np.array(att).reshape(-1, 4),
+                                 size=np.array(size), polyhedron=np.array(poly, np.int64),
+                                 facet=np.array(fac, np.int64), cell=cell, reach=reach)
+
+
+# --------------------------------------------------------------------------------------------------
+# polyhedral rocks on a terrain SDF (eqs 2.22–2.23, §2.3.1)
+# --------------------------------------------------------------------------------------------------
+
+
+def _zigzag(i: int) -> int:
+    """Non-negative key of an integer (SeedSequence spawn keys are non-negative)."""
+    return 2 * i if i >= 0 else -2 * i - 1
+
+
+def _bare(terrain) -> TerrainSDF:
+    """The terrain without explicit rocks (the surface the rocks are placed on)."""
+    if not isinstance(terrain, TerrainSDF):
+        raise InputError("terrain_rocks.terrain", type(terrain).__name__, "must be a TerrainSDF")
+    return TerrainSDF(base=terrain.base, fbm=terrain.fbm, psr=terrain.psr)
+
+
+def project_to_surface(terrain, points, *, tol: float = 1e-10, max_iter: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest-surface points of a terrain SDF by Newton steps ``x <- x - d ∇d / |∇d|²`` (eq 2.13 iterated).
+
+    Args:
+        terrain: a :class:`components.terrain.TerrainSDF` (its explicit rocks are ignored).
+        points: (n, 3) [m].
+        tol: stop when |d| <= tol [m].
+        max_iter: iteration cap.
+
+    Returns:
+        ``(surface points (n, 3) [m], unit normals (n, 3))``; an :class:`InputError` when a point
+        does not converge (a vanishing gradient: a medial point of the body).
+    """
+    t = _bare(terrain)
+    x = np.array(points, dtype=np.float64).reshape(-1, 3)
+    for _ in range(int(max_iter)):
+        d, g = t.evaluate(x)
+        g2 = np.sum(g * g, axis=1)
+        if np.all(np.abs(d) <= tol):
+            break
+        step = np.where(g2 > 0, d / np.where(g2 > 0, g2, 1.0), 0.0)
+        x = x - step[:, None] * g
+    d, g = t.evaluate(x)
+    gn = np.linalg.norm(g, axis=1)
+    bad = ~((np.abs(d) <= tol) & (gn > 0))
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError("project_to_surface.points", np.asarray(points, float).reshape(-1, 3)[i].tolist(),
+                         f"did not reach the surface within {max_iter} Newton steps (|d| = {abs(d[i]):.3g} m)")
+    return x, g / gn[:, None]
+
+
+def terrain_rocks(terrain, *, centre, region_radius: float, seed: int = 0, rocks_per_m2: float | None = 14.0,
+                  k0: float | None = None, s0: float = 2.5, alpha: float = 2.8, s_min: float = 0.05,
+                  s_max: float = 0.5, sigma: float = 0.1, sink_min: float = -0.4, sink_max: float = 0.25,
+                  tile: float = 4.0, max_slope: float = 60.0, cell: float | None = None,
+                  reach: float = 2.0) -> RockField:
+    """Polyhedral rocks (seed 004 §2.3.1) on the surface of a terrain SDF, within a region.
+
+    The region is the part of the surface (the zero level set of ``terrain`` without explicit rocks)
+    that lies over the disc of radius ``region_radius`` about ``c0`` in the tangent plane at ``c0``,
+    where ``c0`` is the surface point nearest ``centre`` and ``n`` the surface normal there: a point
+    ``c0 + u e1 + v e2`` of the disc (``e1, e2 ⊥ n``) is carried along ``n`` onto the surface by
+    Newton steps on ``d(p + t n) = 0``. The region must be a graph over that disc (no overhangs).
+
+    The rocks form a Poisson process of ``K`` rocks per m² **of surface** (eq 2.22 between s_min
+    and s_max): candidates are drawn uniformly on the disc with ``K / cos θ_max`` per m², and a
+    candidate whose surface normal makes the angle θ with ``n`` is kept with probability
+    ``cos θ_max / cos θ`` (thinning: the surface element over dA of the disc is dA / cos θ). Slopes
+    steeper than ``max_slope`` relative to ``n`` are kept always (under-populated there). Each rock:
+    a bounded-Pareto size s (eq 2.23, :func:`bounded_pareto`), a regular icosahedron of diameter s
+    whose 12 vertices get Gaussian offsets of standard deviation ``sigma * s`` per axis, the convex
+    hull of those, a uniformly random attitude, and its centre sunk ``r s`` along the local normal
+    below its surface point, r ~ U(sink_min, sink_max) (negative r raises it; Table 4.2: -0.4, 0.25).
+
+    As the seed reseeds the generator per facet (§2.3.1), here the disc is cut into square tiles of
+    side ``tile`` in (e1, e2) and tile (i, j) draws from ``SeedSequence(seed, spawn_key=(i', j'))``
+    (``i'``, ``j'``: non-negative zigzag keys): a tile's rocks do not depend on the region size or on
+    the other tiles; ``RockField.facet`` holds ``i' << 32 | j'``.
+
+    Calibration (seed 004 Table 4.2 vs §4.1): the table's ``k0 = 2.5e-3`` with s0 = 2.5 m, α = 2.8
+    gives K = 143 rocks/m² above s_min = 5 cm, while the text states K ≈ 14; ``k0 = 2.5e-4`` gives
+    14.3, so the table's exponent is taken as a misprint: give ``rocks_per_m2`` (default 14) and k0
+    follows (:func:`calibrate_k0`), or give ``k0`` and ``rocks_per_m2=None``.
+
+    Args:
+        terrain: the :class:`components.terrain.TerrainSDF` (its ``rocks`` are ignored).
+        centre: a point near the region's centre [m], target frame (projected onto the surface).
+        region_radius: radius of the disc [m].
+        seed: base seed.
+        rocks_per_m2, k0, s0, alpha: the power law of eq 2.22 (see Calibration).
+        s_min, s_max: size bounds [m] (eq 2.23).
+        sigma: vertex deformation standard deviation, a fraction of s.
+        sink_min, sink_max: sink ratio bounds.
+        tile: side of the reseeding tiles [m].
+        max_slope: steepest slope [deg] (relative to ``n``) sampled without bias, in [0, 85].
+        cell, reach: broadphase cell side and exact range of the :class:`RockField` [m].
+
+    Returns:
+        A :class:`components.terrain.RockField`; its ``position`` are the rock centres, ``size`` the s.
+    """
+    rho = _pos(region_radius, "terrain_rocks.region_radius", "m")
+    tl = _pos(tile, "terrain_rocks.tile", "m")
+    if not (0.0 <= float(max_slope) <= 85.0):
+        raise InputError("terrain_rocks.max_slope", max_slope, "must be in [0, 85] [deg]")
+    smin = _pos(s_min, "terrain_rocks.s_min", "m")
+    smax = _pos(s_max, "terrain_rocks.s_max", "m")
+    if not smin < smax:
+        raise InputError("terrain_rocks.s_min", s_min, f"must be < s_max = {s_max} [m]")
+    a = _pos(alpha, "terrain_rocks.alpha", "1")
+    if not (math.isfinite(float(sigma)) and float(sigma) >= 0.0):
+        raise InputError("terrain_rocks.sigma", sigma, "must be a finite number >= 0 (fraction of the size s)")
+    for name, v in (("sink_min", sink_min), ("sink_max", sink_max)):
+        if not math.isfinite(float(v)):
+            raise InputError(f"terrain_rocks.{name}", v, "must be a finite number (ratio of the size s)")
+    if not float(sink_min) <= float(sink_max):
+        raise InputError("terrain_rocks.sink_min", sink_min, f"must be <= sink_max = {sink_max}")
+    if (rocks_per_m2 is None) == (k0 is None):
+        raise InputError("terrain_rocks.rocks_per_m2/k0", {"rocks_per_m2": rocks_per_m2, "k0": k0},
+                         "give exactly one (the count calibrates k0)")
+    if rocks_per_m2 is not None:
+        k0 = calibrate_k0(rocks_per_m2, s_min=smin, s0=s0, alpha=a)
+    dens = rock_density(smin, k0=k0, s0=s0, alpha=a, s_max=smax)
+    bare = _bare(terrain)
+    c0, n = project_to_surface(bare, _vec3("terrain_rocks.centre", centre))
+    c0, n = c0[0], n[0]
+    e1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(n, e1)
+    w_max = 1.0 / math.cos(math.radians(float(max_slope)))
+    i_lo, i_hi = int(math.floor(-rho / tl)), int(math.floor(rho / tl))
+    uv, draws, keys = [], [], []
+    for i in range(i_lo, i_hi + 1):
+        for j in range(i_lo, i_hi + 1):
+            ki, kj = _zigzag(i), _zigzag(j)
+            rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(ki, kj)))
+            m = int(rng.poisson(dens * tl * tl * w_max))
+            u = (i + rng.uniform(size=m)) * tl
+            v = (j + rng.uniform(size=m)) * tl
+            y = rng.uniform(size=m)                               # size (eq 2.23)
+            dv = rng.normal(size=(m, 12, 3))                      # vertex deformation
+            q = rng.normal(size=(m, 4))                           # attitude
+            r = rng.uniform(float(sink_min), float(sink_max), size=m)  # sink ratio
+            acc = rng.uniform(size=m)                             # thinning
+            inside = u * u + v * v <= rho * rho
+            uv.append(np.column_stack([u, v])[inside])
+            draws.append((y[inside], dv[inside], q[inside], r[inside], acc[inside]))
+            keys.append(np.full(int(inside.sum()), (ki << 32) | kj, np.int64))
+    uv = np.concatenate(uv)
+    y, dv, q, r, acc = (np.concatenate([d[k] for d in draws]) for k in range(5))
+    key = np.concatenate(keys)
+    # carry each disc point along n onto the surface: Newton on f(t) = d(p0 + t n)
+    p0 = c0 + uv[:, :1] * e1 + uv[:, 1:] * e2
+    t = np.zeros(len(p0))
+    ok = np.ones(len(p0), bool)
+    for _ in range(60):
+        d, g = bare.evaluate(p0 + t[:, None] * n)
+        dn = g @ n
+        ok = dn > 0.05
+        if np.all(np.abs(d[ok]) <= 1e-10) or not np.any(ok):
+            break
+        t = np.where(ok, t - d / np.where(ok, dn, 1.0), t)
+    p = p0 + t[:, None] * n
+    d, g = bare.evaluate(p)
+    gn = np.linalg.norm(g, axis=1)
+    N = g / np.where(gn > 0, gn, 1.0)[:, None]
+    cos = N @ n
+    ok &= (np.abs(d) <= 1e-10) & (gn > 0) & (cos > 0)
+    keep = ok & (acc * w_max * np.maximum(cos, 1e-300) < 1.0)   # P(keep) = min(1, 1 / (w_max cos θ))
+    s = bounded_pareto(y[keep], smin, smax, a)
+    p, N, dv, q, r, key = p[keep], N[keep], dv[keep], q[keep], r[keep], key[keep]
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q[q[:, 0] < 0] *= -1.0
+    shapes = _deformed_icosahedra(s, float(sigma) * s[:, None, None] * dv)
+    centres = p - (r * s)[:, None] * N
+    return RockField.from_shapes(shapes, centres, q, size=s, facet=key, cell=cell, reach=reach)
+
+
+@numba.njit(cache=True)
+def _hulls_by_triples(points, faces, nface):
+    """Convex hulls of small point sets by brute force, for each set ``points[k]`` (K, m, 3).
+
+    A triple (i, j, l) is a hull facet when every other point lies strictly on one side of its plane
+    (points in general position, as Gaussian-deformed vertices are with probability 1); it is wound
+    so that the others are behind it (outward normal). ``faces[k, :nface[k]]`` receives the facets;
+    ``nface[k] = -1`` flags a set whose facet count is not ``2 h - 4`` (h: points on facets), a
+    degenerate one the caller hands to scipy. O(m⁴) per set: 2.6k plane tests for m = 12.
+    """
+    K, m, _ = points.shape
+    for k in range(K):
+        P = points[k]
+        n = 0
+        on = np.zeros(m, np.bool_)
+        for i in range(m):
+            for j in range(i + 1, m):
+                for l in range(j + 1, m):
+                    ax = P[j, 0] - P[i, 0]
+                    ay = P[j, 1] - P[i, 1]
+                    az = P[j, 2] - P[i, 2]
+                    bx = P[l, 0] - P[i, 0]
+                    by = P[l, 1] - P[i, 1]
+                    bz = P[l, 2] - P[i, 2]
+                    nx = ay * bz - az * by
+                    ny = az * bx - ax * bz
+                    nz = ax * by - ay * bx
+                    pos = 0
+                    neg = 0
+                    for q in range(m):
+                        if q != i and q != j and q != l:
+                            s = nx * (P[q, 0] - P[i, 0]) + ny * (P[q, 1] - P[i, 1]) + nz * (P[q, 2] - P[i, 2])
+                            if s > 0.0:
+                                pos += 1
+                            elif s < 0.0:
+                                neg += 1
+                    if pos + neg == m - 3 and (pos == 0 or neg == 0) and n < faces.shape[1]:
+                        faces[k, n, 0] = i
+                        if pos == 0:
+                            faces[k, n, 1] = j
+                            faces[k, n, 2] = l
+                        else:
+                            faces[k, n, 1] = l
+                            faces[k, n, 2] = j
+                        on[i] = True
+                        on[j] = True
+                        on[l] = True
+                        n += 1
+        h = 0
+        for i in range(m):
+            if on[i]:
+                h += 1
+        nface[k] = n if n == 2 * h - 4 else -1
+
+
+def _deformed_icosahedra(size, offsets) -> ConvexPolyhedra:
+    """Convex hulls of icosahedra of diameters ``size`` (K,) whose vertices are moved by ``offsets``
+    (K, 12, 3) [m], each in its own frame, outward wound, only hull vertices kept.
+
+    The hulls come from :func:`_hulls_by_triples` (vectorised, ~20x faster than one scipy call per
+    rock); a degenerate set, if any, from ``scipy.spatial.ConvexHull``.
+    """
+    ico_v, _ = icosahedron(1.0)
+    K = len(size)
+    if K == 0:
+        return ConvexPolyhedra(np.zeros((0, 3)), np.zeros((0, 3), np.int64), np.zeros(1, np.int64), np.zeros(0))
+    pts = np.ascontiguousarray(ico_v[None] * np.asarray(size, float)[:, None, None] + offsets)
+    faces = np.zeros((K, 20, 3), np.int64)
+    nface = np.zeros(K, np.int64)
+    _hulls_by_triples(pts, faces, nface)
+    for k in np.flatnonzero(nface < 0):  # degenerate (coplanar points): scipy's Qhull, oriented like the rest
+        from scipy.spatial import ConvexHull
+
+        f = _outward(pts[k], ConvexHull(pts[k]).simplices)
+        faces[k, :len(f)] = f
+        nface[k] = len(f)
+    valid = np.arange(20)[None, :] < nface[:, None]                       # (K, 20)
+    used = np.zeros((K, 12), bool)
+    kk = np.broadcast_to(np.arange(K)[:, None, None], faces.shape)
+    used[kk[valid].reshape(-1), faces[valid].reshape(-1)] = True         # hull vertices only
+    remap = np.cumsum(used, axis=1) - 1
+    nv = used.sum(axis=1)
+    voff = np.concatenate([[0], np.cumsum(nv)])
+    V = pts[used]
+    T = (remap[kk, faces] + voff[:-1, None, None])[valid]
+    radius = np.sqrt(np.maximum.reduceat(np.sum(V * V, axis=1), voff[:-1]))
+    return ConvexPolyhedra(vertices=V, triangles=T.astype(np.int64),
+                           tri_start=np.concatenate([[0], np.cumsum(nface)]).astype(np.int64), radius=radius)
+
+
+def _vec3(name, v) -> np.ndarray:
+    try:
+        a = np.array(v, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(name, v, "must be 3 finite numbers [m]") from None
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise InputError(name, v, "must be 3 finite numbers [m]")
+    return a
