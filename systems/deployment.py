@@ -12,7 +12,8 @@ until every running row has reached the frame end. Each kernel is launched over 
 of the rows in its phase (``np.flatnonzero``), never over all rows with a branch inside: the
 seed's GPU design (§2.7.3), which keeps warps uniform; rows in other phases cost nothing. Kernels
 return after ``steps_per_launch`` steps, so one stiff row cannot hold a launch for long and a row
-can change phase several times within a frame.
+can change phase several times within a frame. On the CPU the running rows are dealt into one
+group per numba thread, and each group runs this loop on its own (:meth:`DeploymentLoop.process`).
 
 End states (:class:`EndProbes`, our criteria where the seed is silent):
 
