@@ -256,6 +256,29 @@ def _outward(v, f):
     return f
 
 
+def _rock_law(where: str, *, rocks_per_m2, k0, s0, alpha, s_min, s_max, sigma, sink_min, sink_max) -> tuple:
+    """Checked parameters of the rock population (eqs 2.22–2.23, §2.3.1) for the generator ``where``:
+    returns ``(density of rocks in [s_min, s_max] per m², s_min, s_max, alpha)``."""
+    smin = _pos(s_min, f"{where}.s_min", "m")
+    smax = _pos(s_max, f"{where}.s_max", "m")
+    if not smin < smax:
+        raise InputError(f"{where}.s_min", s_min, f"must be < s_max = {s_max} [m]")
+    a = _pos(alpha, f"{where}.alpha", "1")
+    if not (math.isfinite(float(sigma)) and float(sigma) >= 0.0):
+        raise InputError(f"{where}.sigma", sigma, "must be a finite number >= 0 (fraction of the size s)")
+    for name, v in (("sink_min", sink_min), ("sink_max", sink_max)):
+        if not math.isfinite(float(v)):
+            raise InputError(f"{where}.{name}", v, "must be a finite number (ratio of the size s)")
+    if not float(sink_min) <= float(sink_max):
+        raise InputError(f"{where}.sink_min", sink_min, f"must be <= sink_max = {sink_max}")
+    if (rocks_per_m2 is None) == (k0 is None):
+        raise InputError(f"{where}.rocks_per_m2/k0", {"rocks_per_m2": rocks_per_m2, "k0": k0},
+                         "give exactly one (the count calibrates k0)")
+    if rocks_per_m2 is not None:
+        k0 = calibrate_k0(rocks_per_m2, s_min=smin, s0=s0, alpha=a)
+    return rock_density(smin, k0=k0, s0=s0, alpha=a, s_max=smax), smin, smax, a
+
+
 def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | None = 14.0, k0: float | None = None,
                      s0: float = 2.5, alpha: float = 2.8, s_min: float = 0.05, s_max: float = 0.5, sigma: float = 0.1,
                      sink_min: float = -0.4, sink_max: float = 0.25, facet_ids=None, cell: float | None = None,
@@ -283,25 +306,13 @@ def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | No
     F = np.asarray(faces, dtype=np.int64)
     if V.ndim != 2 or V.shape[1] != 3 or F.ndim != 2 or F.shape[1] != 3:
         raise InputError("polyhedral_rocks.mesh", (V.shape, F.shape), "vertices (n, 3) and faces (m, 3)")
-    if (rocks_per_m2 is None) == (k0 is None):
-        raise InputError("polyhedral_rocks.rocks_per_m2/k0", {"rocks_per_m2": rocks_per_m2, "k0": k0},
-                         "give exactly one (the count calibrates k0)")
-    if rocks_per_m2 is not None:
-        k0 = calibrate_k0(rocks_per_m2, s_min=s_min, s0=s0, alpha=alpha)
-    dens = rock_density(s_min, k0=k0, s0=s0, alpha=alpha, s_max=s_max)
-    if not (sink_min <= sink_max):
-        raise InputError("polyhedral_rocks.sink_min", sink_min, f"must be <= sink_max = {sink_max}")
-    if not (sigma >= 0 and math.isfinite(sigma)):
-        raise InputError("polyhedral_rocks.sigma", sigma, "must be a finite number >= 0")
+    dens, s_min, s_max, alpha = _rock_law("polyhedral_rocks", rocks_per_m2=rocks_per_m2, k0=k0, s0=s0, alpha=alpha,
+                                          s_min=s_min, s_max=s_max, sigma=sigma, sink_min=sink_min,
+                                          sink_max=sink_max)
     ids = np.arange(len(F)) if facet_ids is None else np.asarray(facet_ids, dtype=np.int64)
     if ids.shape != (len(F),):
         raise InputError("polyhedral_rocks.facet_ids", ids.shape, f"must hold one id per facet ({len(F)})")
-    ico_v, ico_f = icosahedron(1.0)
-    from scipy.spatial import ConvexHull
-
-    pos, att, rad, size, poly, fac = [], [], [], [], [], []
-    pv, pt, ps, pr = [], [], [0], []
-    nv = 0
+    pos, att, size, fac, offsets = [], [], [], [], []
     for fi, fid in enumerate(ids):
         a, b, c = V[F[fi]]
         n = np.cross(b - a, c - a)
@@ -313,13 +324,7 @@ def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | No
         k = int(rng.poisson(area * dens))
         for _ in range(k):
             s = float(bounded_pareto(rng.uniform(), s_min, s_max, alpha))
-            verts = ico_v * s + rng.normal(scale=sigma * s, size=ico_v.shape)
-            hull = ConvexHull(verts)
-            used = np.unique(hull.simplices)
-            remap = -np.ones(len(verts), np.int64)
-            remap[used] = np.arange(len(used))
-            hv = verts[used]
-            hf = _outward(hv, remap[hull.simplices])
+            offsets.append(rng.normal(scale=sigma * s, size=(12, 3)))      # the 12 icosahedron vertices
             q = rng.normal(size=4)
             q /= np.linalg.norm(q)
             if q[0] < 0:
@@ -330,20 +335,12 @@ def polyhedral_rocks(vertices, faces, *, seed: int = 0, rocks_per_m2: float | No
             r = rng.uniform(sink_min, sink_max)
             pos.append(a + u1 * (b - a) + u2 * (c - a) - r * s * n)
             att.append(q)
-            rad.append(float(np.max(np.linalg.norm(hv, axis=1))))
             size.append(s)
-            poly.append(len(pr))
             fac.append(int(fid))
-            pv.append(hv)
-            pt.append(hf + nv)
-            nv += len(hv)
-            ps.append(ps[-1] + len(hf))
-            pr.append(rad[-1])
-    shapes = ConvexPolyhedra(vertices=np.concatenate(pv) if pv else np.zeros((0, 3)),
-                             triangles=np.concatenate(pt) if pt else np.zeros((0, 3), np.int64),
-                             tri_start=np.array(ps, np.int64), radius=np.array(pr))
+    size = np.array(size)
+    shapes = _deformed_icosahedra(size, np.array(offsets).reshape(-1, 12, 3))
     return RockField.from_shapes(shapes, np.array(pos).reshape(-1, 3), np.array(att).reshape(-1, 4),
-                                 size=np.array(size), polyhedron=np.array(poly, np.int64),
+                                 size=size, polyhedron=np.arange(len(size), dtype=np.int64),
                                  facet=np.array(fac, np.int64), cell=cell, reach=reach)
 
 
@@ -449,24 +446,8 @@ def terrain_rocks(terrain, *, centre, region_radius: float, seed: int = 0, rocks
     tl = _pos(tile, "terrain_rocks.tile", "m")
     if not (0.0 <= float(max_slope) <= 85.0):
         raise InputError("terrain_rocks.max_slope", max_slope, "must be in [0, 85] [deg]")
-    smin = _pos(s_min, "terrain_rocks.s_min", "m")
-    smax = _pos(s_max, "terrain_rocks.s_max", "m")
-    if not smin < smax:
-        raise InputError("terrain_rocks.s_min", s_min, f"must be < s_max = {s_max} [m]")
-    a = _pos(alpha, "terrain_rocks.alpha", "1")
-    if not (math.isfinite(float(sigma)) and float(sigma) >= 0.0):
-        raise InputError("terrain_rocks.sigma", sigma, "must be a finite number >= 0 (fraction of the size s)")
-    for name, v in (("sink_min", sink_min), ("sink_max", sink_max)):
-        if not math.isfinite(float(v)):
-            raise InputError(f"terrain_rocks.{name}", v, "must be a finite number (ratio of the size s)")
-    if not float(sink_min) <= float(sink_max):
-        raise InputError("terrain_rocks.sink_min", sink_min, f"must be <= sink_max = {sink_max}")
-    if (rocks_per_m2 is None) == (k0 is None):
-        raise InputError("terrain_rocks.rocks_per_m2/k0", {"rocks_per_m2": rocks_per_m2, "k0": k0},
-                         "give exactly one (the count calibrates k0)")
-    if rocks_per_m2 is not None:
-        k0 = calibrate_k0(rocks_per_m2, s_min=smin, s0=s0, alpha=a)
-    dens = rock_density(smin, k0=k0, s0=s0, alpha=a, s_max=smax)
+    dens, smin, smax, a = _rock_law("terrain_rocks", rocks_per_m2=rocks_per_m2, k0=k0, s0=s0, alpha=alpha,
+                                    s_min=s_min, s_max=s_max, sigma=sigma, sink_min=sink_min, sink_max=sink_max)
     bare = _bare(terrain)
     c0, n = project_to_surface(bare, _vec3("terrain_rocks.centre", centre))
     c0, n = c0[0], n[0]
