@@ -654,66 +654,120 @@ _cclear = contact_clearance.cpu
 _clear = clearance.cpu
 
 
-def _event_value(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap):
-    """Event function: the probe's clearance (which 0) or :data:`contact_clearance` (which 1)."""
-    if which == 0:
-        return _clear(w, ys, ta, vpos, v0, v1, sphere_r, bound_r)
-    return _cclear(w, ys, ta, vpos, v0, v1, sphere_r, cs[6], cs[7], i, gap)
+def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track):
+    """Event function at w[ys:] — :data:`clearance` (which 0) or :data:`contact_clearance`
+    (which 1) — with the value of one vertex and the vertex that holds the minimum.
+
+    Returns ``(g, g_track, argmin)``: the event value, vertex ``track``'s own term of it (``g``
+    when ``track < 0``), and the vertex attaining ``g`` (−1 for a sphere or the broadphase bound).
+    """
+    dc = _tat(ta, w[ys], w[ys + 1], w[ys + 2])[0]
+    if sphere_r > 0.0:
+        g = dc - sphere_r + (gap if which == 1 else 0.0)
+        return g, g, -1
+    if which == 0 and dc > 2.0 * bound_r + 1.0:
+        g = dc - bound_r
+        return g, g, -1
+    act, slot_vertex = cs[6], cs[7]
+    best = math.inf
+    arg = -1
+    gt = math.inf
+    v = v0
+    while v < v1:
+        d = _vdist(w, ys, ta, vpos, v)
+        if which == 1:
+            for k in range(act.shape[1]):
+                if act[i, k] != 0 and slot_vertex[i, k] == v:
+                    d += gap
+        if d < best:
+            best = d
+            arg = v
+        if v == track:
+            gt = d
+        v += 1
+    if track < 0:
+        gt = best
+    return best, gt, arg
 
 
-event_value = dual_call(_event_value)
-_evalue = event_value.cpu
+event_track = dual_call(_event_track)
+_etrack = event_track.cpu
 
 
 def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
                   sphere_r, bound_r, cs, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
 
-    Illinois regula falsi on the step length with a bisection every fourth trial; every trial is
-    a fresh DP5(4) step from Y0 (K_1 at K0 is kept), so each located state carries the method's
-    full order. Stops when the bracket is shorter than ``event_tol`` and leaves the state at its
-    outer end (event value above the threshold) in Y0. Returns ``(a, fa)``: that time offset and
-    its event value − thr.
+    Every trial is a fresh DP5(4) step from Y0 (K_1 at K0 is kept), so each located state carries
+    the method's full order. The bracket [a, b] is kept on the event function (the minimum over
+    vertices, :data:`event_track`), but the trials come from Illinois regula falsi on the term of
+    the one vertex that crosses (the minimum's vertex at b): the minimum itself is only piecewise
+    smooth — in contact motion it sits flat at an active contact's ``gap`` until the falling
+    vertex undercuts it, which stalls a secant on it. A trial whose minimum crosses while the
+    tracked vertex has not names the vertex that crossed first, and tracking moves to it. As in
+    SUNDIALS' root finder, a trial stays at least ``event_tol / 2`` inside the bracket, so once the
+    secant has converged on one side the next trial lands on the other and closes the bracket;
+    and a trial bisects whenever the previous two shrank the bracket by less than half. Stops when
+    the bracket is shorter than ``event_tol`` and leaves the state at its outer end (event value
+    above the threshold) in Y0. Returns ``(a, fa)``: that time offset and its event value − thr.
     """
     a = 0.0
     b = hh
     side = 0
     for c in range(13):
         w[AUX + c] = w[Y0 + c]
+    _g, _t, track = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, _i(-1))
+    sa = _etrack(which, i, w, Y0, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)[1] - thr
+    sb = fb                  # the tracked vertex's term at a and at b (Illinois-scaled)
     it = 0
+    width1 = math.inf        # bracket width before the previous trial
+    width2 = math.inf        # and before the one before
     while b - a > event_tol and it < 200:
-        if it % 4 == 3:
+        width = b - a
+        if width > 0.5 * width2 or not (sa > sb):
             tau = 0.5 * (a + b)
         else:
-            tau = b - fb * (b - a) / (fb - fa)
-            lo = a + 1e-3 * (b - a)
-            hi = b - 1e-3 * (b - a)
+            tau = b - sb * (b - a) / (sb - sa)
+            lo = a + max(1e-3 * (b - a), 0.5 * event_tol)
+            hi = b - max(1e-3 * (b - a), 0.5 * event_tol)
             if not (tau > lo):
                 tau = lo
             if tau > hi:
                 tau = hi
         _dpa(i, w, tau, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
-        ft = _evalue(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap) - thr
-        if ft > 0.0:
+        gt, st, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
+        gt -= thr
+        st -= thr
+        if gt > 0.0:
             a = tau
-            fa = ft
+            fa = gt
+            sa = st
             for c in range(13):
                 w[AUX + c] = w[Y1 + c]
             if side == -1:
-                fb *= 0.5
+                sb *= 0.5
             side = -1
+        elif st > 0.0:       # another vertex crossed first: track it
+            b = tau
+            track = arg
+            sb = gt
+            sa = _etrack(which, i, w, AUX, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)[1] - thr
+            side = 0
         else:
             b = tau
-            fb = ft
+            sb = st
             if side == 1:
-                fa *= 0.5
+                sa *= 0.5
             side = 1
+        width2 = width1
+        width1 = width
         it += 1
     for c in range(13):
         w[Y0 + c] = w[AUX + c]
     q0, q1, q2, q3 = _qnorm(w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9])   # a trial step's end: renormalise
     w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9] = q0, q1, q2, q3
     return a, fa
+
 
 from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
 
