@@ -276,7 +276,8 @@ class ReferenceProbe:
         out_state, out_total = np.zeros((1, k), np.int8), np.zeros((1, 6))
         contact_forces_rows(1, self._cw, self._m1, self._I1, q[None].copy(), v[None].copy(), w[None].copy(),
                             acc[None].copy(), tau[None].copy(), act, pts_b, nrm, nd, self._srad, self._fric,
-                            self._rolling, float(self.st.vstar), float(self.st.wstar), out_force, out_fn, out_state,
+                            self._rolling, float(self.st.vstar), float(self.st.wstar),
+                            float(self.st.contact_baumgarte), out_force, out_fn, out_state,
                             out_total)
         return out_total[0, :3].copy(), out_total[0, 3:].copy(), out_state[0, :na].copy(), free
 

@@ -50,6 +50,10 @@ PAIR_FIELDS = ("restitution", "friction", "rolling_resistance", "regolith", "e_f
 PAIR_E, PAIR_F, PAIR_CRR, PAIR_REGOLITH, PAIR_E0, PAIR_E1, PAIR_THETA_C = range(len(PAIR_FIELDS))
 PAIR_FIELD_COUNT = len(PAIR_FIELDS)
 
+#: Default rate β [1/s] of the contacts' velocity-level constraint stabilisation,
+#: N·v̇ + v·Ṅ = −β N·v (:mod:`systems.contact_motion`).
+BAUMGARTE_RATE = 0.5
+
 
 def _finite_in(value, name: str, lo: float, hi: float = math.inf, unit: str = "") -> float:
     try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from components.contact_params import PAIR_FIELD_COUNT
+from components.contact_params import BAUMGARTE_RATE, PAIR_FIELD_COUNT
 from components.gravity import GravitySource
 from components.terrain import TerrainSDF
 from ecs import column, component
@@ -186,6 +186,8 @@ class DeploySettings:
             and smallest step [s] of contact motion (its right-hand side is only piecewise smooth:
             regularised friction, active-set changes; a step of contact_h_min is always accepted).
         vstar, wstar: stick/slip and rolling regularisation (eqs 2.105, 2.87) [m/s], [rad/s].
+        contact_baumgarte: β [1/s] of the contacts' velocity-level constraint stabilisation,
+            N·v̇ + v·Ṅ = −β N·v (:mod:`systems.contact_motion`; 0: eq 2.92 as printed).
         max_collision_iterations: cap of the multi-vertex collision policy.
         steps_per_launch: integration steps a fly/contact kernel takes per row before returning
             (the seed's k_fly / k_contact).
@@ -208,6 +210,7 @@ class DeploySettings:
     contact_h_min: float = 1e-3
     vstar: float = 1e-4
     wstar: float = 1e-3
+    contact_baumgarte: float = BAUMGARTE_RATE
     max_collision_iterations: int = 1000
     steps_per_launch: int = 256
 
@@ -215,6 +218,8 @@ class DeploySettings:
         for name in ("rtol", "atol", "event_tol", "h_max", "t_cap", "contact_speed", "contact_gap", "settle_speed",
                      "settle_rate", "settle_hold", "contact_rtol", "contact_atol", "contact_h_max", "contact_h_min", "vstar", "wstar"):
             _positive(getattr(self, name), f"DeploySettings.{name}", "SI")
+        if not (self.contact_baumgarte >= 0 and math.isfinite(self.contact_baumgarte)):
+            raise InputError("DeploySettings.contact_baumgarte", self.contact_baumgarte, "must be a finite rate >= 0 1/s")
         if not (self.escape_radius >= 0 and math.isfinite(self.escape_radius)):
             raise InputError("DeploySettings.escape_radius", self.escape_radius, "must be >= 0 m (0: automatic)")
         for name in ("max_collision_iterations", "steps_per_launch"):

@@ -28,6 +28,14 @@ Force law of one contact (the seed's equations)
 * Surface normal rate (eqs 2.100–2.104): ``Ṅ = |∇d|⁻¹ [T] ∇∇d v`` from the Hessian of the surface's
   distance function, supplied by a *surface* object (:class:`PlaneSurface`, :class:`SphereSurface`;
   the SDF of the terrain issue plugs in through the same ``evaluate(points) -> (d, ∇d, ∇∇d)``).
+* Constraint stabilisation (ours; Baumgarte 1972, velocity level): every contact's constraint is
+  ``N·v̇ + v·Ṅ = −β (N·v)``, so a normal velocity left at a contact (by a collision elsewhere on
+  the body, round-off or the position projection) decays as e^(−βt) instead of persisting; on the
+  constraint (N·v = 0) this is eq 2.92 exactly. Without it a body resting on several vertices kept
+  a rocking rate µm/s-slow forever, its stick forces holding rising vertices on their way up until
+  they left the contact gap (measured on ``deploy-cube``: the 60 s rest hold took a third more
+  steps). β = :data:`components.contact_params.BAUMGARTE_RATE` by default; it adds a rate β to the normal dynamics, so an
+  explicit step needs h β below ~3.3 (DP5(4)).
 * Regularised stick/slip (eqs 2.105–2.106): ``F = λ_F F_slip + (1 − λ_F) F_stick`` with
   ``λ_F = min(|v_T|, v*)/v*``.
 * Rolling resistance (eqs 2.107–2.110): ``L_roll = −[C_RR] R F_N ω̂``; in lock, the torque that holds
@@ -93,7 +101,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import prange
 
-from components.contact_params import ContactParams
+from components.contact_params import BAUMGARTE_RATE, ContactParams
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel
 from systems.attitude import quat_rotate as _quat_rotate_np
@@ -474,8 +482,8 @@ def contact_work_size(k: int) -> int:
 
 # ===================================================================================== force kernel
 def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel, torque, active, points,
-                        normals, ndots, sphere_radius, friction, rolling, vstar, wstar, out_force, out_fn,
-                        out_state, out_total):
+                        normals, ndots, sphere_radius, friction, rolling, vstar, wstar, baumgarte, out_force,
+                        out_fn, out_state, out_total):
     """Contact forces of every active contact of body row i (see the module docstring).
 
     Args (row i; K contact slots):
@@ -489,6 +497,7 @@ def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel
         sphere_radius [n, K]: 0 for a body vertex, ρ for the contact point of a sphere of radius ρ.
         friction [n, K]: f per contact. rolling [n, 3]: C_RR,k R per body axis [m].
         vstar: slip regularisation speed v* [m/s]; wstar: rolling regularisation rate ω* [rad/s].
+        baumgarte: β [1/s] of the constraint stabilisation N·v̇ + v·Ṅ = −β N·v (0: eq 2.92 as printed).
     Outputs:
         out_force [n, K, 3] contact force per contact (target) [N]; out_fn [n, K] normal force [N];
         out_state [n, K] CONTACT_*; out_total [n, 6]: total force incl. rolling (target) [N] and
@@ -563,7 +572,7 @@ def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel
         w[o_n + 3 * k], w[o_n + 3 * k + 1], w[o_n + 3 * k + 2] = nx, ny, nz
         w[o_b + 3 * k], w[o_b + 3 * k + 1], w[o_b + 3 * k + 2] = ax + tx + ex, ay + ty + ey, az + tz + ez
         w[o_v + 3 * k], w[o_v + 3 * k + 1], w[o_v + 3 * k + 2] = ux, uy, uz
-        w[o_nd + k] = ux * dx + uy * dy + uz * dz
+        w[o_nd + k] = ux * dx + uy * dy + uz * dz + baumgarte * (ux * nx + uy * ny + uz * nz)   # v·Ṅ + β N·v
     for _attempt in range(K + 1):
         na = 0
         for k in range(K):
@@ -804,12 +813,12 @@ _contact_forces_cpu = contact_forces_row.cpu
 
 @cpu_parallel
 def contact_forces_rows(n, work, mass, inertia, attitude, velocity, omega, accel, torque, active, points, normals,
-                        ndots, sphere_radius, friction, rolling, vstar, wstar, out_force, out_fn, out_state,
-                        out_total):
+                        ndots, sphere_radius, friction, rolling, vstar, wstar, baumgarte, out_force, out_fn,
+                        out_state, out_total):
     for i in prange(n):
         _contact_forces_cpu(i, work, mass, inertia, attitude, velocity, omega, accel, torque, active, points,
-                            normals, ndots, sphere_radius, friction, rolling, vstar, wstar, out_force, out_fn,
-                            out_state, out_total)
+                            normals, ndots, sphere_radius, friction, rolling, vstar, wstar, baumgarte, out_force,
+                            out_fn, out_state, out_total)
 
 
 # ===================================================================================== demo system
@@ -838,6 +847,7 @@ class SurfaceContactMotion(System):
             solid sphere): an explicit step h needs that rate times h below ~2 (RK4: 2.78), e.g.
             v* >= 1.5 cm/s for a block with f = 1 on level ground at h = 1 ms, 5 cm/s for a sphere.
         wstar: rolling regularisation rate ω* [rad/s] (eq 2.87).
+        baumgarte: β [1/s] of the constraint stabilisation (module docstring; 0: eq 2.92 as printed).
         contact_distance: a contact is active while its gap is at most this [m].
     """
 
@@ -848,7 +858,7 @@ class SurfaceContactMotion(System):
 
     def __init__(self, surface, *, params: ContactParams, vertices=None, sphere_radius: float | None = None,
                  rolling_mask=(1.0, 1.0, 1.0), rolling_radius: float | None = None, vstar: float = 1e-4,
-                 wstar: float = 1e-3, contact_distance: float = 1e-6):
+                 wstar: float = 1e-3, baumgarte: float = BAUMGARTE_RATE, contact_distance: float = 1e-6):
         if not hasattr(surface, "evaluate"):
             raise InputError("surface", surface, "must provide evaluate(points) -> (d, grad, hess)")
         if not isinstance(params, ContactParams):
@@ -869,6 +879,9 @@ class SurfaceContactMotion(System):
         for name, val in (("vstar", vstar), ("wstar", wstar), ("contact_distance", contact_distance)):
             if not (val > 0 and math.isfinite(val)):
                 raise InputError(name, val, "must be a positive finite number")
+        if not (baumgarte >= 0 and math.isfinite(baumgarte)):
+            raise InputError("baumgarte", baumgarte, "must be a finite rate >= 0 1/s")
+        self.baumgarte = float(baumgarte)
         mask = np.asarray(rolling_mask, float)
         if mask.shape != (3,) or np.any(mask < 0):
             raise InputError("rolling_mask", rolling_mask, "must be 3 non-negative weights")
@@ -935,7 +948,7 @@ class SurfaceContactMotion(System):
                             np.ascontiguousarray(att), np.ascontiguousarray(v_com), np.ascontiguousarray(omega),
                             np.ascontiguousarray(accel), np.ascontiguousarray(torque), active,
                             np.ascontiguousarray(r_body), np.ascontiguousarray(N), np.ascontiguousarray(ndot),
-                            rho, fric, rolling, self.vstar, self.wstar, out_force, out_fn, out_state, out_total)
+                            rho, fric, rolling, self.vstar, self.wstar, self.baumgarte, out_force, out_fn, out_state, out_total)
         F = out_total[:, :3]
         tq = out_total[:, 3:] + np.cross(com, _quat_rotate_inverse_np(att, F))   # about the reference point
         t["body_force"][...] += F

@@ -386,7 +386,7 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     ``−I⁻¹(ω_S/N × I ω_S/N) − ω_S/N × ω`` (``τ = ω × Iω − ω_S/N × I ω_S/N − I(ω_S/N × ω)``).
     """
     (cwork, st_att, st_vel, st_om, accel, torque, act, slot_vertex, points, normals, ndots, srad, fric, rolling,
-     out_force, out_fn, out_state, out_total, vstar, wstar) = cs
+     out_force, out_fn, out_state, out_total, vstar, wstar, baumgarte) = cs
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
     vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
     q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
@@ -438,7 +438,7 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
         normals[i, k, 0], normals[i, k, 1], normals[i, k, 2] = nx, ny, nz
         ndots[i, k, 0], ndots[i, k, 1], ndots[i, k, 2] = dx, dy, dz
     _cforces(i, cwork, mass, inertia, st_att, st_vel, st_om, accel, torque, act, points, normals, ndots, srad, fric,
-             rolling, vstar, wstar, out_force, out_fn, out_state, out_total)
+             rolling, vstar, wstar, baumgarte, out_force, out_fn, out_state, out_total)
     return (out_total[i, 0], out_total[i, 1], out_total[i, 2], out_total[i, 3], out_total[i, 4], out_total[i, 5])
 
 
@@ -846,7 +846,7 @@ def _state_finite(w, off):
 state_finite = dual_call(_state_finite)
 
 
-def contact_scratch(n: int, slots: int, *, vstar: float, wstar: float) -> tuple:
+def contact_scratch(n: int, slots: int, *, vstar: float, wstar: float, baumgarte: float) -> tuple:
     """Per-row arrays of the contact force kernel (``cs`` of :data:`contact_wrench`)."""
     from systems.contact_motion import contact_work_size
 
@@ -854,4 +854,4 @@ def contact_scratch(n: int, slots: int, *, vstar: float, wstar: float) -> tuple:
             np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, slots), np.int8), np.zeros((n, slots), np.int64),
             np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
             np.zeros((n, slots)), np.zeros((n, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
-            np.zeros((n, slots), np.int8), np.zeros((n, 6)), float(vstar), float(wstar))
+            np.zeros((n, slots), np.int8), np.zeros((n, 6)), float(vstar), float(wstar), float(baumgarte))

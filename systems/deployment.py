@@ -230,7 +230,8 @@ class DeploymentLoop(System):
             jinv=np.ascontiguousarray(np.linalg.inv(table["probe_inertia"])) if n else np.zeros((0, 3, 3)),
             geo=geo, ga=gravity_args(target.gravity), ta=terrain_args(target.terrain),
             rotation=tuple(float(v) for v in target.rotation),
-            cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), vstar=settings.vstar, wstar=settings.wstar),
+            cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), vstar=settings.vstar, wstar=settings.wstar,
+                               baumgarte=settings.contact_baumgarte),
             events=world.events, max_vertices=kmax, escape_radius=escape)
         self.collide.bind_context(self.ctx)
         self.timings = dict.fromkeys(self.timings, 0.0)

@@ -159,14 +159,16 @@ def _single_contact(rng, vt_scale):
     return m, I, q, r, N, Nd, w, v, acc, tau
 
 
-def _run_kernel(m, I, q, r, N, Nd, w, v, acc, tau, f, vstar):
+def _run_kernel(m, I, q, r, N, Nd, w, v, acc, tau, f, vstar, baumgarte=0.0, total=False):
     K = 1
     out_force, out_fn = np.zeros((1, K, 3)), np.zeros((1, K))
     out_state, out_total = np.zeros((1, K), np.int8), np.zeros((1, 6))
     contact_forces_rows(1, np.zeros((1, contact_work_size(K))), np.array([m]), I[None], q[None], v[None], w[None],
                         acc[None], tau[None], np.ones((1, K), np.int8), r[None, None], N[None, None], Nd[None, None],
-                        np.zeros((1, K)), np.full((1, K), f), np.zeros((1, 3)), vstar, 1e-3, out_force, out_fn,
-                        out_state, out_total)
+                        np.zeros((1, K)), np.full((1, K), f), np.zeros((1, 3)), vstar, 1e-3, baumgarte, out_force,
+                        out_fn, out_state, out_total)
+    if total:
+        return out_total[0], out_state[0, 0]
     return out_force[0, 0], out_state[0, 0]
 
 
@@ -214,6 +216,29 @@ def test_single_contact_reduces_to_the_seed_equations():
             np.testing.assert_allclose(F, expected, rtol=1e-10, atol=1e-10 * np.linalg.norm(expected))
             checked += 1
     assert checked > 40
+
+
+@pytest.mark.parametrize("baumgarte", [0.0, 0.5, 3.0])
+@pytest.mark.parametrize("vt_scale", [1e-6, 1.0])
+def test_constraint_stabilisation_sets_the_normal_acceleration(baumgarte, vt_scale):
+    """With a normal velocity u_n at the contact, the contact point's normal acceleration is the
+    stabilised constraint's, N·a_p = −u·Ṅ − β u_n, in stick (slow) and in slip (fast): rigid-body
+    kinematics a_p = a + R(α × r + ω × (ω × r)) from the kernel's total force and torque."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        m, I, q, r, N, Nd, w, v, acc, tau = _single_contact(rng, vt_scale)
+        acc = acc - 10.0 * N * abs(acc @ N)          # pressed onto the surface: the contact carries a load
+        un = rng.uniform(-1e-3, 1e-3)
+        v = v + un * N
+        tot, state = _run_kernel(m, I, q, r, N, Nd, w, v, acc, tau, 0.5, 1e-4, baumgarte, total=True)
+        assert state == 1
+        R = Rotation.from_quat(q, scalar_first=True)
+        a = acc + tot[:3] / m
+        alpha = np.linalg.solve(I, tau + tot[3:] - np.cross(w, I @ w))
+        ap = a + R.apply(np.cross(alpha, r) + np.cross(w, np.cross(w, r)))
+        u = v + R.apply(np.cross(w, r))
+        scale = np.abs(acc).max() + abs(u @ Nd) + baumgarte * abs(un)
+        assert abs(N @ ap + u @ Nd + baumgarte * (u @ N)) < 1e-10 * scale
 
 
 def test_normal_rate_matches_finite_differences():
@@ -309,7 +334,7 @@ GPU_SCRIPT = textwrap.dedent(
             rng.normal(size=(n, 3)), rng.normal(size=(n, 3)) * 5, rng.normal(size=(n, 3)),
             (rng.random((n, K)) < 0.8).astype(np.int8), rng.normal(size=(n, K, 3)) * 0.3,
             np.tile([0.0, 0.0, 1.0], (n, K, 1)), np.zeros((n, K, 3)), np.zeros((n, K)), np.full((n, K), 0.5),
-            np.full((n, 3), 0.01), 1e-2, 1e-3]
+            np.full((n, 3), 0.01), 1e-2, 1e-3, 0.5]
     outs = lambda: [np.zeros((n, K, 3)), np.zeros((n, K)), np.zeros((n, K), np.int8), np.zeros((n, 6))]
     oc, og = outs(), outs()
     launch_rows("cpu", contact_forces_rows, contact_forces_row, n, *args, *oc)
