@@ -187,7 +187,7 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
             status[i] = Status.FAILED
             phase[i] = DeployPhase.ENDED
             break
-        # ---- new touchdown of a free vertex: localise (Illinois) and collide
+        # ---- new touchdown of a free vertex: localise (locate_event) and collide
         g1 = _cclear(w, Y1, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)
         if g1 <= 0.0:
             g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)

@@ -13,10 +13,10 @@ its centre's distance minus its radius). While the probe's CoM is further than t
 radius plus 1 m from the surface, the bound ``d(CoM) − r_bound`` stands in for it without touching
 the vertices (the broadphase). Steps are limited so that no vertex can travel further than the
 current clearance plus a quarter of the bounding radius, so a vertex cannot pass through a thin
-feature unseen. When the event function falls to zero (from above), the crossing is localised by
-the Illinois variant of regula falsi on the step length (:data:`systems.deploy_physics.locate_event`),
-every trial being a fresh DP5(4) step from the step's start (5th-order accurate at the trial
-time), until the bracket is shorter than
+feature unseen. When the event function falls to zero (from above), the crossing is localised on
+the step length (:data:`systems.deploy_physics.locate_event`: trials at the root of the crossing
+vertex's cubic Hermite interpolant, safeguarded), every trial being a fresh DP5(4) step from the
+step's start (5th-order accurate at the trial time), until the bracket is shorter than
 ``event_tol``; the row stops at the bracket's *outer* end (clearance ≥ 0, at most
 ``event_tol × approach speed`` above the surface) and switches to COLLIDE.
 
