@@ -158,6 +158,23 @@ def test_event_time_and_central_restitution():
     assert res.events["energy_after"][0, 0] / res.events["energy_before"][0, 0] == pytest.approx(e * e, rel=1e-9)
 
 
+@pytest.mark.parametrize("tilt", [0.0, 0.3])
+def test_event_time_of_a_polyhedron_vertex(tilt):
+    """A cube (fixed attitude: a face down, or tilted so that one vertex leads) falls radially on a
+    non-rotating sphere: the first impact is at the radial fall time to the CoM height where its
+    first vertex reaches the surface, z = max_v (sqrt(R² − v_x² − v_y²) − v_z) (the vertex-tracking
+    event location, within the event tolerance)."""
+    r0 = 260.0
+    q = np.array([math.cos(tilt / 2), math.sin(tilt / 2) * 0.6, math.sin(tilt / 2) * 0.8, 0.0])
+    res, w = _run(position=[0, 0, r0], velocity=[0, 0, 0], shape="cube", rotation=0.0,
+                  settings=DeploySettings(t_cap=4000.0), overrides={"probe_attitude": q[None]})
+    from scipy.spatial.transform import Rotation
+    verts = Rotation.from_quat(q, scalar_first=True).apply(platonic("cube", mass=5.0, density=500.0).vertices)
+    z_hit = np.max(np.sqrt(R_BODY ** 2 - verts[:, 0] ** 2 - verts[:, 1] ** 2) - verts[:, 2])
+    t_hit = _radial_fall_time(r0, z_hit, MU)
+    assert abs(res.finals["probe_first_impact_time"][0, 0] - t_hit) < 2e-6
+
+
 def test_escape_and_time_cap():
     """Radially outward at 2 × the escape speed: ESCAPED; a bound orbit clear of the body: TIMED_OUT."""
     r0 = 300.0
