@@ -309,16 +309,20 @@ _stage_c = stage.cpu
 CONTACT_LENGTH = 1.0
 
 
-def _error_norm(w, y0, y1, k, stride, n, h, rtol, atol, lscale):
+def _error_norm(w, y0, y1, k, stride, n, h, rtol, atol, lscale, rscale):
     """RMS over the n components at w[y0:] / w[y1:] of the DP5(4) error estimate (stages K_j at
     w[k + stride·j:]) scaled by atol + rtol·max(|y0|, |y1|) (the first three, positions, by
-    atol + rtol·lscale when lscale > 0)."""
+    atol + rtol·lscale when lscale > 0; components 6.. of the 13-number state, attitude and rate,
+    with atol / rscale when rscale > 0: an attitude or rate error measured as the displacement or
+    velocity it makes at the distance rscale from the CoM)."""
     acc = 0.0
     for c in range(n):
         e = h * (E1 * w[k + c] + E3 * w[k + 2 * stride + c] + E4 * w[k + 3 * stride + c]
                  + E5 * w[k + 4 * stride + c] + E6 * w[k + 5 * stride + c] + E7 * w[k + 6 * stride + c])
         if c < 3 and lscale > 0.0:
             sc = atol + rtol * lscale
+        elif c >= 6 and rscale > 0.0:
+            sc = atol / rscale + rtol * max(abs(w[y0 + c]), abs(w[y1 + c]))
         else:
             sc = atol + rtol * max(abs(w[y0 + c]), abs(w[y1 + c]))
         r = e / sc
@@ -535,7 +539,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
         _rkmk(w, RS, RK + 35, inertia, jinv)
         _stage_c(w, R0, RK, _N7, _N6, R1, hh, B1, 0.0, B3, B4, B5, B6)
         _rkmk(w, R1, RKFSAL, inertia, jinv)
-        err = _errn(w, R0, R1, RK, _N7, _N6, hh, rtol, atol, 1.0)
+        err = _errn(w, R0, R1, RK, _N7, _N6, hh, rtol, atol, 1.0, 0.0)
         n += 1
         if not math.isfinite(err) or n > ATTITUDE_MAX_SUBSTEPS:
             return False
@@ -599,7 +603,7 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
         _trates(w, YS, K0 + 65, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
         _stage_c(w, Y0, K0, _N13, _N6, Y1, h, B1, 0.0, B3, B4, B5, B6)
         _trates(w, Y1, KFSAL, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
-        err = _errn(w, Y0, Y1, K0, _N13, _N6, h, rtol, atol, 0.0)
+        err = _errn(w, Y0, Y1, K0, _N13, _N6, h, rtol, atol, 0.0, 0.0)
         if not _advance_att(w, h, ox, oy, oz, inertia[i], jinv[i], rtol, atol):
             return math.nan
         return err
@@ -615,7 +619,9 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
     _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
     _stage_c(w, Y0, K0, _N13, _N13, Y1, h, B1, 0.0, B3, B4, B5, B6)
     _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
-    return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, CONTACT_LENGTH)
+    I = inertia[i]
+    gyration = math.sqrt((I[0, 0] + I[1, 1] + I[2, 2]) / (2.0 * mass[i]))   # radius of gyration [m]
+    return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, CONTACT_LENGTH, gyration)
 
 
 def _accept(w):
