@@ -860,6 +860,28 @@ closest_point_triangle = dual(_closest_point_triangle)
 _cpt = closest_point_triangle.cpu
 
 
+def _face_plane(vertices, triangles, t):
+    """First vertex a and (unnormalised, outward for outward winding) normal (b − a) × (c − a) of
+    triangle t: ``(ax, ay, az, nx, ny, nz)``."""
+    ia = triangles[t, 0]
+    ib = triangles[t, 1]
+    ic = triangles[t, 2]
+    ax = vertices[ia, 0]
+    ay = vertices[ia, 1]
+    az = vertices[ia, 2]
+    ex1 = vertices[ib, 0] - ax
+    ey1 = vertices[ib, 1] - ay
+    ez1 = vertices[ib, 2] - az
+    ex2 = vertices[ic, 0] - ax
+    ey2 = vertices[ic, 1] - ay
+    ez2 = vertices[ic, 2] - az
+    return ax, ay, az, ey1 * ez2 - ez1 * ey2, ez1 * ex2 - ex1 * ez2, ex1 * ey2 - ey1 * ex2
+
+
+face_plane = dual(_face_plane)
+_fplane = face_plane.cpu
+
+
 def _convex_distance(vertices, triangles, t0, t1, x, y, z):
     """Exact signed distance [m] and gradient from (x, y, z) to the convex polyhedron made of
     ``triangles[t0:t1]`` (outward wound, indices into ``vertices``), all in the polyhedron's frame.
@@ -877,25 +899,16 @@ def _convex_distance(vertices, triangles, t0, t1, x, y, z):
     py = 0.0
     pz = 1.0
     for t in range(t0, t1):
-        ia = triangles[t, 0]
-        ib = triangles[t, 1]
-        ic = triangles[t, 2]
-        ax = vertices[ia, 0]
-        ay = vertices[ia, 1]
-        az = vertices[ia, 2]
-        ex1 = vertices[ib, 0] - ax
-        ey1 = vertices[ib, 1] - ay
-        ez1 = vertices[ib, 2] - az
-        ex2 = vertices[ic, 0] - ax
-        ey2 = vertices[ic, 1] - ay
-        ez2 = vertices[ic, 2] - az
-        nx, ny, nz = _norm3(ey1 * ez2 - ez1 * ey2, ez1 * ex2 - ex1 * ez2, ex1 * ey2 - ey1 * ex2)
+        ax, ay, az, nx, ny, nz = _fplane(vertices, triangles, t)
+        nx, ny, nz = _norm3(nx, ny, nz)
         s = nx * (x - ax) + ny * (y - ay) + nz * (z - az)
         if s > plane:
             plane = s
             px = nx
             py = ny
             pz = nz
+        ib = triangles[t, 1]
+        ic = triangles[t, 2]
         qx, qy, qz, reg = _cpt(ax, ay, az, vertices[ib, 0], vertices[ib, 1], vertices[ib, 2],
                                vertices[ic, 0], vertices[ic, 1], vertices[ic, 2], x, y, z)
         dx = x - qx
@@ -1056,21 +1069,7 @@ def convex_violation(vertices, triangles, tri_start, size):
     kw = 0
     for k in range(tri_start.shape[0] - 1):
         for t in range(tri_start[k], tri_start[k + 1]):
-            ia = triangles[t, 0]
-            ib = triangles[t, 1]
-            ic = triangles[t, 2]
-            ax = vertices[ia, 0]
-            ay = vertices[ia, 1]
-            az = vertices[ia, 2]
-            ex1 = vertices[ib, 0] - ax
-            ey1 = vertices[ib, 1] - ay
-            ez1 = vertices[ib, 2] - az
-            ex2 = vertices[ic, 0] - ax
-            ey2 = vertices[ic, 1] - ay
-            ez2 = vertices[ic, 2] - az
-            nx = ey1 * ez2 - ez1 * ey2
-            ny = ez1 * ex2 - ex1 * ez2
-            nz = ex1 * ey2 - ey1 * ex2
+            ax, ay, az, nx, ny, nz = _fplane(vertices, triangles, t)
             nn = math.sqrt(nx * nx + ny * ny + nz * nz)
             if not (nn > 0.0):
                 return math.inf, k
