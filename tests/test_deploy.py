@@ -335,3 +335,43 @@ def test_deploy_shapes_settling_time_ordering(tmp_path):
     assert min(counts.values()) >= 2000, counts
     assert all(means[a] < means[b] for a, b in zip(order, order[1:])), means
     assert float(ds["probe_max_penetration"].max()) < 1e-3
+
+
+def _waiter(share, got):
+    import threading
+    import time
+
+    th = threading.Thread(target=lambda: got.append(share.wait()))
+    th.start()
+    for _ in range(10_000):          # until the thread is inside wait()
+        if share.waiting or got:
+            break
+        time.sleep(1e-4)
+    return th
+
+
+def test_row_share_hands_rows_to_a_waiting_worker_and_ends_when_all_wait():
+    """DeploymentLoop's work sharing (systems.deployment.RowShare) with two workers: rows stay
+    with their worker until the other waits; it then gets the second half; the frame ends (None)
+    only when both wait; abort() releases a waiting worker."""
+    from systems.deployment import RowShare
+
+    share = RowShare(2)
+    rows = np.arange(10, 15)
+    assert share.offer(rows) is rows                      # nobody waits: keep them all
+    got = []
+    th = _waiter(share, got)
+    kept = share.offer(rows)
+    th.join(5.0)
+    assert kept.tolist() == [10, 11, 12] and got[0].tolist() == [13, 14]
+    assert share.offer(kept[:1]).tolist() == [10]          # one row is never split
+    th = _waiter(share, got)
+    assert share.offer(kept[:1]).tolist() == [10]
+    assert share.wait() is None                           # both wait: the frame is over for both
+    th.join(5.0)
+    assert got[1] is None and not th.is_alive()
+    share = RowShare(2)
+    th = _waiter(share, got)
+    share.abort()                                         # the other worker failed
+    th.join(5.0)
+    assert got[2] is None and not th.is_alive()
