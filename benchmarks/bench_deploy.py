@@ -159,7 +159,7 @@ def main(argv=None) -> dict:
           f"{n / med:.1f} trajectories/s (warm-up run of {k0}, incl. compile: {first_s:.1f} s)")
     tot = sum(timings.values()) or 1.0
     split = ", ".join(f"{k} {v:.2f} s ({100 * v / tot:.0f} %)" for k, v in timings.items())
-    print(f"  phase split of the last run (thread-seconds over the row groups): {split}")
+    print(f"  phase split of the last run (thread-seconds summed over the worker threads): {split}")
     mean_settle = _mean_settle(status, fin["probe_settle_time"])
     print(f"  status {_status_counts(status)}; mean settling time {_fmt(mean_settle)} s;"
           f" mean bounces {fin['probe_bounces'].mean():.1f}; mean first impact "

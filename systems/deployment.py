@@ -13,7 +13,8 @@ of the rows in its phase (``np.flatnonzero``), never over all rows with a branch
 seed's GPU design (§2.7.3), which keeps warps uniform; rows in other phases cost nothing. Kernels
 return after ``steps_per_launch`` steps, so one stiff row cannot hold a launch for long and a row
 can change phase several times within a frame. On the CPU the running rows are dealt into one
-group per numba thread, and each group runs this loop on its own (:meth:`DeploymentLoop.process`).
+group per numba thread, and each group runs this loop on its own; a worker that runs out of rows
+takes over half of another's pending rows (:meth:`DeploymentLoop.process`, :class:`RowShare`).
 
 End states (:class:`EndProbes`, our criteria where the seed is silent):
 

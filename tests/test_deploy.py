@@ -158,6 +158,52 @@ def test_event_time_and_central_restitution():
     assert res.events["energy_after"][0, 0] / res.events["energy_before"][0, 0] == pytest.approx(e * e, rel=1e-9)
 
 
+@pytest.mark.parametrize("features", ["grid", "fbm", "psr", "polyhedral", "analytic"])
+def test_kernel_terrain_query_equals_the_terrain_api(features):
+    """The deployment kernels' inlined terrain query (systems.deploy_physics.terrain_at: a bare grid
+    sampled in place, any other terrain through terrain_at_any) against TerrainSDF.evaluate (the
+    numpy driver of systems.sdf) near the Itokawa-like surface, for every kind of terrain."""
+    import dataclasses
+
+    import numba
+
+    from components.terrain import sdf_ellipsoid
+    from scenes.assets.noise import fbm_noise
+    from scenes.deploy import itokawa_target
+    from systems.deploy_physics import terrain_at
+    from systems.sdf import terrain_args
+
+    tat = terrain_at.cpu
+
+    @numba.njit
+    def query(ta, p):
+        out = np.empty((p.shape[0], 4))
+        for k in range(p.shape[0]):
+            r = tat(ta, p[k, 0], p[k, 1], p[k, 2])
+            out[k, 0], out[k, 1], out[k, 2], out[k, 3] = r[0], r[1], r[2], r[3]
+        return out
+
+    rocks = {"psr": "psr", "polyhedral": "polyhedral"}.get(features, False)
+    terrain = itokawa_target(gravity="point_mass", rocks=rocks).terrain
+    if features == "fbm":
+        terrain = dataclasses.replace(terrain, fbm=fbm_noise(max_height=0.5, frequency=0.2, seed=3))
+    if features == "analytic":
+        terrain = TerrainSDF(base=sdf_ellipsoid((160.0, 130.0, 100.0)))
+    rng = np.random.default_rng(5)
+    u = rng.normal(size=(400, 3))
+    u /= np.linalg.norm(u, axis=1)[:, None]
+    p = u * 150.0
+    for _ in range(20):                                   # onto the surface, then scattered ±2 m
+        d, g = terrain.evaluate(p)
+        p = p - d[:, None] * g
+    if features == "polyhedral":                          # and around the rock region under the release point
+        p[:200] = np.array([0.0, 0.0, 1.0]) * np.linalg.norm(p[:200], axis=1)[:, None] + rng.uniform(-10, 10, (200, 3))
+    p = p + rng.uniform(-2.0, 2.0, p.shape)
+    d, g = terrain.evaluate(p)
+    got = query(terrain_args(terrain), p)
+    assert np.array_equal(got[:, 0], d) and np.array_equal(got[:, 1:], g)
+
+
 @pytest.mark.parametrize("tilt", [0.0, 0.3])
 def test_event_time_of_a_polyhedron_vertex(tilt):
     """A cube (fixed attitude: a face down, or tilted so that one vertex leads) falls radially on a
