@@ -709,3 +709,37 @@ def test_multi_vertex_policy_with_rolling_resistance_never_adds_energy():
     T0, T1 = kinetic_energy(m, I, v, w), kinetic_energy(m, I, v1, w1)
     assert np.mean(status == MULTI_RESOLVED) > 0.9
     assert np.all(T1 <= T0 * (1 + 1e-12))
+
+
+def test_plastic_impact_near_the_stick_limit_closes_its_slip():
+    """A slip that creeps at s ≈ 0 with f just below f* (0.5 against 0.511) is closed (CREEP_STEPS)
+    and the impact resolves: the state is the one a dodecahedron probe of deploy-shapes reached
+    (sample 3999, seed 0), where the slip integration used to hold s ≈ 2e-13 m/s for 100,000
+    steps and fail the row. Checked: resolved within a few hundred steps, the contact point's
+    normal velocity ends at 0 (e = 0, to 1e-9 of the approach speed), kinetic energy does not rise,
+    the normal impulse is positive and the total impulse satisfies Coulomb's cone on average
+    (|P_t| <= f p)."""
+    from systems.attitude import quat_rotate
+    from systems.collision import IMPACT_RESOLVED, kinetic_energy, resolve_impacts
+
+    q = np.array([-0.6677701904597684, -0.07184492302068193, 0.49109562156868664, -0.5547489254117961])
+    r = np.array([-0.05463884141835358, 0.1430463439391652, 0.0])           # vertex, body axes
+    n = np.array([0.3878086756027319, -0.6534663888945688, 0.6500662348656077])
+    v = np.array([-1.4259145029552099e-05, 2.5059554322539684e-05, -3.8238605330811405e-05])
+    w = np.array([-0.0009941854607371688, 0.0010309906771873334, -0.00039389992380415846])
+    m, I = 5.0, 0.036264018755971364 * np.eye(3)
+
+    def point_velocity(v, w):
+        return v + quat_rotate(q, np.cross(w, r))
+
+    vn0 = point_velocity(v, w) @ n
+    assert vn0 < 0
+    out = resolve_impacts(mass=m, inertia=I, contact_point=r, normal=n, velocity=v, omega=w, restitution=0.0,
+                          friction=0.5, attitude=q, max_steps=100_000)
+    assert int(out.status[0]) == IMPACT_RESOLVED and int(out.steps[0]) < 1000
+    vn1 = point_velocity(out.velocity[0], out.omega[0]) @ n
+    assert abs(vn1) <= 1e-9 * abs(vn0)
+    assert kinetic_energy(m, I, out.velocity[0], out.omega[0]) <= kinetic_energy(m, I, v, w)
+    p = float(out.normal_impulse[0])
+    P = out.impulse[0]
+    assert p > 0 and np.linalg.norm(P - (P @ n) * n) <= 0.5 * p * (1 + 1e-9)
