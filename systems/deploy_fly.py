@@ -13,7 +13,9 @@ its centre's distance minus its radius). While the probe's CoM is further than t
 radius plus 1 m from the surface, the bound ``d(CoM) − r_bound`` stands in for it without touching
 the vertices (the broadphase). Steps are limited so that no vertex can travel further than the
 current clearance plus a quarter of the bounding radius, so a vertex cannot pass through a thin
-feature unseen. When the event function falls to zero (from above), the crossing is localised on
+feature unseen. In the voxel field a step ends just past the cell face its CoM would cross
+(:data:`~systems.deploy_physics.smooth_step`: g is only C⁰ there) and keeps the step proposal it was
+cut from. When the event function falls to zero (from above), the crossing is localised on
 the step length (:data:`systems.deploy_physics.locate_event`: trials at the root of the crossing
 vertex's cubic Hermite interpolant, safeguarded), every trial being a fresh DP5(4) step from the
 step's start (5th-order accurate at the trial time), until the bracket is shorter than
@@ -38,7 +40,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
 from systems.deploy_physics import (K0, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
-                                    load_state, locate_event, probe_rhs, state_finite, step_size)
+                                    load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
 _dp = dp_attempt.cpu
@@ -49,6 +51,7 @@ _fin = state_finite.cpu
 _rhs = probe_rhs.cpu
 _next = step_size.cpu
 _locate = locate_event.cpu
+_smooth = smooth_step.cpu
 _MODE_FLY = np.int64(0)
 _WHICH_ALL = np.int64(0)
 
@@ -82,6 +85,9 @@ def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om
             lim = (max(g0, 0.0) + 0.25 * bound_r) / sp
             if lim < hh:
                 hh = lim
+        hs = _smooth(ga, w, hh)          # end on a voxel cell face rather than step across it
+        face = hs < hh
+        hh = hs
         err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
         n += 1
         if not (err <= 1.0):
@@ -113,7 +119,8 @@ def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om
             break
         t, dist = _commit(w, t, hh, t_end, dist)
         g0 = g1
-        h = _next(hh, err)
+        hn = _next(hh, err)
+        h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
     _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
