@@ -171,8 +171,8 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
                      contact: ContactParams, position, position_sigma3, velocity, velocity_sigma3,
                      random_attitude: bool = True, omega=(0.0, 0.0, 0.0), omega_sigma3: float = 0.0,
                      rolling_radius: float = 0.0, contact_dispersions: dict | None = None,
-                     settings: DeploySettings | None = None, frame: float = DEFAULT_FRAME, record_every: int | None = None,
-                     params: dict[str, Any] | None = None) -> Scene:
+                     settings: DeploySettings | None = None, frame: float = DEFAULT_FRAME,
+                     record_every: int | None = None, params: dict[str, Any] | None = None) -> Scene:
     """A deployment scene (module docstring).
 
     Args:
@@ -311,10 +311,11 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
                             frame=frame, record_every=record_every, params=params)
 
 
-def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0, frame: float = DEFAULT_FRAME,
-               record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
-               density: float = 500.0, level: int = 0, restitution_sigma3: float = 0.0,
-               friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
+def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
+               frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
+               friction: float = 0.5, mass: float = 5.0, density: float = 500.0, level: int = 0,
+               restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0,
+               rock_region: float = 30.0) -> Scene:
     """``deploy-cube`` (Table 4.6)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
     p, ps, v, vs = _release("low")
@@ -353,10 +354,10 @@ def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
 SHAPES = ("sphere", "dodecahedron", "icosahedron", "cube", "octahedron", "tetrahedron")
 
 
-def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0, frame: float = DEFAULT_FRAME,
-                 record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5, mass: float = 5.0,
-                 density: float = 500.0, shapes: str = "all", rocks_per_m2: float = 14.0,
-                 rock_region: float = 30.0) -> Scene:
+def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
+                 frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
+                 friction: float = 0.5, mass: float = 5.0, density: float = 500.0, shapes: str = "all",
+                 rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
     """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
     comma-separated subset)."""
     names = SHAPES if shapes == "all" else tuple(s.strip() for s in str(shapes).split(","))

@@ -350,16 +350,17 @@ class DeploymentLoop(System):
         """Advance every running row to the frame end (module docstring).
 
         The running rows are dealt round-robin into one group per numba thread, and each group runs
-        its own phase loop in a worker thread (the calling thread runs the first) on the serial builds of the phase kernels (compiled
-        ``nogil``): groups never wait for each other within the frame. A worker whose rows have all
-        reached the frame end takes over half of the rows another worker still has pending, at
-        that worker's next pass (:class:`RowShare`): without it the frame waited for the group that
-        happened to hold the frame's bouncing rows (measured on 200 ``deploy-cube`` trajectories:
-        the sum over frames of the slower group's time was 17 % above half the thread-seconds).
-        A frame-synchronous loop over all rows with ``prange`` launches instead waited, at every
-        pass and in every phase, for the slowest row of that launch (measured: 2 threads no faster
-        than 1). Every row's arithmetic is the same whichever worker runs it, and a row changes
-        hands only between two launches, where its state is in the table.
+        its own phase loop in a worker thread (the calling thread runs the first) on the serial
+        builds of the phase kernels (compiled ``nogil``): groups never wait for each other within
+        the frame. A worker whose rows have all reached the frame end takes over half of the rows
+        another worker still has pending, at that worker's next pass (:class:`RowShare`): without it
+        the frame waited for the group that happened to hold the frame's bouncing rows (measured on
+        200 ``deploy-cube`` trajectories: the sum over frames of the slower group's time was 17 %
+        above half the thread-seconds). A frame-synchronous loop over all rows with ``prange``
+        launches instead waited, at every pass and in every phase, for the slowest row of that
+        launch (measured: 2 threads no faster than 1). Every row's arithmetic is the same whichever
+        worker runs it, and a row changes hands only between two launches, where its state is in the
+        table.
         """
         ctx = self.ctx
         t_end = frame.t + frame.dt
