@@ -52,6 +52,7 @@ import numpy as np
 
 from ecs import InputError, column, component
 from ecs.errors import positive_number
+from ecs.rules import nonnegative, positive
 
 #: 1 lbf/in in N/m (exact: 0.45359237 × 9.80665 / 0.0254).
 LBF_PER_IN = 0.45359237 * 9.80665 / 0.0254
@@ -80,8 +81,8 @@ class Facet:
                                doc="facet centre relative to the body reference point (segment midpoint for lines)")
     axis: np.ndarray = column("1", shape=3, frame="body", default=[1.0, 0.0, 0.0],
                               doc="unit direction of a line facet's segment (unused by point facets)")
-    radius: float = column("m", default=1.0, doc="sphere / capsule radius")
-    length: float = column("m", doc="segment length of a line facet (0 for point facets)")
+    radius: float = column("m", default=1.0, doc="sphere / capsule radius", check=positive("m"))
+    length: float = column("m", doc="segment length of a line facet (0 for point facets)", check=nonnegative("m"))
 
 
 @component("contact")

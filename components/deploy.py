@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from components.contact_params import BAUMGARTE_RATE, PAIR_FIELD_COUNT
+from components.contact_params import BAUMGARTE_RATE, PAIR_FIELD_COUNT, PAIR_FIELDS
 from components.gravity import GravitySource
 from components.terrain import TerrainSDF
 from ecs import column, component
 from ecs.errors import InputError
+from ecs.rules import elementwise, nonnegative, physical_inertia, positive, unit_quaternion
 
 __all__ = ["DeployPhase", "DeploySettings", "DeployTarget", "ProbeContact", "ProbeMass", "ProbePhase",
            "ProbeInertial", "ProbeRecord", "ProbeState"]
@@ -52,7 +53,8 @@ class ProbeState:
     position: np.ndarray = column("m", shape=3, frame="target", doc="centre of mass relative to the target CoM")
     velocity: np.ndarray = column("m/s", shape=3, frame="target", doc="CoM velocity relative to the target frame")
     attitude: np.ndarray = column("1", shape=4, frame="body->target", default=[1.0, 0.0, 0.0, 0.0],
-                                  doc="unit quaternion, scalar-first, rotating body components into target")
+                                  doc="unit quaternion, scalar-first, rotating body components into target",
+                                  check=unit_quaternion())
     omega: np.ndarray = column("rad/s", shape=3, frame="body", doc="angular velocity of the body relative to the "
                                                                    "target frame (omega_S/T), body axes")
 
@@ -61,9 +63,9 @@ class ProbeState:
 class ProbeMass:
     """Mass properties of a probe (its vertices are given about the CoM)."""
 
-    mass: float = column("kg", default=1.0, doc="mass")
+    mass: float = column("kg", default=1.0, doc="mass", check=positive("kg"))
     inertia: np.ndarray = column("kg m^2", shape=(3, 3), frame="body", default=np.eye(3),
-                                 doc="inertia tensor about the CoM")
+                                 doc="inertia tensor about the CoM", check=physical_inertia())
 
 
 @component("probe")
@@ -84,9 +86,11 @@ class ProbeContact:
 
     terrain_pair: np.ndarray = column("1", shape=PAIR_FIELD_COUNT,
                                       doc="restitution, friction, rolling_resistance, regolith, e_floor, e_max, "
-                                          "critical_angle (components.contact_params.PAIR_FIELDS)")
+                                          "critical_angle (components.contact_params.PAIR_FIELDS)",
+                                      check=elementwise({0: (0.0, 1.0), 1: (0.0, np.inf), 2: (0.0, np.inf),
+                                                         4: (0.0, 1.0), 5: (0.0, 1.0)}, PAIR_FIELDS))
     rolling_radius: float = column("m", default=0.0, doc="R of the rolling-resistance torque (0: no rolling "
-                                                         "resistance)")
+                                                         "resistance)", check=nonnegative("m"))
 
 
 @component("probe")

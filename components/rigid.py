@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ecs import column, component
+from ecs.rules import physical_inertia, positive, unit_quaternion
 
 
 @component("body")
@@ -28,7 +29,8 @@ class RigidState:
     position: np.ndarray = column("m", shape=3, frame="inertial", doc="reference-point position")
     velocity: np.ndarray = column("m/s", shape=3, frame="inertial", doc="reference-point velocity")
     attitude: np.ndarray = column("1", shape=4, frame="body->inertial", default=[1.0, 0.0, 0.0, 0.0],
-                                  doc="unit quaternion, scalar-first, rotating body components into inertial")
+                                  doc="unit quaternion, scalar-first, rotating body components into inertial",
+                                  check=unit_quaternion())
     omega: np.ndarray = column("rad/s", shape=3, frame="body", doc="angular velocity w.r.t. inertial, body axes")
 
 
@@ -36,10 +38,11 @@ class RigidState:
 class MassProps:
     """Mass properties; may change at run time (the integrator refactors its mass matrix then)."""
 
-    mass: float = column("kg", default=1.0, doc="mass")
+    mass: float = column("kg", default=1.0, doc="mass", check=positive("kg"))
     com: np.ndarray = column("m", shape=3, frame="body", doc="centre of mass relative to the reference point")
     inertia: np.ndarray = column("kg m^2", shape=(3, 3), frame="body", default=np.eye(3),
-                                 doc="inertia tensor about the CoM (off-diagonals = -products of inertia)")
+                                 doc="inertia tensor about the CoM (off-diagonals = -products of inertia)",
+                                 check=physical_inertia())
 
 
 @component("body")

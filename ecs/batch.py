@@ -10,11 +10,14 @@ Executors:
 
 * in-process (default): blocks of any size run one after another (sequential writes into one
   shard are safe in one process); one block's results live in memory at a time. Default block:
-  one shard (``shard_samples`` of the layout), so each block writes whole shards.
+  whole shards, up to :data:`DEFAULT_BLOCK_SAMPLES` samples.
 * Dask (``workers=N`` starts a ``LocalCluster`` of N single-threaded worker processes with
   ``NUMBA_NUM_THREADS`` = cores // N; ``scheduler="tcp://host:port"`` uses an existing cluster,
   whose workers must see the store path): blocks are rounded up to whole shards and each task
-  writes only its own shards. Tasks receive the scene by name/path (or a picklable builder) and
+  writes only its own shards; by default a task holds few enough shards that every worker gets
+  :data:`TASKS_PER_WORKER` tasks (a store has at least ``ecs.store.MIN_SHARDS`` shards). A script
+  that calls :func:`run_batch` with ``workers`` must guard its entry point with
+  ``if __name__ == "__main__":`` (worker processes re-import the main module). Tasks receive the scene by name/path (or a picklable builder) and
   build it themselves.
 
 Failures: a sample whose rows end FAILED is just a status in ``final/status``. When ``World.run``
@@ -23,11 +26,18 @@ samples that really raise are marked FAILED (with NaN / -1 data) — the same ou
 block size; the batch goes on, and the count and first message are recorded in the root
 attribute ``run`` and in the returned path's summary (see :func:`last_summary`).
 
+Safety: a run holds the store's writer lock (:class:`ecs.store.StoreLock`) from before it looks
+at the path until the store is consolidated: a second writer is refused. Before the store is
+created, every sample's dispersion draws are checked (:meth:`ecs.store.Layout.check_inputs`) and
+the memory a block needs is compared with what is available (:func:`check_memory`).
+
 Resume: ``resume=True`` re-opens an existing store written for the same scene, parameters, seed,
 sample count, backend and tumble version, deletes writer temporaries, and recomputes exactly the
 samples whose done flag is not set (as contiguous runs inside the usual blocks; with Dask inside
-the usual shard-aligned tasks), since a sample's result does not depend on its neighbours. An existing path without ``resume``/``overwrite`` is
-refused before any work.
+the usual shard-aligned tasks), since a sample's result does not depend on its neighbours. Before
+that it verifies every shard that holds a finished sample (:func:`ecs.store.repair_store`: CRC-32C
+checksums, missing or truncated shards) and recomputes the samples of damaged ones, so the shard is
+rewritten whole. An existing path without ``resume``/``overwrite`` is refused before any work.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ import numpy as np
 
 from . import store as zstore
 from .errors import InputError, TumbleError
-from .scene import Scene
+from .scene import Scene, coerce_params
 
 #: progress(done_samples: float, total_samples: int) -> None
 ProgressFn = Callable[[float, int], None]
@@ -110,7 +120,7 @@ class _SceneSource:
             from scenes.registry import load_scene
 
             return load_scene(self.ref, **self.params)
-        scene = self.builder(**self.params)
+        scene = self.builder(**coerce_params(self.builder, self.params, where="scene builder"))
         if not isinstance(scene, Scene):
             raise InputError("scene builder", self.source, "must return an ecs.Scene")
         return scene
@@ -194,7 +204,7 @@ class _BlockRunner:
                     report.raised += 1
                     if report.first_error is None:
                         report.first_error = f"sample {s}: {type(exc1).__name__}: {exc1}"
-                    arrays = self.layout.failed_arrays(one, s, s + 1)
+                    arrays = self.layout.failed_arrays(one, s, s + 1, f"{type(exc1).__name__}: {exc1}")
                     self._fresh()
                 self.writer.write(s, arrays)
                 _count(report, arrays["final/status"])
@@ -236,11 +246,81 @@ def _dask_block(payload, params, path: str, shard_samples: int, samples: int, se
 
 
 # ---------------------------------------------------------------------- driver
+def _differences(a: Any, b: Any, prefix: str = "", skip: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
+    """``[(dotted key, a value, b value)]`` where two JSON-like dicts differ (leaves only)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if key in skip:
+                continue
+            out += _differences(a.get(k, "<absent>"), b.get(k, "<absent>"), key, skip)
+        return out
+    return [] if a == b else [(prefix, a, b)]
+
+
 def _check_int(name: str, v, lo: int, allow_none: bool = False) -> None:
     if v is None and allow_none:
         return
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
         raise InputError(name, v, f"must be an integer >= {lo}")
+
+
+#: In-process default block: whole shards up to about this many samples (one block's tables and
+#: results live in memory at a time; larger blocks give the threads of a block more rows to share).
+DEFAULT_BLOCK_SAMPLES = 4096
+#: Dask default block: whole shards, at least this many tasks per worker when the shards allow it.
+TASKS_PER_WORKER = 2
+
+
+def _default_block(layout: zstore.Layout, samples: int, block: int | None, distributed: bool, workers: int) -> int:
+    """Samples per block: ``block`` (rounded up to whole shards with Dask), else whole shards —
+    up to :data:`DEFAULT_BLOCK_SAMPLES` in-process, and with Dask few enough shards per task that
+    every worker gets :data:`TASKS_PER_WORKER` tasks when the store has that many shards."""
+    shard = layout.shard_samples
+    if distributed:
+        if block is not None:
+            return -(-block // shard) * shard
+        shards = -(-samples // shard)
+        return shard * max(1, -(-shards // (TASKS_PER_WORKER * max(1, workers))))
+    return block or shard * max(1, DEFAULT_BLOCK_SAMPLES // shard)
+
+
+def check_memory(world, layout: zstore.Layout, samples: int, block: int, concurrent_blocks: int = 1) -> None:
+    """Refuse a batch whose driver and blocks would not fit in this machine's available memory.
+
+    Estimate: per sample of a block, 4x the bytes of its packed table rows (systems keep work
+    arrays of about the state's size) plus 2x its store arrays (results and write buffers), times
+    the blocks that run at once on this machine; plus 16 bytes per sample of the whole batch held
+    by the driver (done flags, block lists).
+
+    Raises:
+        InputError: naming ``samples``, the estimate and what is available.
+    """
+    rows = sum(int(a.nbytes) for t in world.tables for a in t.columns.values()) // max(1, world.samples)
+    per_sample = 4 * rows + 2 * sum(s.sample_bytes for s in layout.specs.values())
+    need = 16 * samples + min(block, samples) * per_sample * max(1, concurrent_blocks)
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise InputError("samples", samples, f"needs about {need / 2**30:.3g} GiB of memory ({per_sample / 1e3:.3g} kB "
+                                             f"per sample of a {min(block, samples)}-sample block), this machine has "
+                                             f"{avail / 2**30:.3g} GiB available: run fewer samples or a smaller "
+                                             f"--block")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new work (``MemAvailable`` of /proc/meminfo), or ``None``."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _blocks(samples: int, block: int) -> list[tuple[int, int]]:
@@ -312,6 +392,20 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         raise InputError("--workers/--scheduler", (workers, scheduler), "choose one: --workers starts a local "
                                                                         "cluster, --scheduler uses an existing one")
     path = pathlib.Path(out)
+    if command_line is None:
+        command_line = list(sys.argv)
+    cmd = command_line if isinstance(command_line, str) else " ".join(map(str, command_line))
+    # one writer at a time, from before the store is looked at until it is consolidated
+    with zstore.StoreLock(path, cmd) as lock:
+        return _drive(scene_or_builder, samples=samples, path=path, seed=seed, backend=backend, block=block,
+                      resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler, progress=progress,
+                      command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock)
+
+
+def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, backend: str, block: int | None,
+           resume: bool, overwrite: bool, workers: int | None, scheduler: str | None, progress, command_line: str,
+           params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock) -> pathlib.Path:
+    """:func:`run_batch` under the store's writer lock."""
     exists = path.exists()
     if exists and not (resume or overwrite):
         raise InputError("out", os.fspath(path), "already exists: pass --resume to continue it or --overwrite to "
@@ -335,7 +429,11 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     scene = source.build()
     scene.world.compile(samples=1, backend=backend)  # schema probe: tables, entity dims, event fields
     layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
-    layout.draw_inputs(seed, 0, 1)  # a dispersion with a wrong shape fails here, before any work
+    distributed = workers is not None or scheduler is not None
+    check_memory(scene.world, layout, samples, _default_block(layout, samples, block, distributed, workers or 1),
+                 workers or 1)
+    # every sample's draws, each column's rule and each system's input checks: before any work
+    layout.check_inputs(scene.world, seed, samples)
 
     from . import __version__
 
@@ -368,14 +466,12 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
                                                           "use --overwrite")
         theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt")}
         mine = zstore.jsonable({k: stable_attrs[k] for k in theirs})
-        for k in theirs:
-            a, b = theirs[k], mine[k]
-            if k == "scene":
-                a = {kk: (a or {}).get(kk) for kk in ("name", "params")}
-                b = {kk: b.get(kk) for kk in ("name", "params")}
-            if a != b:
-                raise InputError("--resume", os.fspath(path), f"the store was written with {k} = {a!r}, this run has "
-                                                              f"{k} = {b!r} (use --overwrite or another --out)")
+        diffs = _differences(theirs, mine, skip=("scene.description", "scene.source"))
+        if diffs:
+            shown = "; ".join(f"{k}: store {a!r}, this run {b!r}" for k, a, b in diffs[:5])
+            more = f" (and {len(diffs) - 5} more)" if len(diffs) > 5 else ""
+            raise InputError("--resume", os.fspath(path), f"this run differs from the store in {shown}{more}; use "
+                                                          f"the store's values, --overwrite or another --out")
         zstore.check_layout(path, layout)
         if shard_samples is not None and shard_samples != attrs.get("shard_samples"):
             raise InputError("--resume", os.fspath(path), f"the store has {attrs.get('shard_samples')} samples per "
@@ -384,27 +480,30 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         zstore.remove_partial_files(path)
         run_history = list((attrs.get(zstore.RUN_ATTR) or {}).get("invocations", []))
 
-    distributed = workers is not None or scheduler is not None
+    repaired: list[zstore.Damage] = []
     with (_dask_client(workers, scheduler) if distributed else contextlib.nullcontext()) as client:
         # a cluster is up (or its scheduler answered) before the store is created or changed
         if not resume:
             if exists:
                 zstore.remove_store(path)
             zstore.create_store(path, layout, stable_attrs)
-        shard = layout.shard_samples
-        blk = -(-(block or shard) // shard) * shard if distributed else (block or shard)
+        n_workers = workers or (len(client.scheduler_info().get("workers", {})) if scheduler else 1) or 1
+        blk = _default_block(layout, samples, block, distributed, n_workers)
         done = zstore.read_done(path) if resume else np.zeros(samples, bool)
+        if resume:  # shards of finished samples that are missing or fail their checksums are recomputed
+            repaired = zstore.repair_store(path, done)
         # per block, the runs of samples whose done flag is not set (per-sample results do not depend on
         # how samples are grouped, so finished samples are never recomputed)
         todo = [runs for runs in (_not_done_runs(done, a, b) for a, b in _blocks(samples, blk)) if runs]
         already = int(done.sum())
-        if command_line is None:
-            command_line = list(sys.argv)
-        invocation = {"command_line": command_line if isinstance(command_line, str) else
-                      " ".join(map(str, command_line)),
+        invocation = {"command_line": command_line,
                       "block": int(blk), "executor": (f"dask LocalCluster, {workers} workers" if workers else
                                                       f"dask scheduler {scheduler}" if scheduler else "in-process"),
-                      "resumed": bool(resume), "blocks_run": sum(len(r) for r in todo), "complete": False}
+                      "resumed": bool(resume), "blocks_run": sum(len(r) for r in todo), "complete": False,
+                      "repaired_shards": [f"{d.array} shard {d.shard} (samples {d.start}:{d.stop}): {d.problem}"
+                                          for d in repaired]}
+        if lock.took_over:
+            invocation["stale_lock"] = lock.took_over
         run_history.append(invocation)
         zstore.set_run_attr(path, {"invocations": run_history})
 
@@ -437,7 +536,8 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     _SUMMARY.clear()
     _SUMMARY.update({"path": os.fspath(path), "samples": samples, "samples_run": invocation["samples_run"],
                      "samples_skipped": int(already), "samples_raised": int(raised), "first_error": first,
-                     "seconds": time.perf_counter() - t0, "block": int(blk)})
+                     "seconds": time.perf_counter() - t0, "block": int(blk), "repaired": len(repaired),
+                     "stale_lock": lock.took_over})
     return path
 
 

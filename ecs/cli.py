@@ -17,8 +17,14 @@ Defaults: ``--out runs/<scene>-<seed>.zarr`` (``<scene>`` is the built-in name o
 ``--seed 0``, ``--samples 1``; with ``--resume`` an omitted ``--samples``/``--seed`` is taken from
 the store. Progress (samples done, rate, ETA) goes to stderr, the one-line summary to stdout.
 
-Errors: any error prints one line ``error: ...`` on stderr and exits with status 1 (usage errors:
-typer's status 2); ``--debug`` (before or after the command) shows the traceback instead.
+Exit status: 0 success; 1 an error (one line ``error: ...`` on stderr; ``--debug`` before or
+after the command shows the traceback instead); 2 a usage error (typer's); 3 ``run`` finished but
+some samples FAILED (their reasons are counted in the summary line and stored in
+``final/failure_code`` and ``final/failure_message``); 4 ``inspect --verify`` found damaged shards;
+130 interrupted (Ctrl-C: one line, the run continues with ``--resume``).
+
+Scene files are Python programs run with your rights, like any script: run only scene files
+you trust.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="tumble: data-oriented simulator for spacecraft contact dynamics (Monte-Carlo batches to Zarr).")
 
 _STATE = {"debug": False}
+
+#: Exit statuses (see the module docstring).
+EXIT_ERROR, EXIT_USAGE, EXIT_FAILED_SAMPLES, EXIT_DAMAGED, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 
 
 class Backend(str, enum.Enum):
@@ -67,8 +76,12 @@ class _Errors:
         from .errors import TumbleError
 
         if isinstance(exc, KeyboardInterrupt):
+            # one line, always: exit now, before interpreter shutdown reports the interrupted
+            # asyncio tasks of zarr's writer loop one by one (the store lock is already released)
             typer.echo("error: interrupted (a run continues with --resume)", err=True)
-            raise typer.Exit(130)
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(EXIT_INTERRUPTED)
         if isinstance(exc, TumbleError):
             msg = _one_line(str(exc))
         else:
@@ -156,7 +169,9 @@ def _progress_bar(enabled: bool):
 
 @app.command()
 def run(
-    scene: str = typer.Argument(..., help="Built-in scene name (see `tumble scenes`) or path to a .py file exposing build()."),
+    scene: str = typer.Argument(..., help="Built-in scene name (see `tumble scenes`) or path to a .py file exposing "
+                                          "build(). A scene file is Python run with your rights: run only files "
+                                          "you trust."),
     samples: Optional[int] = typer.Option(None, "--samples", "-n", min=1, help="Number of samples [default: 1, or the store's with --resume]."),
     out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Store path [default: runs/<scene>-<seed>.zarr]."),
     seed: Optional[int] = typer.Option(None, "--seed", "-s", min=0, help="Base seed [default: 0, or the store's with --resume]."),
@@ -170,7 +185,12 @@ def run(
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
 ):
-    """Run a Monte-Carlo batch of SCENE into one Zarr store."""
+    """Run a Monte-Carlo batch of SCENE into one Zarr store.
+
+    Exit status 0 when every sample finished, 3 when the run finished with FAILED samples (reasons
+    in the summary and in final/failure_code), 1 on an error, 130 when interrupted (--resume
+    continues). Scene files are trusted code: they run with your rights.
+    """
     with _Errors(debug):
         from .errors import BackendError, InputError
 
@@ -218,6 +238,10 @@ def run(
         if s.get("samples_raised"):
             line += f"; {s['samples_raised']} raised and are marked failed (first: {_one_line(s['first_error'])})"
         typer.echo(line)
+        for extra in _report_lines(info, s):
+            typer.echo(extra)
+        if info["status"].get("failed"):
+            raise typer.Exit(EXIT_FAILED_SAMPLES)
 
 
 @app.command()
@@ -232,6 +256,26 @@ def scenes():
             typer.echo(f"{name:<{w}}  {desc}")
 
 
+def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
+    """Failure reasons, event-log overflow, repaired shards and a taken-over stale lock, one line each."""
+    out = []
+    if info.get("failure_reasons"):
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(info["failure_reasons"].items(), key=lambda kv: -kv[1]))
+        ex = "; ".join(f"sample {i}: {_one_line(m)}" for i, m in info.get("failed_examples", [])[:3])
+        out.append(f"failed   {sum(info['failure_reasons'].values())} samples by reason: {reasons} "
+                   f"(e.g. {ex}; all in final/failure_code and final/failure_message)")
+    if info.get("event_overflow"):
+        out.append(f"warning  {info['event_overflow']} samples produced more events than the event log holds "
+                   f"(events/event_overflow = 1; the first events are kept)")
+    if summary and summary.get("repaired"):
+        out.append(f"repaired {summary['repaired']} damaged shards (missing, truncated or failing their checksums): "
+                   f"their samples were recomputed (listed in the root attribute run)")
+    if summary and summary.get("stale_lock"):
+        sl = summary["stale_lock"]
+        out.append(f"note     took over a stale lock of pid {sl.get('pid')} on {sl.get('host')} (that run is gone)")
+    return out
+
+
 def _size(n: int) -> str:
     if n < 0:
         return "?"
@@ -244,8 +288,10 @@ def _size(n: int) -> str:
 
 @app.command()
 def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
+            verify: bool = typer.Option(False, "--verify", help="Read every shard holding a finished sample and "
+                                                                "report damaged ones (exit status 4)."),
             debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
-    """Show a store's scene, samples done, status counts, arrays and sizes."""
+    """Show a store's scene, samples done, status counts, failure reasons, arrays and sizes."""
     with _Errors(debug):
         from .store import summarize
 
@@ -275,6 +321,7 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
             raised = sum(int(r.get("samples_raised") or 0) for r in runs)
             if raised:
                 lines.append(f"raised   {raised} samples raised during their run and are marked failed")
+        lines += _report_lines(info)
         lines.append("arrays")
         wp = max(len(r["path"]) for r in info["arrays"])
         wd = max(len("(" + ", ".join(r["dims"]) + ")") for r in info["arrays"])
@@ -284,7 +331,18 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
             dtype = "str" if "String" in r["dtype"] else r["dtype"]
             lines.append(f"  {r['path']:<{wp}}  {dims:<{wd}}  {shape:<14} {dtype:<8} {r['units']:<8} "
                          f"{_size(r['nbytes']):>9} -> {_size(r['stored'])} stored")
+        damage = None
+        if verify:
+            from .store import verify_store
+
+            damage = verify_store(path)
+            lines.append(f"verify   {len(damage)} damaged shards" + (" (tumble run ... --resume recomputes them)"
+                                                                      if damage else ": every finished sample reads back"))
+            for d in damage:
+                lines.append(f"  {d.array} shard {d.shard} (samples {d.start}:{d.stop}): {d.problem}")
         typer.echo("\n".join(lines))
+        if damage:
+            raise typer.Exit(EXIT_DAMAGED)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -33,6 +33,7 @@ class ColumnSpec:
         frame: reference frame of a vector quantity (``"inertial"``, ``"body"``) or ``None``.
         doc: one-line description.
         default: value used when the author leaves the field unset.
+        check: validity rule (:class:`ecs.rules.Rule`) every packed value must satisfy, or ``None``.
     """
 
     name: str
@@ -42,6 +43,7 @@ class ColumnSpec:
     frame: str | None
     doc: str
     default: Any
+    check: Any = None
 
     @property
     def storage_dtype(self) -> np.dtype:
@@ -49,13 +51,16 @@ class ColumnSpec:
 
 
 def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = np.float64,
-           frame: str | None = None, doc: str = "", default: Any = None):
-    """Declare a component field: dtype, per-row shape, unit, frame and doc.
+           frame: str | None = None, doc: str = "", default: Any = None, check: Any = None):
+    """Declare a component field: dtype, per-row shape, unit, frame, doc and validity rule.
 
     ``default`` may be a scalar or array (it is copied per instance); ``None`` means zeros.
+    ``check`` is an :class:`ecs.rules.Rule` every packed value must satisfy (checked at compile for
+    every row, and for every sample's dispersed value before a batch creates its store).
     """
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    meta = {"unit": unit, "shape": shape, "dtype": dtype, "frame": frame, "doc": doc, "default": default}
+    meta = {"unit": unit, "shape": shape, "dtype": dtype, "frame": frame, "doc": doc, "default": default,
+            "check": check}
     if default is None:
         fill = 0 if dtype != ENTITY else -1
         factory = (lambda: fill) if shape == () else (lambda: np.full(shape, fill, dtype=np.dtype(np.int64 if dtype == ENTITY else dtype)))
@@ -79,7 +84,7 @@ def component(prefix: str):
                 raise TypeError(f"{cls.__name__}.{f.name}: declare every component field with column(...)")
             specs.append(ColumnSpec(name=f"{prefix}_{f.name}", dtype=meta["dtype"], shape=meta["shape"],
                                     unit=meta["unit"], frame=meta["frame"], doc=meta["doc"],
-                                    default=meta["default"]))
+                                    default=meta["default"], check=meta.get("check")))
         cls.__prefix__ = prefix
         cls.__columns__ = tuple(specs)
         cls.__fieldnames__ = tuple(f.name for f in dataclasses.fields(cls))

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .errors import InputError
 from .world import World
 
 
@@ -92,3 +93,92 @@ class Scene:
     final: tuple[str, ...] = ()
     dispersions: list[Dispersion] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+
+
+_EMPTY = __import__("inspect").Parameter.empty
+_NUMBER_WORDS = {"float": "a number", "int": "an integer", "bool": "true or false", "str": "a string"}
+
+
+def coerce_params(builder: Callable[..., Any], params: dict[str, Any], where: str = "scene") -> dict[str, Any]:
+    """Check and convert ``build(**params)`` keyword values against the builder's signature.
+
+    The type a parameter expects is its annotation when that is a plain ``float``, ``int``,
+    ``bool`` or ``str`` (optionally ``| None``), else the type of its default. An ``int`` is
+    accepted for a ``float``; a ``float`` that is a whole number for an ``int``; a string is
+    converted when it spells a number (``-p t_end=1e4``). Parameters with no known type pass as
+    they are (the builder checks them).
+
+    Raises:
+        InputError: an unknown parameter (naming the accepted ones) or a value of the wrong type,
+            naming the parameter, the value and the expected type with its default.
+    """
+    import inspect
+
+    try:
+        sig = inspect.signature(builder)
+    except (TypeError, ValueError):
+        return dict(params)
+    ps = sig.parameters
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in ps.values())
+    names = [n for n, p in ps.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    out = {}
+    for key, value in params.items():
+        if key not in ps or ps[key].kind not in (ps[key].KEYWORD_ONLY, ps[key].POSITIONAL_OR_KEYWORD):
+            if var_kw:
+                out[key] = value
+                continue
+            raise InputError(f"{where} parameter {key}", value,
+                             f"is not a parameter of this scene (it takes: {', '.join(names) or 'none'})")
+        p = ps[key]
+        want, optional = _expected_type(p)
+        out[key] = _convert(key, value, want, optional, p.default, where)
+    return out
+
+
+def _expected_type(p) -> tuple[str | None, bool]:
+    ann = p.annotation
+    if ann is not p.empty:
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
+        parts = [t.strip() for t in text.replace("Optional[", "").rstrip("]").split("|")]
+        optional = "None" in parts
+        kinds = [t for t in parts if t != "None"]
+        if len(kinds) == 1 and kinds[0] in _NUMBER_WORDS:
+            return kinds[0], optional
+        if kinds:
+            return None, optional
+    d = p.default
+    if d is p.empty or d is None:
+        return None, True
+    for t in (bool, int, float, str):
+        if type(d) is t:
+            return t.__name__, False
+    return None, False
+
+
+def _convert(key: str, value: Any, want: str | None, optional: bool, default: Any, where: str) -> Any:
+    if want is None or (value is None and optional):
+        return value
+    rule = f"must be {_NUMBER_WORDS[want]}" + ("" if default is _EMPTY else f" (default {default!r})")
+    if want == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise InputError(f"{where} parameter {key}", value, rule)
+    if want == "str":
+        if isinstance(value, str):
+            return value
+        raise InputError(f"{where} parameter {key}", value, rule)
+    v = value
+    if isinstance(v, str):
+        try:
+            v = float(v) if want == "float" else (int(v) if v.strip().lstrip("+-").isdigit() else float(v))
+        except ValueError:
+            raise InputError(f"{where} parameter {key}", value, rule) from None
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise InputError(f"{where} parameter {key}", value, rule)
+    if want == "int":
+        if not (np.isfinite(float(v)) and float(v) == int(v)):
+            raise InputError(f"{where} parameter {key}", value, rule)
+        return int(v)
+    return float(v)

@@ -10,6 +10,8 @@ Layout (``S`` samples, ``T`` record times, ``E`` entities of a table, ``K`` even
     final/<column>                  (sample, <entity>, <component>...)
     final/status                    (sample)            int8   Status code; attrs legend / flag_*
     final/event_count               (sample)            int32  event slots used (<= K)
+    final/failure_code              (sample)            int8   Reason code of a failed sample (0: none)
+    final/failure_message           (sample)            str    what went wrong, one line ("" if not failed)
     final/done                      (sample)            bool   written after all of the sample's data
     events/<field>                  (sample, event, <component>...)   unused slots NaN / -1
     events/event_overflow           (sample)            int8   1 when more than K events occurred
@@ -39,6 +41,18 @@ Writing rules (zarr-python #3682: two writers on one shard lose data):
   recomputing every sample whose flag is not set. LocalStore writes each object atomically
   (temporary file + rename); a kill can leave ``*.partial`` temporaries, which
   :func:`remove_partial_files` deletes on resume.
+* **One writer at a time**: a run holds :class:`StoreLock` (``<store>.lock`` beside the store, an
+  exclusive ``flock`` on a file holding the writer's PID, host and command) from before the store
+  is created or resumed until its metadata is consolidated. A second writer is refused with the
+  first one's PID and host; a lock file left by a killed run holds no ``flock`` and is taken over.
+* **Integrity**: every chunk and every shard index carries a CRC-32C checksum (zarr's ``crc32c``
+  codec after zstd), and every chunk is written even when it holds only fill values
+  (``write_empty_chunks``), so a shard of a finished region must exist. :func:`verify_store`
+  reads every shard that holds a done sample and reports missing, truncated or corrupted ones;
+  :func:`repair_store` (run by ``--resume``) deletes them and clears the done flags of their
+  samples, which are then recomputed and the shard rewritten whole.
+* ``--overwrite`` deletes only a directory whose root group carries the ``tumble`` attribute
+  (set when the store is created, before any array).
 
 Byte-identity: re-running a scene with the same seed and sample count gives identical bytes for
 every file of the store (any block size, in-process or any number of Dask workers, killed and
@@ -49,11 +63,13 @@ No timestamps are written anywhere.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import pathlib
 import shutil
+import socket
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,12 +77,13 @@ from typing import Any
 import numpy as np
 import zarr
 
-from components.status import STATUS_LEGEND, Status
+from components.status import REASON_MESSAGES, STATUS_LEGEND, Reason, Status
 
 from .errors import InputError, TumbleError
 
-#: Version of this layout (root attribute ``tumble.format``).
-STORE_FORMAT = 1
+#: Version of this layout (root attribute ``tumble.format``). 2: CRC-32C checksums, empty chunks
+#: written, ``final/failure_code`` and ``final/failure_message``.
+STORE_FORMAT = 2
 #: The one root attribute that legitimately differs between byte-identical reruns.
 RUN_ATTR = "run"
 #: Target uncompressed bytes of one inner chunk.
@@ -77,9 +94,12 @@ SHARD_TARGET_BYTES = 32 << 20
 #: arrays (finals, inputs) want many samples per shard: at 1,024 the store took 17 % of a 10⁵-sample
 #: precession batch, at 16,384 it takes ~3 % (tumble bench core).
 MAX_SHARD_SAMPLES = 16384
+#: Shards a store has at least (when it has that many samples): the parallelism Dask can use.
+MIN_SHARDS = 8
 
 GROUPS = ("trajectories", "events", "final", "inputs")
-_COMPRESSORS = (zarr.codecs.ZstdCodec(level=3),)
+_COMPRESSORS = (zarr.codecs.ZstdCodec(level=3), zarr.codecs.Crc32cCodec())
+_ARRAY_CONFIG = {"write_empty_chunks": True}
 _COMPONENT_LABELS = {"xyz": ["x", "y", "z"], "quat": ["w", "x", "y", "z"]}
 
 
@@ -270,6 +290,13 @@ class Layout:
                       attrs={"legend": dict(STATUS_LEGEND),
                              "flag_values": [int(s) for s in Status],
                              "flag_meanings": " ".join(s.name.lower() for s in Status)}))
+        add(ArraySpec("final/failure_code", ("sample",), (), np.int8, "1",
+                      "why the sample failed (components.status.Reason; 0: it did not fail)", fill=0,
+                      attrs={"flag_values": [int(r) for r in Reason],
+                             "flag_meanings": " ".join(r.name.lower() for r in Reason),
+                             "messages": {r.name.lower(): REASON_MESSAGES[r] for r in Reason}}))
+        add(ArraySpec("final/failure_message", ("sample",), (), "str", "1",
+                      "what went wrong, one line (empty when the sample did not fail)", fill=""))
         add(ArraySpec("final/event_count", ("sample",), (), np.int32, "1",
                       "number of event slots the sample used (see events/event_overflow)", fill=0))
         add(ArraySpec("final/done", ("sample",), (), np.bool_, "1",
@@ -352,10 +379,47 @@ class Layout:
                 v = d.draw(rng)
                 try:
                     out[d.name][k] = v  # broadcasts like np.broadcast_to, without its per-call cost
-                except ValueError:
-                    raise InputError(f"dispersion {d.name}", np.asarray(v).tolist(),
-                                     f"draw must have shape {d.shape}") from None
+                except (ValueError, TypeError):
+                    raise InputError(f"dispersion {d.name} (sample {s})", _short(v),
+                                     f"draw must give a value of shape {d.shape} (dtype {d.dtype})") from None
         return out
+
+    def check_inputs(self, world, seed: int, samples: int, chunk: int = 4096) -> None:
+        """Draw every sample's dispersions and check them before any work (the driver, before the
+        store is created): shapes, finiteness, each column's rule (:mod:`ecs.rules`) on drawn and
+        derived values, and each system's ``check_inputs`` (e.g. a release point inside the target).
+
+        Raises:
+            InputError: naming the dispersion, the sample, the value and the rule.
+        """
+        for a in range(0, samples, chunk):
+            b = min(samples, a + chunk)
+            inputs = self.draw_inputs(seed, a, b)
+            for d in self.dispersions:
+                v = inputs[d.name]
+                if np.issubdtype(v.dtype, np.floating):
+                    bad = ~np.isfinite(v.reshape(len(v), -1)).all(axis=1)
+                    if bad.any():
+                        k = int(np.argmax(bad))
+                        raise InputError(f"dispersion {d.name} (sample {a + k})", v[k].tolist(),
+                                         "must be finite (no NaN or inf)")
+            ov = self.overrides(inputs)
+            for d in self.dispersions:
+                for col in (d.column, *d.derive):
+                    spec = world.column_spec(col)
+                    if spec is None:
+                        continue
+                    vals = np.asarray(ov[(d.entity, col)])
+                    for rule in world.rules_of(spec):
+                        k = rule.first_bad(vals.reshape((len(vals), *spec.shape)))
+                        if k is not None:
+                            what = f"dispersion {d.name}" + (f" (derived {col})" if col != d.column else "")
+                            raise InputError(f"{what} of {world.name_of(d.entity)} (sample {a + k})",
+                                             np.asarray(vals[k]).tolist(), rule.text)
+            for system in world.systems:
+                check = getattr(system, "check_inputs", None)
+                if check is not None:
+                    check(world, ov, a, b - a)
 
     def overrides(self, inputs: dict[str, np.ndarray]) -> dict[tuple[int, str], np.ndarray]:
         """``World.compile`` overrides from drawn inputs."""
@@ -378,6 +442,9 @@ class Layout:
         for c in self.final:
             out[f"final/{c}"] = result.finals[c]
         out["final/status"] = np.asarray(result.status, np.int8)
+        reason = np.zeros(n, np.int8) if result.reason is None else np.asarray(result.reason, np.int8)
+        out["final/failure_code"] = reason
+        out["final/failure_message"] = np.array([REASON_MESSAGES[Reason(int(r))] for r in reason], dtype=object)
         cnt = np.asarray(result.event_count)
         out["final/event_count"] = cnt if cnt.size else np.zeros(n, np.int32)
         for f in self.event_fields:
@@ -392,16 +459,22 @@ class Layout:
                                   f"{(n, *spec.tail)} (did the scene change its entities while running?)")
         return out
 
-    def failed_arrays(self, inputs: dict[str, np.ndarray], start: int, stop: int) -> dict[str, np.ndarray]:
-        """Arrays for samples whose run raised: status FAILED, NaN / -1 everywhere else."""
+    def failed_arrays(self, inputs: dict[str, np.ndarray], start: int, stop: int,
+                      message: str = "") -> dict[str, np.ndarray]:
+        """Arrays for samples whose run raised: status FAILED, reason RAISED with ``message``,
+        NaN / -1 everywhere else."""
         n = stop - start
         out = {}
         for p in self.sampled_paths():
             s = self.specs[p]
             if p.startswith("inputs/"):
                 continue
-            out[p] = np.full((n, *s.tail), s.fill if s.fill is not None else 0, dtype=s.dtype)
+            out[p] = np.full((n, *s.tail), s.fill if s.fill is not None else 0,
+                             dtype=object if s.dtype == "str" else s.dtype)
         out["final/status"] = np.full(n, int(Status.FAILED), np.int8)
+        out["final/failure_code"] = np.full(n, int(Reason.RAISED), np.int8)
+        out["final/failure_message"] = np.full(n, _oneline(message or REASON_MESSAGES[Reason.RAISED], 500),
+                                               dtype=object)
         out["final/event_count"] = np.zeros(n, np.int32)
         out["events/event_overflow"] = np.zeros(n, np.int8)
         out.update(self._input_arrays(inputs, start, stop))
@@ -452,23 +525,33 @@ def _entity_id(world, ent) -> int:
 
 
 def choose_shard_samples(samples: int, sample_bytes: list[int]) -> int:
-    """Samples per shard: a power of two from the sample count and per-sample sizes only."""
+    """Samples per shard: a power of two from the sample count and per-sample sizes only (never
+    the worker count, so stores are byte-identical however they were run), small enough that a
+    store has at least :data:`MIN_SHARDS` shards when it has that many samples: shards are the
+    unit of Dask tasks, so ``--workers N`` gets N tasks up to N = MIN_SHARDS."""
     biggest = max([1, *sample_bytes])
-    s = min(MAX_SHARD_SAMPLES, _pow2_floor(SHARD_TARGET_BYTES / biggest))
+    s = min(MAX_SHARD_SAMPLES, _pow2_floor(SHARD_TARGET_BYTES / biggest), _pow2_floor(samples / MIN_SHARDS))
     return max(1, min(s, _pow2_ceil(samples)))
 
 
 # ---------------------------------------------------------------------- driver side
 def is_tumble_store(path: str | os.PathLike) -> bool:
-    """True when ``path`` is a (complete or partial) tumble store directory."""
+    """True when ``path`` is a (complete or partial) tumble store: a Zarr group whose root carries
+    the ``tumble`` attribute (written when the store is created, before any array)."""
     p = pathlib.Path(path)
     meta = p / "zarr.json"
     if not meta.is_file():
         return False
     try:
-        return json.loads(meta.read_text()).get("node_type") == "group"
+        doc = json.loads(meta.read_text())
     except (OSError, ValueError):
         return False
+    return doc.get("node_type") == "group" and isinstance((doc.get("attributes") or {}).get("tumble"), dict)
+
+
+def is_complete(attrs: dict[str, Any]) -> bool:
+    """True when a store's root attributes were all written (the driver sets them after the arrays)."""
+    return "scene" in attrs and "tumble" in attrs
 
 
 def remove_store(path: str | os.PathLike) -> None:
@@ -479,12 +562,91 @@ def remove_store(path: str | os.PathLike) -> None:
     if p.is_dir() and (is_tumble_store(p) or not any(p.iterdir())):
         shutil.rmtree(p)
         return
-    raise InputError("out", os.fspath(path), "exists and is not a tumble store; refusing to delete it with --overwrite")
+    raise InputError("out", os.fspath(path), "exists and is not a tumble store (no 'tumble' attribute on its root "
+                                             "group); refusing to delete it with --overwrite")
+
+
+class StoreLockedError(TumbleError):
+    """Another process holds a store's writer lock."""
+
+
+class StoreLock:
+    """Exclusive writer lock of a store: ``<store>.lock`` beside it.
+
+    The lock is an exclusive, non-blocking ``flock`` on that file, which records the writer's PID,
+    host and command line. The kernel releases a ``flock`` when its process dies, so a lock file
+    left behind by a killed run (stale) is simply taken over; :attr:`took_over` then holds what it
+    said. A live writer's lock is refused with a :class:`StoreLockedError` naming its PID and host.
+    On a shared file system whose ``flock`` is not shared between hosts, run one writer per store.
+    """
+
+    def __init__(self, path: str | os.PathLike, command: str = ""):
+        p = pathlib.Path(path)
+        self.path = p.with_name(p.name + ".lock")
+        self.command = command
+        self.took_over: dict[str, Any] | None = None
+        self._fd: int | None = None
+
+    def acquire(self) -> "StoreLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_lock_info(fd)
+                os.close(fd)
+                who = (f"pid {holder.get('pid')} on host {holder.get('host')}" if holder else "another process")
+                cmd = f" ({holder['command']})" if holder.get("command") else ""
+                raise StoreLockedError(
+                    f"store {os.fspath(self.path)[:-5]} is being written by {who}{cmd}: one writer at a time. "
+                    f"Wait for it to finish (or stop it), then --resume") from None
+            try:  # the file we locked may have been unlinked by a writer that just released it
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            old = _read_lock_info(fd)
+            if old:
+                self.took_over = old  # stale: its writer died without releasing (flock is gone with it)
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+            self._fd = fd
+            return self
+        raise StoreLockedError(f"store {os.fspath(self.path)[:-5]}: could not take its lock file {self.path}")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "StoreLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_lock_info(fd: int) -> dict[str, Any]:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        return json.loads(raw) if raw.strip() else {}
+    except (OSError, ValueError):
+        return {}
 
 
 def create_store(path: str | os.PathLike, layout: Layout, attrs: dict[str, Any]) -> None:
     """Create the store (driver only): groups, every array, coordinates, then the root attributes."""
-    root = zarr.open_group(os.fspath(path), mode="w-", zarr_format=3)
+    # the tumble attribute first: --overwrite recognises the store (even a partial one) by it
+    root = zarr.open_group(os.fspath(path), mode="w-", zarr_format=3,
+                           attributes={"tumble": jsonable(attrs.get("tumble", {"format": STORE_FORMAT}))})
     groups = {g: root.create_group(g) for g in GROUPS}
     for p, spec in layout.specs.items():
         grp, name = p.split("/", 1)
@@ -495,7 +657,8 @@ def create_store(path: str | os.PathLike, layout: Layout, attrs: dict[str, Any])
             kw["fill_value"] = spec.fill
         arr = groups[grp].create_array(name, shape=shape, dtype=str if spec.dtype == "str" else spec.dtype,
                                        chunks=chunks, shards=shards, dimension_names=list(spec.dims),
-                                       attributes=jsonable(a_attrs), compressors=_COMPRESSORS, **kw)
+                                       attributes=jsonable(a_attrs), compressors=_COMPRESSORS,
+                                       config=_ARRAY_CONFIG, **kw)
         if spec.data is not None and np.size(spec.data):
             arr[...] = spec.data
     root.update_attributes(jsonable(attrs))
@@ -534,6 +697,112 @@ def read_done(path: str | os.PathLike, samples: int | None = None) -> np.ndarray
         except Exception:  # a damaged shard: recompute those samples
             out[a:b] = False
     return out
+
+
+@dataclass
+class Damage:
+    """A shard that should hold finished samples but cannot be read back as written.
+
+    Attributes:
+        array: ``group/name`` of the array.
+        shard: shard index along the sample axis.
+        start, stop: the samples the shard covers.
+        file: the shard's file.
+        problem: ``"missing"``, or the read error (checksum mismatch, truncated index, ...).
+    """
+
+    array: str
+    shard: int
+    start: int
+    stop: int
+    file: str
+    problem: str
+
+
+def _shard_file(path: str | os.PathLike, array_path: str, arr, k: int) -> pathlib.Path:
+    key = arr.metadata.encode_chunk_key((k,) + (0,) * (len(arr.shape) - 1))
+    return pathlib.Path(path, *array_path.split("/"), *key.split("/"))
+
+
+def _check_shard(path, array_path: str, arr, k: int, a: int, b: int) -> Damage | None:
+    f = _shard_file(path, array_path, arr, k)
+    if not f.is_file():
+        return Damage(array_path, k, a, b, os.fspath(f), "missing")
+    try:
+        arr[a:b]  # decodes every chunk: CRC-32C of the shard index and of each chunk
+    except Exception as exc:  # noqa: BLE001 - any decode failure is damage
+        return Damage(array_path, k, a, b, os.fspath(f), _oneline(f"{type(exc).__name__}: {exc}"))
+    return None
+
+
+def _short(v: Any) -> Any:
+    """A value for an error message: small arrays as lists, large ones by shape."""
+    try:
+        a = np.asarray(v)
+    except Exception:  # noqa: BLE001
+        return repr(v)[:80]
+    return a.tolist() if a.size <= 16 else f"<array of shape {a.shape}>"
+
+
+def _oneline(msg: str, limit: int = 200) -> str:
+    msg = " ".join(str(msg).split())
+    return msg if len(msg) <= limit else msg[:limit - 3] + "..."
+
+
+def verify_store(path: str | os.PathLike) -> list[Damage]:
+    """Every damaged shard of a store: ``final/done`` shards that cannot be read, and shards of the
+    other sample-axis arrays that cover a finished sample but are missing or fail to decode
+    (checksum, truncation). Reads every such shard once (read only)."""
+    root = open_root(path)
+    done_arr = root["final/done"]
+    n = done_arr.shape[0]
+    step = done_arr.shards[0] if done_arr.shards else done_arr.chunks[0]
+    damage: list[Damage] = []
+    done = np.zeros(n, bool)
+    for k, a in enumerate(range(0, n, step)):
+        b = min(n, a + step)
+        f = _shard_file(path, "final/done", done_arr, k)
+        if not f.is_file():
+            continue  # nothing finished there yet (a done shard is written only with flags set)
+        d = _check_shard(path, "final/done", done_arr, k, a, b)
+        if d is not None:
+            damage.append(d)
+        else:
+            done[a:b] = done_arr[a:b]
+    for grp in GROUPS:
+        if grp not in root:
+            continue
+        for name, arr in sorted(root[grp].arrays()):
+            p = f"{grp}/{name}"
+            if p == "final/done" or not arr.shape or arr.shape[0] != n or \
+                    (arr.metadata.dimension_names or (None,))[0] != "sample":
+                continue
+            s = arr.shards[0] if arr.shards else arr.chunks[0]
+            for k, a in enumerate(range(0, n, s)):
+                b = min(n, a + s)
+                if done[a:b].any():
+                    d = _check_shard(path, p, arr, k, a, b)
+                    if d is not None:
+                        damage.append(d)
+    return damage
+
+
+def repair_store(path: str | os.PathLike, done: np.ndarray) -> list[Damage]:
+    """Make a store's damaged shards recomputable (``--resume``): delete each damaged shard file
+    and clear the done flags of every sample it covers (in ``done`` and in the store, before any
+    recomputation, so a run killed during the repair is repaired again). Returns the damage."""
+    damage = verify_store(path)
+    if not damage:
+        return damage
+    root = open_root(path, "r+")
+    done_arr = root["final/done"].with_config(_ARRAY_CONFIG)
+    for d in damage:
+        pathlib.Path(d.file).unlink(missing_ok=True)
+    for d in damage:
+        done[d.start:d.stop] = False
+        if d.array != "final/done":
+            done_arr[d.start:d.stop] = np.zeros(d.stop - d.start, bool)
+    return damage
 
 
 def remove_partial_files(path: str | os.PathLike) -> int:
@@ -582,8 +851,8 @@ class StoreWriter:
 
     def _array(self, p: str):
         a = self._arrays.get(p)
-        if a is None:
-            a = self._arrays[p] = self.root[p]
+        if a is None:  # write_empty_chunks is a run-time setting, not stored metadata
+            a = self._arrays[p] = self.root[p].with_config(_ARRAY_CONFIG)
         return a
 
     def write(self, start: int, arrays: dict[str, np.ndarray]) -> None:
@@ -609,7 +878,7 @@ def summarize(path: str | os.PathLike) -> dict[str, Any]:
     """What ``tumble inspect`` shows: attributes, samples done, status counts, arrays and sizes."""
     root = open_root(path)
     attrs = dict(root.attrs)
-    if "tumble" not in attrs:
+    if not is_complete(attrs):
         raise InputError("store", os.fspath(path), "is incomplete: it was killed while being created (use --overwrite)")
     done = read_done(path)
     status_arr = root["final/status"]
@@ -617,12 +886,38 @@ def summarize(path: str | os.PathLike) -> dict[str, Any]:
     counts: dict[str, int] = {}
     n = status_arr.shape[0]
     step = status_arr.shards[0] if status_arr.shards else status_arr.chunks[0]
+    reasons: dict[str, int] = {}
+    failed_examples: list[tuple[int, str]] = []
+    overflow = 0
+    has_reason = "final/failure_code" in root
     for a in range(0, n, step):
         b = min(n, a + step)
-        st = np.asarray(status_arr[a:b])[done[a:b]]
+        d = done[a:b]
+        try:
+            all_st = np.asarray(status_arr[a:b])
+        except Exception:  # noqa: BLE001 - a damaged shard (inspect --verify names it)
+            counts["unreadable"] = counts.get("unreadable", 0) + int(d.sum())
+            continue
+        st = all_st[d]
         for code, c in zip(*np.unique(st, return_counts=True)):
             name = legend.get(int(code), str(int(code)))
             counts[name] = counts.get(name, 0) + int(c)
+        try:
+            if "events/event_overflow" in root:
+                overflow += int((np.asarray(root["events/event_overflow"][a:b])[d] > 0).sum())
+            if has_reason and (st == int(Status.FAILED)).any():
+                codes = np.asarray(root["final/failure_code"][a:b])
+                msgs = np.asarray(root["final/failure_message"][a:b])
+            else:
+                continue
+        except Exception:  # noqa: BLE001 - a damaged shard (inspect --verify names it)
+            continue
+        for k in np.flatnonzero(d & (all_st == int(Status.FAILED))):
+            rname = Reason(int(codes[k])).name.lower() if int(codes[k]) in Reason._value2member_map_ else \
+                str(int(codes[k]))
+            reasons[rname] = reasons.get(rname, 0) + 1
+            if len(failed_examples) < 5:
+                failed_examples.append((a + int(k), str(msgs[k])))
     arrays = []
     for grp in GROUPS:
         if grp not in root:
@@ -637,4 +932,5 @@ def summarize(path: str | os.PathLike) -> dict[str, Any]:
                            "shape": list(arr.shape), "dtype": str(arr.dtype), "units": arr.attrs.get("units", ""),
                            "nbytes": int(np.prod(arr.shape, dtype=np.int64)) * int(itemsize), "stored": stored})
     return {"path": os.fspath(path), "attrs": attrs, "samples": int(n), "done": int(done.sum()),
-            "status": counts, "arrays": arrays}
+            "status": counts, "failure_reasons": reasons, "failed_examples": failed_examples,
+            "event_overflow": overflow, "arrays": arrays}

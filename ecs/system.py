@@ -62,6 +62,15 @@ class System(esper.Processor):
     def bind(self, world) -> None:
         """Called after compile; look up tables/resources here. Default: nothing."""
 
+    def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
+        """Refuse per-sample inputs this system cannot run (before a batch creates its store).
+
+        Called by the batch runner with the compiled schema probe ``world`` and the dispersed
+        values ``overrides[(entity, column)]`` (shape ``[count, *column shape]``) of samples
+        ``start:start + count``; columns not dispersed keep their authored value (read them from
+        ``world``). Raise :class:`~ecs.errors.InputError` naming the sample. Default: nothing.
+        """
+
     def process(self, frame: "Frame") -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 import esper
 import numpy as np
 
-from components.status import Status
+from components.status import Reason, Status
 
 from .component import ENTITY, columns_of
 from .errors import BackendError, InputError
@@ -73,6 +73,8 @@ class RunResult:
         trajectories: column -> array [samples, time, entity_count, *shape] (host).
         finals: column -> array [samples, entity_count, *shape] (host).
         status: sample status (max over the sample's rows), shape [samples], int8.
+        reason: :class:`~components.status.Reason` of a FAILED sample (its first failed row's;
+            UNSPECIFIED when that row carries none), 0 otherwise, shape [samples], int8.
         events: event field -> array [samples, capacity, *shape]; ``event_count`` [samples].
         dims: column -> entity dimension name (the table prefix).
     """
@@ -85,6 +87,7 @@ class RunResult:
     event_count: np.ndarray
     dims: dict[str, str]
     frames: int = 0
+    reason: np.ndarray | None = None
 
 
 class World:
@@ -104,6 +107,7 @@ class World:
         self._schedule: dict[Phase, list[System]] = {ph: [] for ph in Phase}
         self._systems: list[System] = []
         self._compiled = False
+        self._waived: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------ esper context
     @contextlib.contextmanager
@@ -318,12 +322,15 @@ class World:
                             block[:, where[s_e][1]] = val.astype(spec.storage_dtype, copy=False).reshape(
                                 (samples,) + spec.shape)
                             used_overrides.add(key)
+                    if spec.check is not None:
+                        self._check_rule(spec, block, es, sample_offset)
                     if spec.dtype == ENTITY:
                         block, target_entities = self._resolve_refs(block, spec, es, where, groups)
                         refs[spec.name] = target_entities
                     cols[spec.name] = block.reshape((samples * E,) + spec.shape)
             n = samples * E
             cols["row_status"] = np.zeros(n, np.int8)
+            cols["row_reason"] = np.zeros(n, np.int8)
             cols["row_time"] = np.zeros(n, np.float64)
             cols["row_sample"] = np.repeat(np.arange(samples, dtype=np.int64), E)
             cols["row_entity"] = np.tile(np.arange(E, dtype=np.int64), samples)
@@ -368,6 +375,27 @@ class World:
             raise InputError(f"{spec.name} of {self.name_of(e)}", np.asarray(v).tolist(), "must be finite (no NaN or inf)")
         return arr
 
+    def waive_rule(self, column: str, rule: str) -> None:
+        """Run this world outside a column's named validity rule (:mod:`ecs.rules`), knowingly:
+        ``world.waive_rule("body_inertia", "triangle_inequality")``. Stored with the scene's
+        systems; say why in the scene's docs."""
+        self._waived.add((column, rule))
+
+    def rules_of(self, spec) -> tuple:
+        """The validity rules of a column spec that this world applies (waived ones removed)."""
+        rules = spec.check if isinstance(spec.check, tuple) else (() if spec.check is None else (spec.check,))
+        return tuple(r for r in rules if (spec.name, r.name) not in self._waived)
+
+    def _check_rule(self, spec, block, es, sample_offset: int) -> None:
+        """Apply a column's validity rules to every packed row (authored or dispersed)."""
+        E = len(es)
+        for rule in self.rules_of(spec):
+            k = rule.first_bad(block.reshape((block.shape[0] * E,) + spec.shape))
+            if k is not None:
+                s, j = divmod(k, E)
+                raise InputError(f"{spec.name} of {self.name_of(es[j])} (sample {sample_offset + s})",
+                                 np.asarray(block[s, j]).tolist(), rule.text)
+
     def _resolve_refs(self, block, spec, es, where, groups):
         """Entity ids -> row index (same sample) in the referenced entity's table."""
         flat = block.reshape(block.shape[0], -1)
@@ -404,6 +432,13 @@ class World:
                 raise KeyError(f"no table has columns {columns}")
             return None
         return ts[0]
+
+    def column_spec(self, column: str):
+        """The :class:`~ecs.component.ColumnSpec` of ``column`` in the compiled tables, or ``None``."""
+        for t in self.tables:
+            if column in t.specs:
+                return t.specs[column]
+        return None
 
     def column_table(self, column: str) -> Table:
         return self.table_with(column)
@@ -484,10 +519,25 @@ class World:
         ev, cnt = self.events.to_host()
         return RunResult(times=times, trajectories=trajs, finals=finals, status=status, events=ev,
                          event_count=cnt, dims={c: rec_tables[c].prefix for c in record + final},
-                         frames=done_at)
+                         frames=done_at, reason=self.sample_reason())
 
     def _any_running(self) -> bool:
         return any(bool((t.columns["row_status"] == Status.RUNNING).any()) for t in self.tables)
+
+    def sample_reason(self) -> np.ndarray:
+        """Failure reason per block-local sample: that of the sample's first FAILED row (tables in
+        order, rows in order), UNSPECIFIED when that row has none; 0 for samples that did not fail."""
+        out = np.zeros(self.samples, np.int8)
+        for t in self.tables:
+            st = to_host(t.columns["row_status"]).reshape(t.samples, t.entity_count)
+            rs = to_host(t.columns["row_reason"]).reshape(t.samples, t.entity_count)
+            failed = st == Status.FAILED
+            has = failed.any(axis=1)
+            first = np.argmax(failed, axis=1)
+            r = rs[np.arange(t.samples), first]
+            r = np.where(r > 0, r, np.int8(Reason.UNSPECIFIED))
+            out = np.where((out == 0) & has, r, out).astype(np.int8)
+        return out
 
     def sample_status(self) -> np.ndarray:
         """Status per block-local sample: the largest row code of the sample (FAILED wins)."""

@@ -132,6 +132,8 @@ def rigid_scene(name: str, description: str, *, body: dict[str, Any], method: st
     if record_every is not None and (int(record_every) != record_every or record_every < 1):
         raise InputError("record_every", record_every, "must be a whole number of frames >= 1 (or None)")
     world = World(name)
+    if allow_nonphysical_inertia:
+        world.waive_rule("body_inertia", "triangle_inequality")
     b = world.spawn(*body_components(body, euler_mode=euler_mode, field=body_name,
                                      allow_nonphysical_inertia=allow_nonphysical_inertia), name=body_name)
     for k, make in enumerate(loads):

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ecs.errors import InputError, TumbleError
-from ecs.scene import Scene
+from ecs.scene import Scene, coerce_params
 
 #: name -> (builder, one-line description). A builder is ``"module"`` (its ``build``) or
 #: ``"module:function"``; it is called as ``builder(**params) -> Scene``.
@@ -143,6 +143,7 @@ def load_scene(name_or_path: str | os.PathLike, **params: Any) -> Scene:
     build = getattr(module, fn_name or "build", None)
     if not callable(build):
         raise InputError("scene", os.fspath(name_or_path), "must expose a function build(**params) -> Scene")
+    params = coerce_params(build, params, where=f"scene {os.fspath(name_or_path)}")
     try:
         scene = build(**params)
     except TypeError as exc:

@@ -43,7 +43,7 @@ import numpy as np
 
 from components.deploy import DeployPhase, DeploySettings, DeployTarget
 from components.probe import ProbeShapes
-from components.status import Status
+from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_jit
 from systems.attitude import quat_multiply, quat_rotate
@@ -307,6 +307,26 @@ class DeploymentLoop(System):
         """The phase systems, in launch order."""
         return (self.fly, self.collide, self.contact, self.end)
 
+    def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
+        """Refuse a release point (probe CoM) inside the target: its signed terrain distance must
+        be >= 0 for every sample (a probe released inside would be 'settled' deep in the body)."""
+        table = world.table_with(*PROBE_COLUMNS, required=False)
+        target = world.resource(DeployTarget, None)
+        if table is None or target is None:
+            return
+        E = table.entity_count
+        authored = table["probe_position"].reshape(-1, E, 3)[0]
+        for j, e in enumerate(table.entities.tolist()):
+            pos = np.asarray(overrides.get((e, "probe_position"), np.broadcast_to(authored[j], (count, 3))),
+                             dtype=np.float64).reshape(count, 3)
+            d, _ = target.terrain.evaluate(np.ascontiguousarray(pos))
+            bad = np.flatnonzero(~(np.asarray(d) >= 0.0))
+            if len(bad):
+                k = int(bad[0])
+                raise InputError(f"probe_position of {world.name_of(e)} (sample {start + k})", pos[k].tolist(),
+                                 f"is {-float(d[k]):.6g} m inside the target's surface: the release point (probe "
+                                 f"CoM, target frame) must be above it")
+
     def bind(self, world) -> None:
         if world.backend != "cpu":
             raise InputError("backend", world.backend, "deployment runs on the CPU backend for now")
@@ -415,6 +435,7 @@ class DeploymentLoop(System):
                 if passes == self.max_passes:
                     stuck = rows[(status[rows] == Status.RUNNING) & (time[rows] < t_end - eps)]
                     status[stuck] = Status.FAILED
+                    t["row_reason"][stuck] = Reason.PASS_GUARD
                     self.end.check(ctx, rows)
                     break
                 passes += 1

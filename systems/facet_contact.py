@@ -414,8 +414,8 @@ add_wrench = dual(_add_wrench, inline=False)
 _wrench = add_wrench.cpu
 
 
-def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status, pos,
-                    att, force, torque, cforce, ctorque):
+def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status,
+                    reason, pos, att, force, torque, cforce, ctorque):
     """Forces of sample s's contacts (built-in spring; user forces already in c_f) onto its bodies."""
     base = s * B
     for i in range(B):
@@ -428,6 +428,7 @@ def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v
         for i in range(B):
             if status[base + i] == 0:
                 status[base + i] = 9  # Status.FAILED
+                reason[base + i] = 7  # Reason.CONTACT_OVERFLOW
         return
     for k in range(n):
         ii = c_int[s, k]
@@ -458,10 +459,10 @@ _apply_contacts_cpu = apply_contacts.cpu
 
 @cpu_parallel
 def apply_contacts_samples(n, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status,
-                           pos, att, force, torque, cforce, ctorque):
+                           reason, pos, att, force, torque, cforce, ctorque):
     for s in prange(n):
         _apply_contacts_cpu(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params,
-                            status, pos, att, force, torque, cforce, ctorque)
+                            status, reason, pos, att, force, torque, cforce, ctorque)
 
 
 @cpu_jit
@@ -731,8 +732,8 @@ class FacetContact(System):
                                self.c_f)
         launch_rows(frame.backend, apply_contacts_samples, apply_contacts, S, B, self.capacity, self.contact_count,
                     self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p, self.c_v, self.c_f,
-                    a["i_kind"], a["i_params"], st, bt["body_position"], bt["body_attitude"], bt["body_force"],
-                    bt["body_torque"], self.cforce, self.ctorque)
+                    a["i_kind"], a["i_params"], st, bt["row_reason"], bt["body_position"], bt["body_attitude"],
+                    bt["body_force"], bt["body_torque"], self.cforce, self.ctorque)
         self.evaluations += 1
         self.total_narrowphase_tests += to_host(self.narrowphase_tests)
         self.total_pair_candidates += to_host(self.pair_candidates)

@@ -142,7 +142,7 @@ def _set_stage(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler
     time[i] = t0[i] + c * hi
 
 
-def _finish_step(i, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
                  euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
                  max_steps):
     """Combine the stages, control the error, accept or reject, and write the row back."""
@@ -243,13 +243,16 @@ def _finish_step(i, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_t
             h_prop[i] = hi * fac
             h[i] = min(h_prop[i], t_target - t0[i])
             if h[i] < h_min:
-                status[i] = 9  # Status.FAILED: step size underflow
+                status[i] = 9  # Status.FAILED
+                reason[i] = 3  # Reason.STEP_UNDERFLOW
                 active[i] = False
         else:
-            status[i] = 9  # Status.FAILED: non-finite state
+            status[i] = 9  # Status.FAILED
+            reason[i] = 2  # Reason.NONFINITE_STATE
             active[i] = False
     if active[i] and attempts[i] >= max_steps:
-        status[i] = 9  # Status.FAILED: too many steps in one frame
+        status[i] = 9  # Status.FAILED
+        reason[i] = 4  # Reason.STEP_LIMIT
         active[i] = False
 
 
@@ -287,11 +290,11 @@ def set_stage_rows(n, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, e
 
 
 @cpu_parallel
-def finish_step_rows(n, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+def finish_step_rows(n, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
                      euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
                      max_steps):
     for i in prange(n):
-        _finish_step_cpu(i, active, status, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att,
+        _finish_step_cpu(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att,
                          omega, euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min,
                          attempts, max_steps)
 
@@ -426,6 +429,7 @@ class Integrator(System):
             for w in self.work:
                 t = w.table
                 launch_rows(frame.backend, finish_step_rows, finish_step, t.row_count, w.active, t["row_status"],
+                            t["row_reason"],
                             w.y0, w.K, self._b, self._b_err, tab.stages, w.h, w.h_prop,
                             w.t0, t_target, t["body_position"], t["body_velocity"], t["body_attitude"],
                             t["body_omega"], w.euler, w.euler_mode, t["row_time"], self.rtol, self.atol,

@@ -1,0 +1,176 @@
+"""A catalogue of bad inputs: each is refused before the store exists, with one line naming the
+field, the value and the rule, and no traceback (``tumble run`` without ``--debug``).
+
+Each case is run through the real command line (typer's CliRunner, in-process for speed) and
+checked for: exit status 1, exactly one stderr line ``error: <field> = <value>: <rule>`` containing
+the expected field, value and rule fragments, no traceback, and no store (nor lock file) left at
+``--out``. Cases that need a scene of their own write a small scene file first.
+"""
+
+import pathlib
+import textwrap
+
+import pytest
+import zarr
+from typer.testing import CliRunner
+
+from ecs.batch import run_batch
+from ecs.cli import app
+from ecs.errors import InputError
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
+
+RIGID = """
+import numpy as np
+from components.rigid import MassProps, RigidState, Wrench
+from ecs import Dispersion, Scene, World
+from systems.integration import Integrator
+
+def build():
+    w = World("bad")
+    craft = w.spawn(RigidState(attitude=np.array({attitude})), MassProps(mass={mass}, inertia=np.diag({inertia})),
+                    Wrench(), name="craft")
+    w.add_system(Integrator("rk4"))
+    disp = [{dispersion}]
+    return Scene("bad", "bad input", w, 1.0, 0.1, final=("body_position",), dispersions=[d for d in disp if d])
+"""
+
+DEPLOY = """
+import numpy as np
+from components.contact_params import ContactParams
+from ecs import Dispersion
+from scenes.assets.probes import platonic, probe_mass_properties
+from scenes.deploy import deployment_scene, itokawa_target
+
+def build():
+    geom = platonic("cube", mass=5.0, density=500.0)
+    scene = deployment_scene("bad-deploy", "bad input", target=itokawa_target(gravity="point_mass"), shapes=[geom],
+                             shape_mass=[probe_mass_properties(geom, mass=5.0)],
+                             contact=ContactParams(restitution=0.5, friction=0.5), position={position},
+                             position_sigma3={spread}, velocity=(0, 0, -0.05), velocity_sigma3=(0, 0, 0))
+    {extra}
+    return scene
+"""
+
+
+def rigid_file(tmp, *, mass="1.0", inertia="[1.0, 1.0, 1.0]", attitude="[1.0, 0, 0, 0]", dispersion="None"):
+    f = tmp / "rigid_scene.py"
+    f.write_text(RIGID.format(mass=mass, inertia=inertia, attitude=attitude, dispersion=dispersion))
+    return str(f)
+
+
+def deploy_file(tmp, *, position="(0, 0, 200)", spread="(0, 0, 0)", extra=""):
+    f = tmp / "deploy_scene.py"
+    f.write_text(DEPLOY.format(position=position, spread=spread, extra=extra))
+    return str(f)
+
+
+# (id, scene (a callable of tmp_path for scene files), extra CLI args, fragments the line must contain)
+CASES = [
+    # scene parameters from -p: converted against build()'s signature
+    ("param-not-a-number", DRIFT, ["-p", "t_end=abc"], ["t_end", "'abc'", "must be a number"]),
+    ("param-not-an-integer", DRIFT, ["-p", "record_every=0.5"], ["record_every", "0.5", "must be an integer"]),
+    ("param-unknown", DRIFT, ["-p", "t_endd=3"], ["t_endd", "is not a parameter", "t_end"]),
+    ("param-bad-form", DRIFT, ["-p", "t_end"], ["--param", "'t_end'", "KEY=VALUE"]),
+    ("param-bad-key", DRIFT, ["-p", "1x=3"], ["--param", "'1x=3'", "identifier"]),
+    ("param-level-text", "deploy-cube", ["-p", "level=x"], ["level", "'x'", "must be an integer"]),
+    ("param-restitution-range", "deploy-cube", ["-p", "restitution=1.5"], ["restitution", "1.5", "in [0.0, 1.0]"]),
+    ("param-friction-negative", "deploy-cube", ["-p", "friction=-1"], ["friction", "-1", ">= 0"]),
+    ("param-mass-negative", "deploy-cube", ["-p", "mass=-5"], ["mass", "-5", "> 0"]),
+    ("param-frame-zero", "deploy-cube", ["-p", "frame=0"], ["frame", "0", "> 0"]),
+    ("param-t-cap-negative", "deploy-cube", ["-p", "t_cap=-1"], ["t_cap", "-1", "> 0"]),
+    ("param-gravity-unknown", "deploy-cube", ["-p", "gravity=banana"], ["gravity", "'banana'", "voxel"]),
+    # the batch itself
+    ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
+    ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),
+    ("missing-scene-file", "no_such_scene.py", [], ["scene", "no_such_scene.py", "no such file"]),
+    ("resume-and-overwrite", DRIFT, ["--resume", "--overwrite"], ["--resume/--overwrite", "choose one"]),
+    ("workers-and-scheduler", DRIFT, ["--workers", "1", "--scheduler", "tcp://127.0.0.1:1"],
+     ["--workers/--scheduler", "choose one"]),
+    ("resume-without-store", DRIFT, ["--resume"], ["--resume", "no store"]),
+    # components built by hand, refused at compile whatever way they were built
+    ("raw-mass-negative", lambda t: rigid_file(t, mass="-1.0"), [], ["body_mass of craft (sample 0)", "-1.0", "> 0"]),
+    ("raw-inertia-triangle", lambda t: rigid_file(t, inertia="[1.0, 1.0, 5.0]"), [],
+     ["body_inertia of craft (sample 0)", "5.0", "I3 <= I1 + I2"]),
+    ("raw-inertia-not-pd", lambda t: rigid_file(t, inertia="[1.0, -1.0, 1.0]"), [],
+     ["body_inertia of craft", "-1.0", "positive-definite"]),
+    ("raw-quaternion-not-unit", lambda t: rigid_file(t, attitude="[2.0, 0, 0, 0]"), [],
+     ["body_attitude of craft", "2.0", "unit quaternion"]),
+    # every sample's dispersion draws, checked before the store is created
+    ("dispersion-negative-mass", lambda t: rigid_file(t, dispersion="Dispersion('craft', 'body_mass', lambda rng: "
+                                                                    "1.0 + 3.0 * rng.standard_normal(), name='m')"),
+     [], ["dispersion m of craft (sample", "> 0 [kg]"]),
+    ("dispersion-quaternion-norm-5", lambda t: rigid_file(t, dispersion="Dispersion('craft', 'body_attitude', "
+                                                                        "lambda rng: [5.0, 0, 0, 0], name='q')"),
+     [], ["dispersion q of craft (sample 0)", "5.0", "unit quaternion"]),
+    ("dispersion-shape-later-sample", lambda t: rigid_file(
+        t, dispersion="Dispersion('craft', 'body_position', lambda rng: [1.0, 2.0] if rng.random() > 0.9 else "
+                      "[0.0, 0.0, 0.0], name='p')"),
+     [], ["dispersion p (sample", "[1.0, 2.0]", "shape (3,)"]),
+    ("dispersion-nan", lambda t: rigid_file(t, dispersion="Dispersion('craft', 'body_velocity', lambda rng: "
+                                                          "[float('nan'), 0.0, 0.0], name='v')"),
+     [], ["dispersion v (sample 0)", "nan", "finite"]),
+    ("dispersion-inertia-derived", lambda t: rigid_file(
+        t, dispersion="Dispersion('craft', 'body_mass', lambda rng: 2.0, name='m2', derive={'body_inertia': "
+                      "lambda m: np.diag([1.0, 1.0, 3.0 * m])})"),
+     [], ["dispersion m2 (derived body_inertia) of craft (sample 0)", "6.0", "I3 <= I1 + I2"]),
+    # deployment: the release point and the contact parameters of every sample
+    ("release-inside-target", lambda t: deploy_file(t, position="(0, 0, 0)"), [],
+     ["probe_position of probe (sample 0)", "[0.0, 0.0, 0.0]", "m inside the target's surface"]),
+    ("release-spread-inside", lambda t: deploy_file(t, position="(0, 0, 60)", spread="(0, 0, 150)"), [],
+     ["probe_position of probe (sample", "m inside the target's surface"]),
+    ("restitution-dispersion-out-of-range", lambda t: deploy_file(
+        t, extra="scene.dispersions.append(Dispersion('probe', 'probe_terrain_pair', lambda rng: [1.5, 0.5, 0, 0, "
+                  "1.5, 1.5, 1.5], name='pair'))"),
+     [], ["dispersion pair of probe (sample 0)", "1.5", "0 <= restitution <= 1"]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_refused_before_the_store_exists(tmp_path, case):
+    _, scene, extra, fragments = case
+    scene = scene(tmp_path) if callable(scene) else scene
+    out = tmp_path / "out.zarr"
+    if "--resume" in extra and "--overwrite" not in extra:
+        args = ["run", scene, "--out", str(out), "--no-progress", *extra]
+    else:
+        args = ["run", scene, "--samples", "20", "--out", str(out), "--no-progress", *extra]
+    if "--samples" in extra:
+        args = ["run", scene, "--out", str(out), "--no-progress", *extra]
+    r = CliRunner().invoke(app, args)
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 1, (r.exit_code, r.stdout, r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback (most recent call last)" not in r.output, r.stderr
+    assert "--debug shows the traceback" not in lines[0], r.stderr      # an InputError, not a crash
+    for frag in fragments:
+        assert frag in lines[0], (frag, lines[0])
+    assert not out.exists(), "refused input must not create the store"
+    assert not pathlib.Path(str(out) + ".lock").exists()
+
+
+def test_the_catalogue_is_large_enough():
+    assert len(CASES) >= 25
+
+
+def test_resume_with_a_changed_parameter_names_that_key_only(tmp_path):
+    out = tmp_path / "r.zarr"
+    run_batch(DRIFT, samples=4, out=out, params={"sigma": 0.3})
+    before = sorted(p.name for p in out.rglob("*"))
+    r = CliRunner().invoke(app, ["run", DRIFT, "--out", str(out), "--resume", "--no-progress", "-p", "sigma=0.5"])
+    assert r.exit_code == 1
+    line = r.stderr.strip()
+    assert "scene.params.sigma: store 0.3, this run 0.5" in line, line
+    assert "fail_above" not in line and len(line) < 300, line   # only the differing key
+    assert sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_api_arguments_are_checked_too(tmp_path):
+    for kw, frag in (({"samples": 0}, "samples = 0"), ({"samples": 2, "seed": -1}, "seed = -1"),
+                     ({"samples": 2, "block": 0}, "block = 0"), ({"samples": 2, "backend": "tpu"}, "backend = 'tpu'"),
+                     ({"samples": 2, "shard_samples": 3}, "shard_samples = 3")):
+        with pytest.raises(InputError, match=frag.replace("(", r"\(")):
+            run_batch(DRIFT, out=tmp_path / "x.zarr", **kw)
+        assert not (tmp_path / "x.zarr").exists()
+    assert zarr is not None

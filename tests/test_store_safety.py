@@ -1,0 +1,179 @@
+"""Store safety: one writer at a time, --overwrite only on tumble stores, damaged shards repaired.
+
+Every check compares bytes with an uninterrupted run of the same scene (``store_files`` drops only
+the root attribute ``run``, documented as varying), so "repaired" means "identical to a run that
+never went wrong", not merely "readable".
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import zarr
+
+from ecs import store as zstore
+from ecs.batch import run_batch
+from ecs.errors import InputError
+from store_helpers import store_files
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
+N, SEED = 16, 3
+SLOW = {"spin": 20000, "fail_above": 0.8}   # slow enough per block for a second writer to arrive
+FAST = {"fail_above": 0.8}
+
+
+def cli(*args, wait=True):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "ecs.cli", *args]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def params(p):
+    return [a for k, v in p.items() for a in ("-p", f"{k}={v}")]
+
+
+def wait_for_lock(out, proc, timeout=60):
+    lock = pathlib.Path(str(out) + ".lock")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if lock.exists() and (pathlib.Path(out) / "zarr.json").exists():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the first writer never held the lock (rc={proc.poll()})")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted run (the bytes every other store must reproduce)."""
+    out = tmp_path_factory.mktemp("ref") / "ref.zarr"
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    return store_files(out)
+
+
+def clear_done(out, start, stop):
+    """Make samples start:stop look unfinished, as a run killed before finishing them leaves them."""
+    arr = zarr.open_group(out, mode="r+")["final/done"]
+    arr[start:stop] = np.zeros(stop - start, bool)
+
+
+def test_second_writer_is_refused_and_the_first_store_is_intact(tmp_path, reference):
+    out = tmp_path / "a.zarr"
+    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--out", str(out),
+                "--no-progress", *params(SLOW), wait=False)
+    try:
+        wait_for_lock(out, first)
+        for extra in (["--resume"], ["--overwrite"]):        # run + resume, run + overwrite
+            r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress",
+                    *params(SLOW), *extra)
+            assert r.returncode == 1, (extra, r.stdout, r.stderr)
+            assert "being written by pid" in r.stderr and socket.gethostname() in r.stderr, r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+        assert first.poll() is None, "the second writer must not have disturbed the first"
+    finally:
+        rc = first.wait(timeout=300)
+    assert rc == 3, first.stderr.read()        # finished, some samples FAILED (fail_above)
+    a = store_files(out)
+    assert sorted(a) == sorted(reference) and [k for k in a if a[k] != reference[k]] == []
+    assert not pathlib.Path(str(out) + ".lock").exists()
+
+
+def test_resume_against_resume_is_refused(tmp_path, reference):
+    out = tmp_path / "b.zarr"
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    clear_done(out, 4, N)                              # as if killed after the first 4 samples
+    first = cli("run", DRIFT, "--out", str(out), "--resume", "--block", "2", "--no-progress", *params(SLOW),
+                wait=False)
+    try:
+        wait_for_lock(out, first)
+        r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+        assert r.returncode == 1 and "being written by pid" in r.stderr, r.stderr
+    finally:
+        first.wait(timeout=300)
+    a = store_files(out)
+    assert [k for k in a if a[k] != reference[k]] == []
+
+
+def test_a_stale_lock_is_taken_over(tmp_path):
+    out = tmp_path / "c.zarr"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    pathlib.Path(str(out) + ".lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(),
+                                                             "command": "tumble run (killed)"}))
+    r = cli("run", DRIFT, "--samples", "4", "--out", str(out), "--no-progress", *params(FAST))
+    assert r.returncode in (0, 3), r.stderr
+    assert "stale lock" in r.stdout and str(dead.pid) in r.stdout
+    assert not pathlib.Path(str(out) + ".lock").exists()
+
+
+def test_overwrite_deletes_only_tumble_stores(tmp_path):
+    foreign = tmp_path / "xarray.zarr"
+    g = zarr.open_group(foreign, mode="w", zarr_format=3)
+    g.create_array("temperature", shape=(3,), dtype="f8")
+    before = sorted(p.name for p in foreign.rglob("*"))
+    with pytest.raises(InputError, match="not a tumble store"):
+        run_batch(DRIFT, samples=2, out=foreign, overwrite=True, params=FAST)
+    assert sorted(p.name for p in foreign.rglob("*")) == before
+    r = cli("run", DRIFT, "--samples", "2", "--out", str(foreign), "--overwrite", "--no-progress")
+    assert r.returncode == 1 and "not a tumble store" in r.stderr
+    assert sorted(p.name for p in foreign.rglob("*")) == before
+    # a tumble store is recognised by its root attribute, even one killed while being created
+    mine = tmp_path / "mine.zarr"
+    run_batch(DRIFT, samples=2, out=mine, params=FAST)
+    assert zstore.is_tumble_store(mine) and not zstore.is_tumble_store(foreign)
+    run_batch(DRIFT, samples=2, out=mine, overwrite=True, params=FAST)
+
+
+def _shard(out, array, k=0):
+    arr = zarr.open_group(out, mode="r")[array]
+    return zstore._shard_file(out, array, arr, k)
+
+
+def _truncate(f):
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+
+
+def _flip(f):
+    data = bytearray(f.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    f.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("array,damage", [
+    ("final/body_position", "delete"),
+    ("trajectories/body_position", "truncate"),
+    ("events/time", "flip"),
+    ("final/status", "flip"),
+    ("final/done", "truncate"),
+])
+def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference, array, damage):
+    out = tmp_path / "d.zarr"
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    f = _shard(out, array, 1)
+    assert f.is_file()
+    {"delete": lambda p: p.unlink(), "truncate": _truncate, "flip": _flip}[damage](f)
+
+    found = zstore.verify_store(out)
+    assert [(d.array, d.shard) for d in found] == [(array, 1)], found
+    r = cli("inspect", str(out), "--verify")
+    assert r.returncode == 4 and f"{array} shard 1" in r.stdout, (r.stdout, r.stderr)
+
+    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+    assert r.returncode == 3, r.stderr
+    assert "repaired 1 damaged shards" in r.stdout
+    a = store_files(out)
+    assert sorted(a) == sorted(reference)
+    assert [k for k in a if a[k] != reference[k]] == []
+    assert zstore.verify_store(out) == []
+    assert cli("inspect", str(out), "--verify").returncode == 0
