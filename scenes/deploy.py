@@ -19,11 +19,13 @@ Built-in scenes (parameters are keyword-only; ``tumble run NAME --param key=valu
   events only).
 * ``deploy-shapes`` — the six shapes of Table 4.7 (sphere and the five platonic solids, 5 kg,
   500 kg/m³, solid), one drawn uniformly per sample (``inputs/probe_shape``), release as deploy-cube;
-  ``shapes="cube,tetrahedron"`` runs a subset. Contact is e = f = 0.5 without rolling resistance
-  (Table 4.6), so a sphere that starts rolling rolls on until the time cap: give it
-  ``deploy-sphere``'s rolling resistance to study it.
+  ``shapes="cube,tetrahedron"`` runs a subset, ``level`` tessellates the polyhedra (Fig 2.26).
+  Contact is e = f = 0.5 without rolling resistance (Table 4.6), so a sphere that starts rolling
+  rolls on until the time cap: give it ``deploy-sphere``'s rolling resistance to study it.
+* ``deploy-box`` — a solid box (default 10 kg, 0.3 × 0.28 × 0.2 m; ``-p size=[a,b,c]``, ``mass``,
+  ``level``), release as deploy-cube.
 
-The target of all three is the Itokawa-like body of :mod:`scenes.assets.bodies` (inside the
+The target of all four is the Itokawa-like body of :mod:`scenes.assets.bodies` (inside the
 268 × 147 × 105 m envelope of Table 4.1), re-centred on its centre of mass, with μ = 2.341 m³/s²
 and a 12.132 h rotation about +z. ``gravity`` selects the field: ``"voxel"`` (default, the seed's
 voxelised polyhedron, built once and cached), ``"polyhedron"`` (exact, slower) or
@@ -33,7 +35,8 @@ polyhedral rocks (§2.3.1: deformed icosahedra, power-law sizes, K = ``rocks_per
 5–50 cm, default 14) over a ``rock_region`` = 30 m region under the release point, united with the
 terrain (``min`` of the distances, each rock behind a bounding sphere and a hash-grid broadphase;
 :func:`itokawa_target` documents the population). Rocks use the same contact parameters as the
-terrain, as in Table 4.2's note.
+terrain, as in Table 4.2's note. ``fbm=true`` (every scene) adds the seed's fBm relief to the
+terrain (§2.3.2: features up to 4.8 m, 5 octaves).
 """
 
 from __future__ import annotations
@@ -52,13 +55,19 @@ from components.terrain import SDFGrid, TerrainSDF
 from ecs import InputError, Scene, World
 from ecs.scene import Dispersion, normal, uniform_quaternion
 from scenes._common import check_spread, positive
-from scenes.assets.probes import add_probe_shape, platonic, probe_mass_properties, sphere_probe
+from scenes.assets.probes import add_probe_shape, box, platonic, probe_mass_properties, sphere_probe
 from systems.deploy_collide import declare_collision_events
 from systems.deployment import DeploymentLoop
 
 #: Itokawa (Table 4.1).
 ITOKAWA_MU = 2.341
 ITOKAWA_PERIOD_H = 12.132
+#: fBm terrain noise on the Itokawa-like body (§2.3.2): features up to 4.8 m (3 x the 1.6 m shape
+#: model resolution) high and wide, 5 octaves (the smallest 0.3 m).
+FBM_MAX_HEIGHT = 4.8
+FBM_OCTAVES = 5
+#: deploy-box default: a 10 kg box of 0.3 x 0.28 x 0.2 m (edge lengths along body x, y, z).
+BOX_SIZE = (0.3, 0.28, 0.2)
 
 #: Columns saved under ``final/`` by every deployment scene.
 FINAL_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_first_impact_time",
@@ -95,7 +104,7 @@ def _rock_kind(rocks) -> str:
 
 def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolution: int = 48,
                    voxel_spacing: float = 12.0, rock_centre=(0.0, 0.0, 200.0), rock_region: float = 30.0,
-                   rocks_per_m2: float = 14.0, rock_seed: int = 0) -> DeployTarget:
+                   rocks_per_m2: float = 14.0, rock_seed: int = 0, fbm: bool = False) -> DeployTarget:
     """The Itokawa-like target (module docstring), centred on its centre of mass.
 
     Args:
@@ -113,6 +122,9 @@ def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolut
         rocks_per_m2: polyhedral rocks: K, rocks larger than s_min = 5 cm per m² of surface (§4.1's
             nominal 14; sizes 5–50 cm, α = 2.8, σ = 0.1, sink ratio in [-0.4, 0.25], Table 4.2).
         rock_seed: polyhedral rocks: the generator's seed (the same rocks in every sample).
+        fbm: add fBm noise to the terrain (eqs 2.24–2.32) with the seed's Itokawa figures (§2.3.2):
+            features up to h_max = :data:`FBM_MAX_HEIGHT` = 4.8 m high and 1/f0 = 4.8 m wide (three
+            times the 1.6 m shape-model resolution), :data:`FBM_OCTAVES` octaves (down to 0.3 m).
     """
     from scenes.assets.bodies import small_body
     from scenes.assets.voxel import build_voxel_field
@@ -136,14 +148,19 @@ def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolut
         from scenes.assets.noise import psr_field
 
         psr = psr_field()
-    terrain = TerrainSDF(base=grid, psr=psr)
+    noise = None
+    if fbm:
+        from scenes.assets.noise import fbm_noise
+
+        noise = fbm_noise(max_height=FBM_MAX_HEIGHT, frequency=1.0 / FBM_MAX_HEIGHT, octaves=FBM_OCTAVES, seed=0)
+    terrain = TerrainSDF(base=grid, fbm=noise, psr=psr)
     if kind == "polyhedral":
         from scenes.assets.noise import terrain_rocks
 
         rf = terrain_rocks(terrain, centre=_surface_toward_com(terrain, _vec3("rock_centre", rock_centre)),
                            region_radius=positive("rock_region", rock_region, "m"),
                            rocks_per_m2=positive("rocks_per_m2", rocks_per_m2, "1/m^2"), seed=int(rock_seed))
-        terrain = TerrainSDF(base=grid, rocks=rf)
+        terrain = TerrainSDF(base=grid, fbm=noise, rocks=rf)
     return DeployTarget(gravity=field, terrain=terrain, rotation=DeployTarget.spin_about_z(ITOKAWA_PERIOD_H),
                         name="itokawa-like")
 
@@ -285,7 +302,7 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
                  frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.65,
                  friction: float = 1.0, rolling_resistance: float = 0.035, radius: float = 0.125, mass: float = 5.0,
                  j: float = 0.4, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
-                 rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
+                 rocks_per_m2: float = 14.0, rock_region: float = 30.0, fbm: bool = False) -> Scene:
     """``deploy-sphere`` (Tables 4.2–4.3)."""
     from scenes.assets.mass_properties import MassProperties
 
@@ -298,9 +315,10 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
     params = dict(altitude=altitude, gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, rolling_resistance=rolling_resistance, radius=r, mass=m,
                   j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
-                  **_rock_params(rocks, rocks_per_m2, rock_region))
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
     return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
-                            rocks=rocks, rock_centre=p, rocks_per_m2=rocks_per_m2, rock_region=rock_region),
+                            rocks=rocks, rock_centre=p, rocks_per_m2=rocks_per_m2, rock_region=rock_region,
+                            fbm=bool(fbm)),
                             shapes=[sphere_probe(r)], shape_mass=[mp],
                             contact=ContactParams(restitution=restitution, friction=friction,
                                                   rolling_resistance=rolling_resistance),
@@ -315,18 +333,50 @@ def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: floa
                frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
                friction: float = 0.5, mass: float = 5.0, density: float = 500.0, level: int = 0,
                restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0,
-               rock_region: float = 30.0) -> Scene:
+               rock_region: float = 30.0, fbm: bool = False) -> Scene:
     """``deploy-cube`` (Table 4.6)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
     p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, mass=mass, density=density, level=level,
                   restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
-                  **_rock_params(rocks, rocks_per_m2, rock_region))
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
     return deployment_scene("deploy-cube", DESCRIPTIONS["deploy-cube"],
                             target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
-                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region),
+                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region,
+                                                  fbm=bool(fbm)),
                             shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=mass)],
+                            contact=ContactParams(restitution=restitution, friction=friction),
+                            position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
+                            settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
+                            contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
+                                                                 friction_sigma3),
+                            record_every=record_every, params=params)
+
+
+def _optional(**kw) -> dict:
+    """Parameters stored only when set (so stores of the defaults keep their earlier parameters)."""
+    return {k: v for k, v in kw.items() if v}
+
+
+def build_box(*, size=BOX_SIZE, mass: float = 10.0, level: int = 0, gravity: str = "voxel",
+              rocks: bool | str = False, fbm: bool = False, t_cap: float = 36000.0, frame: float = DEFAULT_FRAME,
+              record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5,
+              restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0,
+              rock_region: float = 30.0) -> Scene:
+    """``deploy-box``: a solid box of edge lengths ``size`` [m] (body x, y, z) and ``mass`` [kg],
+    tessellated to ``level``, released as deploy-cube (Table 4.6)."""
+    geom = box(size, level=level)
+    p, ps, v, vs = _release("low")
+    params = dict(size=[float(x) for x in size], mass=mass, level=level, gravity=gravity, rocks=rocks, t_cap=t_cap,
+                  frame=frame, record_every=record_every, restitution=restitution, friction=friction,
+                  restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
+    return deployment_scene("deploy-box", DESCRIPTIONS["deploy-box"],
+                            target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
+                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region,
+                                                  fbm=bool(fbm)),
+                            shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=positive("mass", mass, "kg"))],
                             contact=ContactParams(restitution=restitution, friction=friction),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
                             settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
@@ -357,9 +407,9 @@ SHAPES = ("sphere", "dodecahedron", "icosahedron", "cube", "octahedron", "tetrah
 def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
                  frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
                  friction: float = 0.5, mass: float = 5.0, density: float = 500.0, shapes: str = "all",
-                 rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
+                 rocks_per_m2: float = 14.0, rock_region: float = 30.0, level: int = 0, fbm: bool = False) -> Scene:
     """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
-    comma-separated subset)."""
+    comma-separated subset; ``level``: tessellation of the polyhedra, the sphere has no vertices)."""
     names = SHAPES if shapes == "all" else tuple(s.strip() for s in str(shapes).split(","))
     geoms, mps = [], []
     for s in names:
@@ -367,7 +417,7 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
             r = (3.0 * mass / (4.0 * math.pi * density)) ** (1.0 / 3.0)
             g = sphere_probe(r)
         elif s in SHAPES:
-            g = platonic(s, mass=mass, density=density)
+            g = platonic(s, mass=mass, density=density, level=level)
         else:
             raise InputError("shapes", s, f"must be 'all' or names from {', '.join(SHAPES)}")
         geoms.append(g)
@@ -375,10 +425,11 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
     p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, mass=mass, density=density, shapes=",".join(names),
-                  **_rock_params(rocks, rocks_per_m2, rock_region))
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm, level=level))
     return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
                             target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
-                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region),
+                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region,
+                                                  fbm=bool(fbm)),
                             shapes=geoms, shape_mass=mps,
                             contact=ContactParams(restitution=restitution, friction=friction),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
@@ -390,4 +441,5 @@ DESCRIPTIONS = {
     "deploy-sphere": "5 kg sphere released over an Itokawa-like asteroid (seed 004 Tables 4.2-4.3): bounces, settling",
     "deploy-cube": "5 kg cube released 200 m over an Itokawa-like asteroid (seed 004 Table 4.6): bounces, settling",
     "deploy-shapes": "the six lander shapes of seed 004 Table 4.7 released over an Itokawa-like asteroid",
+    "deploy-box": "10 kg box of 0.3 x 0.28 x 0.2 m released over an Itokawa-like asteroid (any size with -p size)",
 }

@@ -36,6 +36,8 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
                     "5 kg cube released 200 m over an Itokawa-like asteroid (seed 004 Table 4.6): bounces, settling"),
     "deploy-sphere": ("scenes.deploy:build_sphere",
                       "5 kg sphere released over an Itokawa-like asteroid (seed 004 Tables 4.2-4.3)"),
+    "deploy-box": ("scenes.deploy:build_box",
+                   "10 kg box of 0.3 x 0.28 x 0.2 m released over an Itokawa-like asteroid (any size with -p size)"),
     "deploy-shapes": ("scenes.deploy:build_shapes",
                       "the six lander shapes of seed 004 Table 4.7 released over an Itokawa-like asteroid"),
     "jeod-point": ("scenes.jeod:build_point", "JEOD RUN_point: two 100 kg spheres collide head-on at 2 m/s"),

@@ -132,3 +132,37 @@ def test_probe_shapes_resource_and_component():
     with pytest.raises(InputError, match="bound"):
         shapes.add("bad", kind=ShapeKind.POLYHEDRON, radius=0.1, positions=[[1.0, 0, 0]], types=[0],
                    directions=[[0, 0, 0]])
+
+
+def test_box_mass_properties_and_tessellation_against_closed_forms():
+    """A 0.3 x 0.28 x 0.2 m box: volume abc, solid inertia m/12 (b² + c², a² + c², a² + b²), and at
+    every tessellation level 0-3 a closed, outward mesh (trimesh) of the same volume with, for
+    N = 2^L segments per edge, 8 corners + 12 (N - 1) edge points + 6 (N - 1)² face points (an
+    N x N grid on each quadrilateral face)."""
+    a, b, c, m = 0.3, 0.28, 0.2, 10.0
+    for level in range(4):
+        g = pr.box((a, b, c), level=level)
+        mesh = trimesh.Trimesh(g.vertices, g.triangles, process=False)
+        assert mesh.is_watertight and mesh.is_winding_consistent and mesh.volume > 0
+        assert mesh.volume == pytest.approx(a * b * c, rel=1e-12)
+        n = 2 ** level
+        expected = 8 + 12 * (n - 1) + 6 * (n - 1) ** 2
+        assert len(g.vertices) == expected, (level, len(g.vertices))
+        assert (g.types[:8] == VertexType.CORNER).all()
+    mp = pr.probe_mass_properties(pr.box((a, b, c)), mass=m)
+    want = m / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+    np.testing.assert_allclose(mp.inertia, want, rtol=1e-12, atol=1e-15)
+    with pytest.raises(InputError, match="box.size"):
+        pr.box((0.3, -0.1, 0.2))
+
+
+@pytest.mark.parametrize("name", pr.PLATONIC)
+def test_every_platonic_shape_tessellates_to_levels_0_to_3(name):
+    """Levels 0-3 of each solid bound the same volume (tessellation adds vertices, not shape)."""
+    v0 = None
+    for level in range(4):
+        g = pr.platonic(name, mass=5.0, density=500.0, level=level)
+        mesh = trimesh.Trimesh(g.vertices, g.triangles, process=False)
+        assert mesh.is_watertight and mesh.is_winding_consistent
+        v0 = mesh.volume if v0 is None else v0
+        assert mesh.volume == pytest.approx(0.01, rel=1e-12) and mesh.volume == pytest.approx(v0, rel=1e-12)

@@ -171,6 +171,23 @@ def platonic(name: str, *, edge: float | None = None, mass: float | None = None,
     return g.tessellated(level)
 
 
+def box(size, *, level: int = 0) -> ProbeGeometry:
+    """A rectangular box of edge lengths ``size`` = (a, b, c) [m] along body x, y, z, centred at the
+    origin, tessellated to ``level`` (its six faces are quadrilaterals: see :func:`tessellate`)."""
+    try:
+        a, b, c = (float(x) for x in size)
+    except (TypeError, ValueError):
+        raise InputError("box.size", size, "must be three edge lengths (a, b, c) [m]") from None
+    for name, x in zip("abc", (a, b, c)):
+        mp._positive(x, f"box.size.{name}", "m")
+    corners = np.array([[sx * a, sy * b, sz * c] for sx in (-0.5, 0.5) for sy in (-0.5, 0.5) for sz in (-0.5, 0.5)])
+    # corner index = 4 ix + 2 iy + iz; each face counter-clockwise seen from outside
+    polys = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
+    g = ProbeGeometry("box", ShapeKind.POLYHEDRON, float(np.max(np.linalg.norm(corners, axis=1))), corners, polys,
+                      _corner_types=np.zeros(len(corners), np.int8), _feature_edges=None)
+    return g.tessellated(level)
+
+
 def _fan(polys) -> np.ndarray:
     return np.array([[p[0], p[k], p[k + 1]] for p in polys for k in range(1, len(p) - 1)], np.int64)
 
