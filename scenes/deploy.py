@@ -336,22 +336,30 @@ def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: floa
                rock_region: float = 30.0, fbm: bool = False) -> Scene:
     """``deploy-cube`` (Table 4.6)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
-    p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, mass=mass, density=density, level=level,
                   restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
                   **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
-    return deployment_scene("deploy-cube", DESCRIPTIONS["deploy-cube"],
-                            target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
-                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region,
-                                                  fbm=bool(fbm)),
-                            shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=mass)],
-                            contact=ContactParams(restitution=restitution, friction=friction),
+    return _one_shape_scene("deploy-cube", geom, mass, params)
+
+
+def _one_shape_scene(name: str, geom, mass: float, params: dict) -> Scene:
+    """A deployment of one probe shape released as deploy-cube (Table 4.6: low-altitude release,
+    random attitude), on the Itokawa-like target, with the contact and target options in ``params``
+    (the builder's stored parameters)."""
+    g = params.get
+    p, ps, v, vs = _release("low")
+    e, f = g("restitution"), g("friction")
+    return deployment_scene(name, DESCRIPTIONS[name],
+                            target=itokawa_target(gravity=g("gravity"), rocks=g("rocks"), rock_centre=p,
+                                                  rocks_per_m2=g("rocks_per_m2", 14.0),
+                                                  rock_region=g("rock_region", 30.0), fbm=bool(g("fbm", False))),
+                            shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=positive("mass", mass, "kg"))],
+                            contact=ContactParams(restitution=e, friction=f),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
-                            settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
-                            contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
-                                                                 friction_sigma3),
-                            record_every=record_every, params=params)
+                            settings=DeploySettings(t_cap=positive("t_cap", g("t_cap"), "s")), frame=g("frame"),
+                            contact_dispersions=_contact_spreads(e, g("restitution_sigma3"), f, g("friction_sigma3")),
+                            record_every=g("record_every"), params=params)
 
 
 def _optional(**kw) -> dict:
@@ -367,22 +375,11 @@ def build_box(*, size=BOX_SIZE, mass: float = 10.0, level: int = 0, gravity: str
     """``deploy-box``: a solid box of edge lengths ``size`` [m] (body x, y, z) and ``mass`` [kg],
     tessellated to ``level``, released as deploy-cube (Table 4.6)."""
     geom = box(size, level=level)
-    p, ps, v, vs = _release("low")
     params = dict(size=[float(x) for x in size], mass=mass, level=level, gravity=gravity, rocks=rocks, t_cap=t_cap,
                   frame=frame, record_every=record_every, restitution=restitution, friction=friction,
                   restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
                   **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
-    return deployment_scene("deploy-box", DESCRIPTIONS["deploy-box"],
-                            target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
-                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region,
-                                                  fbm=bool(fbm)),
-                            shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=positive("mass", mass, "kg"))],
-                            contact=ContactParams(restitution=restitution, friction=friction),
-                            position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
-                            settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
-                            contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
-                                                                 friction_sigma3),
-                            record_every=record_every, params=params)
+    return _one_shape_scene("deploy-box", geom, mass, params)
 
 
 def _rock_params(rocks, rocks_per_m2, rock_region) -> dict:
