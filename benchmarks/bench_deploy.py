@@ -167,7 +167,7 @@ def main(argv=None) -> dict:
 
     store_s = None
     if args.store:
-        from ecs.batch import run_batch
+        from tumble import run_batch
 
         tmp = Path(tempfile.mkdtemp(prefix="tumble-bench-deploy-"))
         try:

@@ -49,7 +49,7 @@ def main() -> int:
 
     import zarr
 
-    from ecs.batch import last_summary, run_batch
+    from tumble import last_summary, run_batch
 
     tmp = Path(tempfile.mkdtemp(prefix="tumble-bench-workers-"))
     try:

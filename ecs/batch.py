@@ -84,8 +84,9 @@ def last_summary() -> dict[str, Any]:
 class _SceneSource:
     """Where a scene comes from; rebuilds it when a world must be fresh again."""
 
-    def __init__(self, scene_or_builder, params: dict[str, Any]):
+    def __init__(self, scene_or_builder, params: dict[str, Any], loader: Callable[..., Scene] | None = None):
         self.params = dict(params)
+        self.loader = loader
         self.ref: str | None = None
         self.builder: Callable[..., Scene] | None = None
         self.fixed: Scene | None = None
@@ -94,6 +95,9 @@ class _SceneSource:
                 raise InputError("params", params, "cannot be applied to an already built Scene; pass its builder")
             self.fixed = scene_or_builder
         elif isinstance(scene_or_builder, (str, os.PathLike)):
+            if loader is None:
+                raise InputError("scene", os.fspath(scene_or_builder), "a scene name or .py path needs a scene loader: "
+                                 "call tumble.run_batch, or pass loader=scenes.registry.load_scene")
             self.ref = os.fspath(scene_or_builder)
         elif callable(scene_or_builder):
             self.builder = scene_or_builder
@@ -117,9 +121,7 @@ class _SceneSource:
         if self.fixed is not None:
             return self.fixed
         if self.ref is not None:
-            from scenes.registry import load_scene
-
-            return load_scene(self.ref, **self.params)
+            return self.loader(self.ref, **self.params)
         scene = self.builder(**coerce_params(self.builder, self.params, where="scene builder"))
         if not isinstance(scene, Scene):
             raise InputError("scene builder", self.source, "must return an ecs.Scene")
@@ -130,7 +132,7 @@ class _SceneSource:
         if self.fixed is not None:
             raise InputError("scene", "<Scene object>", "with workers/scheduler pass a scene name, a .py path or a "
                                                         "picklable builder function (workers build their own world)")
-        return (self.ref if self.ref is not None else self.builder, self.params)
+        return (self.ref if self.ref is not None else self.builder, self.params, self.loader)
 
 
 def _scene_params(scene: Scene, params: dict[str, Any]) -> dict[str, Any]:
@@ -227,7 +229,7 @@ _TASK_LOCK = threading.Lock()
 _TASK_CACHE: dict[Any, _BlockRunner] = {}
 
 
-def _dask_block(payload, params, path: str, shard_samples: int, samples: int, seed: int, backend: str,
+def _dask_block(payload, params, loader, path: str, shard_samples: int, samples: int, seed: int, backend: str,
                 runs: list[tuple[int, int]]) -> list[BlockReport]:
     """One Dask task: build (or reuse) the scene in this worker, run the not-done runs of one
     shard-aligned block (all inside the block's own shards) and write them."""
@@ -236,7 +238,7 @@ def _dask_block(payload, params, path: str, shard_samples: int, samples: int, se
         runner = _TASK_CACHE.get(key)
         if runner is None:
             _TASK_CACHE.clear()
-            source = _SceneSource(payload, params)
+            source = _SceneSource(payload, params, loader)
             scene = source.build()
             scene.world.compile(samples=1, backend=backend)
             layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
@@ -344,13 +346,13 @@ def _not_done_runs(done: np.ndarray, a: int, b: int) -> list[tuple[int, int]]:
 def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: str = "cpu", block: int | None = None,
               resume: bool = False, overwrite: bool = False, workers: int | None = None, scheduler: str | None = None,
               progress: ProgressFn | None = None, command_line: str | list[str] | None = None,
-              params: dict[str, Any] | None = None, shard_samples: int | None = None) -> pathlib.Path:
+              params: dict[str, Any] | None = None, shard_samples: int | None = None,
+              loader: Callable[..., Scene] | None = None) -> pathlib.Path:
     """Run ``samples`` samples of a scene into the Zarr store ``out``.
 
     Args:
-        scene_or_builder: a built-in scene name or a ``.py`` path (``scenes.registry.load_scene``),
-            a builder ``build(**params) -> Scene``, or a built :class:`~ecs.scene.Scene`
-            (in-process only).
+        scene_or_builder: a scene name or a ``.py`` path (built by ``loader``), a builder
+            ``build(**params) -> Scene``, or a built :class:`~ecs.scene.Scene` (in-process only).
         samples: number of samples (>= 1).
         out: store path (a directory).
         seed: base seed (>= 0); sample ``s`` uses ``SeedSequence(seed, spawn_key=(s,))``.
@@ -366,6 +368,9 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         shard_samples: samples per shard, a power of two (default: chosen from the sample count and
             the per-sample sizes, see :func:`ecs.store.choose_shard_samples`). Part of the store's
             identity: runs compared byte for byte must use the same value.
+        loader: ``loader(name_or_path, **params) -> Scene`` for a scene given by name or path
+            (``tumble.run_batch`` passes ``scenes.registry.load_scene``: the engine does not import
+            the scene layer above it). Must be importable by Dask workers.
 
     Returns:
         The store path.
@@ -399,12 +404,14 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     with zstore.StoreLock(path, cmd) as lock:
         return _drive(scene_or_builder, samples=samples, path=path, seed=seed, backend=backend, block=block,
                       resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler, progress=progress,
-                      command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock)
+                      command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock,
+                      loader=loader)
 
 
 def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, backend: str, block: int | None,
            resume: bool, overwrite: bool, workers: int | None, scheduler: str | None, progress, command_line: str,
-           params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock) -> pathlib.Path:
+           params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock,
+           loader: Callable[..., Scene] | None) -> pathlib.Path:
     """:func:`run_batch` under the store's writer lock."""
     exists = path.exists()
     if exists and not (resume or overwrite):
@@ -423,7 +430,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         if why:
             raise BackendError(why)
 
-    source = _SceneSource(scene_or_builder, params)
+    source = _SceneSource(scene_or_builder, params, loader)
     if workers is not None or scheduler is not None:
         source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
     scene = source.build()
@@ -574,10 +581,10 @@ def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.L
     """Submit one task per shard-aligned block; each writes only its own shards."""
     from dask.distributed import as_completed
 
-    payload, params = source.task_payload()
+    payload, params, loader = source.task_payload()
     reports: list[BlockReport] = []
     errors: list[Exception] = []
-    futures = [client.submit(_dask_block, payload, params, os.fspath(path), layout.shard_samples, samples, seed,
+    futures = [client.submit(_dask_block, payload, params, loader, os.fspath(path), layout.shard_samples, samples, seed,
                              backend, runs, key=f"tumble-block-{runs[0][0]}-{runs[-1][1]}-{os.getpid()}", pure=False)
                for runs in todo]
     finished = float(already)

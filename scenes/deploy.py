@@ -69,6 +69,31 @@ FBM_OCTAVES = 5
 #: deploy-box default: a 10 kg box of 0.3 x 0.28 x 0.2 m (edge lengths along body x, y, z).
 BOX_SIZE = (0.3, 0.28, 0.2)
 
+#: The deployment scenes' parameters (``tumble scenes NAME`` lists them with their defaults).
+PARAMETERS = {
+    "gravity": "field: 'voxel' (voxelised polyhedron), 'polyhedron' (exact) or 'point_mass'",
+    "rocks": "false; 'psr' (procedurally seeded rock texture, §2.3.3); 'polyhedral' (explicit rocks, §2.3.1)",
+    "fbm": "add fBm relief to the terrain (§2.3.2: up to 4.8 m, 5 octaves)",
+    "t_cap": "[s] simulated-time cap: a probe not settled by then ends TIMED_OUT",
+    "frame": "[s] trajectory sampling and phase-loop synchronisation",
+    "record_every": "[frames] trajectory decimation (default: finals and events only)",
+    "restitution": "[1] probe-terrain restitution e in [0, 1]",
+    "friction": "[1] probe-terrain friction coefficient f >= 0",
+    "rolling_resistance": "[1] rolling-resistance coefficient C_RR >= 0",
+    "restitution_sigma3": "[1] 3-sigma of a per-sample normal spread of e (clipped to [0, 1])",
+    "friction_sigma3": "[1] 3-sigma of a per-sample normal spread of f (clipped to >= 0)",
+    "mass": "[kg] probe mass",
+    "density": "[kg/m^3] probe density (sets a solid's size, eq 4.8)",
+    "level": "tessellation level of the probe's polyhedra (0: corners only; N = 2^level segments per edge)",
+    "size": "[m] box edge lengths [a, b, c] along body x, y, z",
+    "radius": "[m] sphere radius",
+    "j": "[1] reduced moment of inertia I / (m R^2) of the sphere, in [0, 2/3]",
+    "altitude": "release: 'low' ([0, 0, 200] m) or 'high' ([500, 0, 0] m), Table 4.3",
+    "shapes": "'all' or a comma-separated subset of the six shapes of Table 4.7",
+    "rocks_per_m2": "[1/m^2] polyhedral rocks: K, rocks of 5-50 cm per m^2",
+    "rock_region": "[m] polyhedral rocks: radius of the rock region under the release point",
+}
+
 #: Columns saved under ``final/`` by every deployment scene.
 FINAL_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_first_impact_time",
                  "probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope",

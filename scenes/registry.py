@@ -155,3 +155,32 @@ def load_scene(name_or_path: str | os.PathLike, **params: Any) -> Scene:
     if not isinstance(scene, Scene):
         raise InputError(f"build() of {os.fspath(name_or_path)}", type(scene).__name__, "must return an ecs.Scene")
     return scene
+
+
+def scene_parameters(name_or_path: str | os.PathLike) -> tuple[str, list[dict[str, str]]]:
+    """``(description, [{name, default, type, doc}, ...])`` of a scene's ``build`` parameters.
+
+    ``doc`` comes from the scene module's ``PARAMETERS`` dict (``{name: "[unit] what it is"}``)
+    when it has one, else is empty; ``type`` from the annotation or the default's type.
+    """
+    import inspect
+
+    module = scene_module(name_or_path)
+    key = os.fspath(name_or_path)
+    fn_name = BUILTIN_SCENES[key][0].partition(":")[2] if key in BUILTIN_SCENES else ""
+    build = getattr(module, fn_name or "build", None)
+    if not callable(build):
+        raise InputError("scene", key, "must expose a function build(**params) -> Scene")
+    desc = BUILTIN_SCENES[key][1] if key in BUILTIN_SCENES else ((build.__doc__ or module.__doc__ or "").strip()
+                                                                  .splitlines() or [""])[0]
+    docs = getattr(module, "PARAMETERS", {})
+    out = []
+    for n, p in inspect.signature(build).parameters.items():
+        if p.kind not in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+            continue
+        ann = p.annotation if p.annotation is not p.empty else (type(p.default).__name__ if p.default is not p.empty
+                                                                 and p.default is not None else "")
+        out.append({"name": n, "default": "(required)" if p.default is p.empty else repr(p.default),
+                    "type": ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)),
+                    "doc": docs.get(n, "")})
+    return desc, out

@@ -14,8 +14,8 @@ import pytest
 import zarr
 from typer.testing import CliRunner
 
-from ecs.batch import run_batch
-from ecs.cli import app
+from tumble import run_batch
+from tumble.cli import app
 from ecs.errors import InputError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
 
 def cli(*args, cwd=ROOT, env=None):
     e = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "ecs.cli", *args], cwd=cwd, env=e, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tumble.cli", *args], cwd=cwd, env=e, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -135,3 +135,28 @@ def test_bad_scene_parameter_and_missing_benchmark(tmp_path):
     assert r.returncode == 1 and "no_such" in one_error_line(r)
     r = cli("bench", "no_such_benchmark")
     assert r.returncode == 1 and "bench_no_such_benchmark" in one_error_line(r)
+
+
+def test_scenes_name_lists_parameters_with_defaults_and_units():
+    r = cli("scenes", "deploy-cube")
+    assert r.returncode == 0, r.stderr
+    lines = {ln.split()[0]: ln for ln in r.stdout.splitlines()[2:]}
+    assert "36000.0" in lines["t_cap"] and "[s]" in lines["t_cap"]
+    assert "'voxel'" in lines["gravity"] and "0" in lines["level"]
+    r = cli("scenes", DRIFT)
+    assert r.returncode == 0 and "fail_above" in r.stdout and "2.0" in r.stdout
+
+
+def test_help_shows_defaults():
+    r = cli("run", "--help")
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    assert "[default: 1, or the store's with --resume]" in text and "[default: cpu]" in text
+    assert "trust" in text     # scene files are trusted code
+
+
+def test_import_tumble_exposes_the_public_api():
+    import tumble
+
+    for name in ("World", "Scene", "Dispersion", "run_batch", "load_scene", "Status", "Reason", "normal", "uniform"):
+        assert hasattr(tumble, name), name

@@ -361,7 +361,7 @@ def test_liftoff_particles_on_rotating_sphere(factor, expect):
 
 # ------------------------------------------------------------------------------ the built-in scenes
 def _cube_batch(tmp_path, name, samples, block, **params):
-    from ecs.batch import run_batch
+    from tumble import run_batch
 
     out = tmp_path / name
     run_batch("deploy-cube", samples=samples, out=out, seed=7, block=block,
@@ -425,7 +425,7 @@ def test_deploy_sphere_and_shapes_scenes_run_with_dispersed_contact(tmp_path):
     and the drawn shape carries its own inertia (Table 4.7, I = j m s²)."""
     import xarray as xr
 
-    from ecs.batch import run_batch
+    from tumble import run_batch
 
     out = tmp_path / "s.zarr"
     run_batch("deploy-sphere", samples=6, out=out, seed=1, params={"gravity": "point_mass",
@@ -449,7 +449,7 @@ def test_deploy_shapes_settling_time_ordering(tmp_path):
     the sphere, without rolling resistance in this scene, rolls until the time cap and is left out)."""
     import xarray as xr
 
-    from ecs.batch import run_batch
+    from tumble import run_batch
 
     order = ["tetrahedron", "octahedron", "cube", "icosahedron", "dodecahedron"]
     out = tmp_path / "shapes.zarr"

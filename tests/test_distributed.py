@@ -8,7 +8,7 @@ import zarr
 
 distributed = pytest.importorskip("distributed")
 
-from ecs.batch import run_batch  # noqa: E402
+from tumble import run_batch  # noqa: E402
 from store_helpers import store_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

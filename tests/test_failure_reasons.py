@@ -11,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from components.status import Reason, Status
-from ecs.batch import run_batch
+from tumble import run_batch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
@@ -89,7 +89,7 @@ def test_reasons_of_integrator_failures(tmp_path):
 def test_reasons_of_raised_and_unexplained_failures_in_cli_and_store(tmp_path):
     out = tmp_path / "drift.zarr"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-m", "ecs.cli", "run", DRIFT, "--samples", "24", "--block", "6", "--out",
+    r = subprocess.run([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", "24", "--block", "6", "--out",
                         str(out), "--no-progress", "-p", "fail_above=0.8", "-p", "raise_above=0.95"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 3, (r.stdout, r.stderr)                 # finished, with failed samples
@@ -103,6 +103,6 @@ def test_reasons_of_raised_and_unexplained_failures_in_cli_and_store(tmp_path):
     n_failed = int((status == Status.FAILED).sum())
     assert f"failed   {n_failed} samples by reason:" in r.stdout
     assert f"raised {int(raised.sum())}" in r.stdout and "unspecified" in r.stdout
-    insp = subprocess.run([sys.executable, "-m", "ecs.cli", "inspect", str(out)], cwd=ROOT, env=env,
+    insp = subprocess.run([sys.executable, "-m", "tumble.cli", "inspect", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert insp.returncode == 0 and f"failed   {n_failed} samples by reason:" in insp.stdout

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zarr
 
-from ecs.batch import run_batch
+from tumble import run_batch
 from store_helpers import store_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ PARAMS = {"spin": 10000, "fail_above": 0.8}  # spin: slow enough per block to be
 
 def cli(*args, **kw):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "ecs.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tumble.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120, **kw)
 
 
@@ -40,7 +40,7 @@ def test_killed_run_resumes_to_identical_bytes(tmp_path):
     out = tmp_path / "killed.zarr"
     params = [a for k, v in PARAMS.items() for a in ("-p", f"{k}={v}")]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "ecs.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
+    proc = subprocess.Popen([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
                              "--block", str(BLOCK), "--out", str(out), "--no-progress", *params],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killed_at = 0
@@ -118,7 +118,7 @@ def test_randomized_kill_and_resume_gives_identical_bytes(tmp_path, trial):
     out = tmp_path / "killed.zarr"
     params = [a for k, v in PARAMS.items() for a in ("-p", f"{k}={v}")]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "ecs.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
+    proc = subprocess.Popen([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
                              "--block", str(block), "--out", str(out), "--no-progress", *params],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120

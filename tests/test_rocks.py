@@ -410,7 +410,7 @@ def test_deploy_cube_on_polyhedral_rocks_runs(tmp_path):
     sinking 1 mm into the united terrain, and some impacts are on rocks."""
     import xarray as xr
 
-    from ecs.batch import run_batch
+    from tumble import run_batch
     from scenes.deploy import build_cube
 
     # K = 56 rocks/m² (one of §4.3's tested densities): ~30 % of the ground under rocks, so that the

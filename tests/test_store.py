@@ -13,7 +13,7 @@ import xarray as xr
 import zarr
 
 from components.status import STATUS_LEGEND, Status
-from ecs.batch import last_summary, run_batch
+from tumble import last_summary, run_batch
 from ecs.errors import InputError
 from store_helpers import store_files
 

@@ -20,7 +20,7 @@ import pytest
 import zarr
 
 from ecs import store as zstore
-from ecs.batch import run_batch
+from tumble import run_batch
 from ecs.errors import InputError
 from store_helpers import store_files
 
@@ -33,7 +33,7 @@ FAST = {"fail_above": 0.8}
 
 def cli(*args, wait=True):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "ecs.cli", *args]
+    cmd = [sys.executable, "-m", "tumble.cli", *args]
     if not wait:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

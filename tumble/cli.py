@@ -41,7 +41,7 @@ from typing import List, Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="tumble: data-oriented simulator for spacecraft contact dynamics (Monte-Carlo batches to Zarr).")
 
 _STATE = {"debug": False}
@@ -73,7 +73,7 @@ class _Errors:
             return False
         if self.debug:
             return False
-        from .errors import TumbleError
+        from ecs.errors import TumbleError
 
         if isinstance(exc, KeyboardInterrupt):
             # one line, always: exit now, before interpreter shutdown reports the interrupted
@@ -96,7 +96,7 @@ def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks ins
 
 
 def _parse_params(items: list[str]) -> dict:
-    from .errors import InputError
+    from ecs.errors import InputError
 
     out = {}
     for it in items or []:
@@ -178,7 +178,7 @@ def run(
     backend: Backend = typer.Option(Backend.cpu, "--backend", help="Kernel backend."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out (finished samples are kept)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
-    block: Optional[int] = typer.Option(None, "--block", min=1, help="Samples per block [default: one shard]."),
+    block: Optional[int] = typer.Option(None, "--block", min=1, help="Samples per block [default: whole shards, up to 4096 samples; with Dask, 2 tasks per worker]."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
@@ -192,10 +192,10 @@ def run(
     continues). Scene files are trusted code: they run with your rights.
     """
     with _Errors(debug):
-        from .errors import BackendError, InputError
+        from ecs.errors import BackendError, InputError
 
         if backend is Backend.gpu:
-            from .kernels import gpu_backend_error
+            from ecs.kernels import gpu_backend_error
 
             why = gpu_backend_error()
             if why:
@@ -210,7 +210,7 @@ def run(
         if out is None:
             out = pathlib.Path("runs") / f"{_scene_label(scene)}-{0 if seed is None else seed}.zarr"
         if resume and out.exists() and (samples is None or seed is None):
-            from .store import read_attrs
+            from ecs.store import read_attrs
 
             attrs = read_attrs(out)
             samples = samples if samples is not None else attrs.get("samples")
@@ -220,15 +220,17 @@ def run(
         if not out.exists() and not resume:
             out.parent.mkdir(parents=True, exist_ok=True)
 
-        from .batch import last_summary, run_batch
+        from ecs.batch import last_summary, run_batch
+        from scenes.registry import load_scene
 
         ctx, progress = _progress_bar(not no_progress)
         t0 = time.perf_counter()
         with ctx:
             path = run_batch(scene, samples=samples, out=out, seed=seed, backend=backend.value, block=block,
                              resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler,
-                             progress=progress, command_line=["tumble", *sys.argv[1:]], params=params)
-        from .store import summarize
+                             progress=progress, command_line=["tumble", *sys.argv[1:]], params=params,
+                             loader=load_scene)
+        from ecs.store import summarize
 
         info = summarize(path)
         s = last_summary()
@@ -245,15 +247,29 @@ def run(
 
 
 @app.command()
-def scenes():
-    """List the built-in scenes with one-line descriptions."""
+def scenes(name: Optional[str] = typer.Argument(None, help="A built-in scene name or a scene file: list its "
+                                                               "parameters with defaults and units.")):
+    """List the built-in scenes, or one scene's parameters (-p KEY=VALUE) with defaults and units."""
     with _Errors():
-        from scenes.registry import describe_scenes
+        from scenes.registry import describe_scenes, scene_parameters
 
-        rows = describe_scenes()
-        w = max(len(n) for n, _ in rows)
-        for name, desc in rows:
-            typer.echo(f"{name:<{w}}  {desc}")
+        if name is None:
+            rows = describe_scenes()
+            w = max(len(n) for n, _ in rows)
+            for n, desc in rows:
+                typer.echo(f"{n:<{w}}  {desc}")
+            return
+        desc, params = scene_parameters(name)
+        typer.echo(f"{name}: {desc}")
+        if not params:
+            typer.echo("no parameters")
+            return
+        w = max(len(p["name"]) for p in params)
+        wd = max(len(p["default"]) for p in params)
+        wt = max(len(p["type"]) for p in params)
+        typer.echo("parameters (tumble run " + name + " -p KEY=VALUE):")
+        for p in params:
+            typer.echo(f"  {p['name']:<{w}}  {p['default']:<{wd}}  {p['type']:<{wt}}  {p['doc']}".rstrip())
 
 
 def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
@@ -293,10 +309,10 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
             debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Show a store's scene, samples done, status counts, failure reasons, arrays and sizes."""
     with _Errors(debug):
-        from .store import summarize
+        from ecs.store import summarize
 
         if not path.exists():
-            from .errors import InputError
+            from ecs.errors import InputError
 
             raise InputError("path", os.fspath(path), "does not exist")
         info = summarize(path)
@@ -333,7 +349,7 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
                          f"{_size(r['nbytes']):>9} -> {_size(r['stored'])} stored")
         damage = None
         if verify:
-            from .store import verify_store
+            from ecs.store import verify_store
 
             damage = verify_store(path)
             lines.append(f"verify   {len(damage)} damaged shards" + (" (tumble run ... --resume recomputes them)"
@@ -350,7 +366,7 @@ def bench(ctx: typer.Context, name: str = typer.Argument(..., help="Benchmark na
           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Run a benchmark (benchmarks/bench_<NAME>.py main()); extra arguments go to it."""
     with _Errors(debug):
-        from .errors import InputError
+        from ecs.errors import InputError
 
         mod_name = f"benchmarks.bench_{name}"
         try:
