@@ -145,12 +145,25 @@ class DeployTarget:
         rotation: angular velocity Ω_T/N of the target [rad/s], shape (3,), target frame (constant:
             the seed's uniform rotation, Ω̇ = 0).
         name: a label stored with the run.
+        shape_vertices, shape_faces: optional shape model (vertices [m], triangles) written to the
+            store's ``scene/`` group, so a store can draw its target without the scene's code.
     """
 
     gravity: GravitySource
     terrain: TerrainSDF
     rotation: np.ndarray = field(default_factory=lambda: np.zeros(3))
     name: str = "target"
+    shape_vertices: np.ndarray | None = None
+    shape_faces: np.ndarray | None = None
+
+    def store_arrays(self) -> dict:
+        """The target's shape model for the store's ``scene/`` group (plots draw it under results)."""
+        if self.shape_vertices is None or self.shape_faces is None:
+            return {}
+        return {"target_vertices": (np.asarray(self.shape_vertices, np.float64), ("target_vertex", "xyz"), "m",
+                                    "shape-model vertices of the target, target frame (centred on its CoM)"),
+                "target_faces": (np.asarray(self.shape_faces, np.int64), ("target_face", "corner"), "1",
+                                 "shape-model triangles (vertex indices, counter-clockwise seen from outside)")}
 
     def __post_init__(self):
         if not isinstance(self.gravity, GravitySource):

@@ -461,6 +461,9 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         "final": list(layout.final),
         "dispersions": [{"name": d.name, "entity": d.entity, "column": d.column} for d in layout.dispersions],
         "status_legend": {k: int(v) for k, v in zstore.STATUS_LEGEND.items()},
+        "Conventions": "CF-1.10",
+        "code": zstore.code_revision(),
+        **zstore.describe_world(scene.world),
         "reproducibility": f"every array and attribute is identical for the same scene, params, seed and samples "
                            f"(any block size, worker count, kill and resume) except the root attribute "
                            f"'{zstore.RUN_ATTR}'",
@@ -471,9 +474,9 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         if "tumble" not in attrs:
             raise InputError("--resume", os.fspath(path), "the store is incomplete (killed while being created); "
                                                           "use --overwrite")
-        theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt")}
+        theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt", "code")}
         mine = zstore.jsonable({k: stable_attrs[k] for k in theirs})
-        diffs = _differences(theirs, mine, skip=("scene.description", "scene.source"))
+        diffs = _differences(theirs, mine, skip=("scene.description", "scene.source", "code.modified"))
         if diffs:
             shown = "; ".join(f"{k}: store {a!r}, this run {b!r}" for k, a, b in diffs[:5])
             more = f" (and {len(diffs) - 5} more)" if len(diffs) > 5 else ""

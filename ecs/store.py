@@ -4,7 +4,13 @@ Layout (``S`` samples, ``T`` record times, ``E`` entities of a table, ``K`` even
 
     /                               root attrs: tumble {format, version}, scene {name, description,
                                     source, params}, seed, seed_rule, samples, shard_samples, backend,
-                                    t_end, dt, record_every, record, final, status_legend, run (see below)
+                                    t_end, dt, record_every, record, final, status_legend, Conventions,
+                                    code {version, commit, modified}, systems [{name, type, phase,
+                                    settings}], resources [{type, fields}], run (see below)
+    <group>/sample                  (sample)            int64  sample index (coordinate of every group)
+    scene/<name>                    (...)                      arrays resources describe themselves with
+                                                               (a target's shape model: target_vertices,
+                                                               target_faces)
     trajectories/time               (time)                        s      record times (coordinate)
     trajectories/<column>           (sample, time, <entity>, <component>...)
     final/<column>                  (sample, <entity>, <component>...)
@@ -98,6 +104,8 @@ MAX_SHARD_SAMPLES = 16384
 MIN_SHARDS = 8
 
 GROUPS = ("trajectories", "events", "final", "inputs")
+#: Driver-written description of the scene (shape model of the target, ...): see :func:`describe_world`.
+SCENE_GROUP = "scene"
 _COMPRESSORS = (zarr.codecs.ZstdCodec(level=3), zarr.codecs.Crc32cCodec())
 _ARRAY_CONFIG = {"write_empty_chunks": True}
 _COMPONENT_LABELS = {"xyz": ["x", "y", "z"], "quat": ["w", "x", "y", "z"]}
@@ -256,7 +264,7 @@ class Layout:
                 entity_dims[key] = name
             col_dim[c] = (entity_dims[key], table)
 
-        groups_dims: dict[str, set[str]] = {g: set() for g in GROUPS}
+        groups_dims: dict[str, set[str]] = {g: set() for g in (*GROUPS, SCENE_GROUP)}
 
         def add(spec: ArraySpec):
             specs[spec.path] = spec
@@ -294,7 +302,9 @@ class Layout:
                       "why the sample failed (components.status.Reason; 0: it did not fail)", fill=0,
                       attrs={"flag_values": [int(r) for r in Reason],
                              "flag_meanings": " ".join(r.name.lower() for r in Reason),
-                             "messages": {r.name.lower(): REASON_MESSAGES[r] for r in Reason}}))
+                             "messages": {r.name.lower(): REASON_MESSAGES[r] for r in Reason},
+                             # a string coordinate, so Dataset.where masks numbers only
+                             "coordinates": "failure_message"}))
         add(ArraySpec("final/failure_message", ("sample",), (), "str", "1",
                       "what went wrong, one line (empty when the sample did not fail)", fill=""))
         add(ArraySpec("final/event_count", ("sample",), (), np.int32, "1",
@@ -346,6 +356,15 @@ class Layout:
                           f"{d.column} of {world.name_of(eid)} (dispersed)" + (f": {cs.doc}" if cs.doc else ""),
                           fill=fill_for(cs.storage_dtype), attrs={"entity": eid, "column": d.column}))
 
+        # the sample index as a coordinate of every group (filtering keeps the true sample ids)
+        for grp in GROUPS:
+            if "sample" in groups_dims[grp]:
+                add(ArraySpec(f"{grp}/sample", ("sample",), (), np.int64, "1", "sample index (coordinate)",
+                              fill=-1))
+        # the target's shape model and other arrays the scene's resources describe themselves with
+        for name, (data, dims, units, long_name) in _resource_arrays(world).items():
+            add(ArraySpec(f"scene/{name}", dims, tuple(np.shape(data)), np.asarray(data).dtype, units, long_name,
+                          sampled=False, data=np.asarray(data)))
         # coordinates, in every group that uses the dimension
         for (prefix, ents), dim in entity_dims.items():
             for grp in GROUPS:
@@ -355,7 +374,7 @@ class Layout:
                     add(ArraySpec(f"{grp}/{dim}_name", (dim,), (len(ents),), "str", "1", f"{prefix} entity name",
                                   sampled=False, data=np.array([world.name_of(e) for e in ents], dtype=object)))
         for lab, values in _COMPONENT_LABELS.items():
-            for grp in GROUPS:
+            for grp in (*GROUPS, SCENE_GROUP):
                 if lab in groups_dims[grp]:
                     add(ArraySpec(f"{grp}/{lab}", (lab,), (len(values),), "str", "1", f"{lab} component label",
                                   sampled=False, data=np.array(values, dtype=object)))
@@ -481,7 +500,11 @@ class Layout:
         return out
 
     def _input_arrays(self, inputs, start, stop):
-        out = {"inputs/seed": np.arange(start, stop, dtype=np.int64)}
+        ids = np.arange(start, stop, dtype=np.int64)
+        out = {"inputs/seed": ids}
+        for grp in GROUPS:
+            if f"{grp}/sample" in self.specs:
+                out[f"{grp}/sample"] = ids
         for d in self.dispersions:
             out[f"inputs/{d.name}"] = inputs[d.name]
         return out
@@ -513,6 +536,71 @@ def _record_times(t_end: float, dt: float, record_every: int | None) -> np.ndarr
     n_frames = int(math.ceil(t_end / dt - 1e-9))
     n_rec = n_frames // record_every + 1
     return np.array([min(k * record_every * dt, t_end) for k in range(n_rec)], dtype=np.float64)
+
+
+def _simple(v: Any, depth: int = 0) -> Any:
+    """A JSON-able summary of a setting: scalars and short lists as they are, arrays by shape,
+    dataclasses and other objects by their type (and simple fields, one level deep)."""
+    import dataclasses
+
+    if v is None or isinstance(v, (bool, int, float, str, np.generic)):
+        return jsonable(v)
+    if isinstance(v, (list, tuple)) and len(v) <= 16 and all(isinstance(x, (bool, int, float, str)) for x in v):
+        return jsonable(list(v))
+    if isinstance(v, np.ndarray):
+        return jsonable(v) if v.size <= 16 else f"<array {v.dtype} {list(v.shape)}>"
+    if dataclasses.is_dataclass(v) and depth == 0:
+        return {"type": type(v).__name__,
+                **{f.name: _simple(getattr(v, f.name), 1) for f in dataclasses.fields(v) if not f.name.startswith("_")}}
+    return f"<{type(v).__module__}.{type(v).__qualname__}>"
+
+
+def describe_world(world) -> dict[str, Any]:
+    """What a store records about how its scene was built: every system (type, phase, public
+    settings) and every resource (type and simple fields: a target's spin and gravity model, the
+    deployment's solver settings, ...). Root attributes ``systems`` and ``resources``."""
+    systems = []
+    for sy in world.systems:
+        settings = {k: _simple(v, 1) for k, v in sorted(vars(sy).items())
+                    if not k.startswith("_") and (isinstance(v, (bool, int, float, str)) or
+                                                  (isinstance(v, tuple) and len(v) <= 16))}
+        systems.append({"name": sy.name, "type": f"{type(sy).__module__}.{type(sy).__qualname__}",
+                        "phase": getattr(sy.phase, "name", str(sy.phase)).lower(), "settings": settings})
+    resources = [_simple(r) if not isinstance(_simple(r), str) else {"type": type(r).__name__}
+                 for r in world._resources.values()]
+    return {"systems": systems, "resources": resources}
+
+
+def _resource_arrays(world) -> dict[str, tuple]:
+    """``{name: (data, dims, units, long_name)}`` from resources that describe themselves with
+    ``store_arrays()`` (e.g. a target's shape model), stored under ``scene/``."""
+    out = {}
+    for r in world._resources.values():
+        fn = getattr(r, "store_arrays", None)
+        if callable(fn):
+            out.update(fn())
+    return out
+
+
+def code_revision() -> dict[str, Any]:
+    """The tumble version and, in a git checkout, its commit and whether files were modified."""
+    import subprocess
+
+    from . import __version__
+
+    rev: dict[str, Any] = {"version": __version__}
+    here = pathlib.Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", os.fspath(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode == 0:
+            rev["commit"] = head.stdout.strip()
+            st = subprocess.run(["git", "-C", os.fspath(here), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)
+            rev["modified"] = bool(st.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return rev
 
 
 def _entity_id(world, ent) -> int:
@@ -648,6 +736,8 @@ def create_store(path: str | os.PathLike, layout: Layout, attrs: dict[str, Any])
     root = zarr.open_group(os.fspath(path), mode="w-", zarr_format=3,
                            attributes={"tumble": jsonable(attrs.get("tumble", {"format": STORE_FORMAT}))})
     groups = {g: root.create_group(g) for g in GROUPS}
+    if any(p.startswith(SCENE_GROUP + "/") for p in layout.specs):
+        groups[SCENE_GROUP] = root.create_group(SCENE_GROUP)
     for p, spec in layout.specs.items():
         grp, name = p.split("/", 1)
         shape, shards, chunks = layout.chunking(spec)

@@ -187,7 +187,7 @@ def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolut
                            rocks_per_m2=positive("rocks_per_m2", rocks_per_m2, "1/m^2"), seed=int(rock_seed))
         terrain = TerrainSDF(base=grid, fbm=noise, rocks=rf)
     return DeployTarget(gravity=field, terrain=terrain, rotation=DeployTarget.spin_about_z(ITOKAWA_PERIOD_H),
-                        name="itokawa-like")
+                        name="itokawa-like", shape_vertices=poly.vertices, shape_faces=poly.faces)
 
 
 def _surface_toward_com(terrain, point) -> np.ndarray:

@@ -180,3 +180,40 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(InputError, match="power of two"):
         run_batch(DRIFT, samples=2, out=tmp_path / "x.zarr", shard_samples=3)
     assert not (tmp_path / "x.zarr").exists()
+
+
+def test_store_is_self_contained_and_filters_keep_true_sample_ids(tmp_path):
+    """Opened with zarr and xarray only: the sample coordinate survives filtering, codes are
+    decoded by CF flag attributes, the scene's systems, resources and code revision are recorded."""
+    out = run_batch(DRIFT, samples=N, out=tmp_path / "s.zarr", seed=SEED, params={"fail_above": 0.8})
+    final = xr.open_zarr(out, group="final").load()
+    drag = xr.open_zarr(out, group="inputs").load()
+    failed = final.where(final.status == Status.FAILED, drop=True)
+    # fail_above = 0.8: exactly the samples whose drawn drag exceeds it, by their true ids
+    want = [s for s in range(N) if expected_inputs(SEED, s)[1] > 0.8]
+    assert want and failed.sample.values.tolist() == want
+    assert drag.sample.values.tolist() == list(range(N))
+    meanings = dict(zip(final.status.attrs["flag_values"], final.status.attrs["flag_meanings"].split()))
+    assert meanings[int(Status.FAILED)] == "failed"
+    assert set(failed.failure_message.values) == {"a system set the row FAILED without giving a reason"}
+    attrs = zarr.open_group(out, mode="r").attrs
+    assert attrs["Conventions"].startswith("CF-")
+    assert attrs["code"]["version"]
+    assert {s["name"] for s in attrs["systems"]} >= {"Drift"}
+    ev = xr.open_zarr(out, group="events")
+    assert "sample" in ev.coords and ev.sample.values.tolist() == list(range(N))
+
+
+def test_a_deployment_store_carries_its_target_shape(tmp_path):
+    out = run_batch("deploy-cube", samples=2, out=tmp_path / "d.zarr", params={"gravity": "point_mass"})
+    scene = xr.open_zarr(out, group="scene").load()
+    v, f = scene.target_vertices.values, scene.target_faces.values
+    assert v.shape[1] == 3 and f.shape[1] == 3 and f.max() < len(v)
+    # the stored shape is the target's, centred on its CoM: the release point lies outside it
+    import trimesh
+
+    mesh = trimesh.Trimesh(v, f, process=False)
+    assert mesh.is_watertight and not mesh.contains([[0.0, 0.0, 200.0]])[0] and mesh.contains([[0.0, 0.0, 0.0]])[0]
+    attrs = zarr.open_group(out, mode="r").attrs
+    target = next(r for r in attrs["resources"] if r["type"] == "DeployTarget")
+    assert target["rotation"][2] == pytest.approx(2 * np.pi / (12.132 * 3600))
