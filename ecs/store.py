@@ -591,10 +591,12 @@ def code_revision() -> dict[str, Any]:
     rev: dict[str, Any] = {"version": __version__}
     here = pathlib.Path(__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "-C", os.fspath(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10)
-        if head.returncode == 0:
-            rev["commit"] = head.stdout.strip()
+        head = subprocess.run(["git", "-C", os.fspath(here), "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        lines = head.stdout.split()
+        # only tumble's own checkout (not a repository that happens to contain site-packages)
+        if head.returncode == 0 and len(lines) == 2 and pathlib.Path(lines[0]).resolve() == here:
+            rev["commit"] = lines[1]
             st = subprocess.run(["git", "-C", os.fspath(here), "status", "--porcelain", "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=10)
             rev["modified"] = bool(st.stdout.strip())
