@@ -609,3 +609,53 @@ def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.L
         raise TumbleError(f"{len(errors)} of {len(todo)} blocks did not complete ({type(e).__name__}: {e}); the "
                           f"others are written: rerun with --resume")
     return reports
+
+
+def rerun_sample(path, sample: int, *, loader: Callable[..., Scene]) -> dict[str, Any]:
+    """Run sample ``sample`` of a store again, alone, exactly as the batch ran it, and compare
+    every array of that sample with the store, bit for bit.
+
+    The scene is rebuilt from the store's root attributes (``scene.source`` by ``loader`` with
+    ``scene.params``), the sample's dispersions are drawn again from its own seed, and it runs as a
+    block of one (a sample's results do not depend on its block). A sample whose run raised raises
+    again here, with its traceback: the way to debug it.
+
+    Returns:
+        ``{"sample", "arrays": {path: value of this run}, "differs": [paths whose bits differ],
+        "status", "failure_code", "failure_message"}``.
+    """
+    attrs = zstore.read_attrs(path)
+    if not zstore.is_complete(attrs):
+        raise InputError("store", os.fspath(path), "is incomplete (killed while being created)")
+    n = int(attrs["samples"])
+    if isinstance(sample, bool) or not isinstance(sample, (int, np.integer)) or not 0 <= sample < n:
+        raise InputError("sample", sample, f"must be an integer in [0, {n - 1}] (the store has {n} samples)")
+    sc = attrs["scene"]
+    source = sc.get("source", "")
+    try:
+        scene = loader(source, **dict(sc.get("params") or {}))
+    except InputError as exc:
+        raise InputError("store scene", source, f"cannot be rebuilt ({exc.rule}): rerun needs a built-in scene "
+                                                f"name or a .py path, as the store was written from") from None
+    world = scene.world
+    backend = attrs.get("backend", "cpu")
+    world.compile(samples=1, backend=backend)
+    layout = zstore.Layout.from_world(scene, world, n, int(attrs["shard_samples"]))
+    seed = int(attrs["seed"])
+    inputs = layout.draw_inputs(seed, sample, sample + 1)
+    world.compile(samples=1, backend=backend, sample_offset=sample, overrides=layout.overrides(inputs))
+    res = world.run(t_end=scene.t_end, dt=scene.dt, record_every=scene.record_every, record=layout.record,
+                    final=layout.final)
+    arrays = layout.block_arrays(res, inputs, sample, sample + 1)
+    root = zstore.open_root(path)
+    differs = []
+    for p, a in arrays.items():
+        stored = np.asarray(root[p][sample:sample + 1])
+        same = stored.shape == a.shape and (stored.tobytes() == np.ascontiguousarray(a, stored.dtype).tobytes()
+                                            if stored.dtype.kind not in "OUT" else
+                                            [str(x) for x in stored.ravel()] == [str(x) for x in a.ravel()])
+        if not same:
+            differs.append(p)
+    return {"sample": int(sample), "arrays": {p: a[0] for p, a in arrays.items()}, "differs": differs,
+            "status": int(arrays["final/status"][0]), "failure_code": int(arrays["final/failure_code"][0]),
+            "failure_message": str(arrays["final/failure_message"][0])}

@@ -160,3 +160,31 @@ def test_import_tumble_exposes_the_public_api():
 
     for name in ("World", "Scene", "Dispersion", "run_batch", "load_scene", "Status", "Reason", "normal", "uniform"):
         assert hasattr(tumble, name), name
+
+
+def test_rerun_reproduces_a_sample_bitwise_and_shows_its_failure(tmp_path):
+    out = tmp_path / "r.zarr"
+    # seed 7: sample 6 draws drag 0.971 (raises), samples 0, 4, 5 draw 0.8-0.97 (their state goes NaN)
+    r = cli("run", DRIFT, "--samples", "10", "--seed", "7", "--out", str(out), "--no-progress", "-p", "fail_above=0.8",
+            "-p", "raise_above=0.97")
+    assert r.returncode == 3, r.stderr
+    root = zarr.open_group(out, mode="r")
+    codes = np.asarray(root["final/failure_code"][:])
+    ok = int(np.flatnonzero(codes == 0)[0])
+    bad = int(np.flatnonzero(codes == 1)[0])       # set FAILED by the scene's own kernel (no reason given)
+    r = cli("rerun", str(out), str(ok))
+    assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
+    r = cli("rerun", str(out), str(bad))
+    assert r.returncode == 0 and "failed (unspecified" in r.stdout and "bitwise identical" in r.stdout, r.stdout
+    assert np.flatnonzero(codes == 8).tolist() == [6]
+    r = cli("rerun", str(out), "6")                   # a sample that raised raises again (--debug: traceback)
+    assert r.returncode == 1 and "drag above 0.97" in one_error_line(r)
+    # a changed byte of the stored result is noticed
+    arr = zarr.open_group(out, mode="r+")["final/body_position"]
+    v = np.asarray(arr[ok:ok + 1]).copy()
+    v[0, 0, 0] = np.nextafter(v[0, 0, 0], np.inf)
+    arr[ok:ok + 1] = v
+    r = cli("rerun", str(out), str(ok))
+    assert r.returncode == 5 and "final/body_position" in r.stdout
+    r = cli("rerun", str(out), "10")
+    assert r.returncode == 1 and "sample = 10" in one_error_line(r)

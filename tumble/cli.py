@@ -6,7 +6,8 @@ Commands::
                      [--resume | --overwrite] [--block B] [--workers N | --scheduler tcp://host:port]
                      [-p KEY=VALUE ...] [--no-progress] [--debug]
     tumble scenes                 built-in scene names with one-line descriptions
-    tumble inspect PATH           scene, samples done, status counts, arrays and sizes
+    tumble inspect PATH [--verify]   scene, samples done, status and failure counts, arrays and sizes
+    tumble rerun PATH SAMPLE      run one sample again and check it reproduces the stored bits
     tumble bench NAME [ARGS...]   runs benchmarks/bench_<NAME>.py's main()
 
 ``SCENE`` is a built-in name (``tumble scenes``) or a path to a Python file exposing
@@ -21,6 +22,7 @@ Exit status: 0 success; 1 an error (one line ``error: ...`` on stderr; ``--debug
 after the command shows the traceback instead); 2 a usage error (typer's); 3 ``run`` finished but
 some samples FAILED (their reasons are counted in the summary line and stored in
 ``final/failure_code`` and ``final/failure_message``); 4 ``inspect --verify`` found damaged shards;
+5 ``rerun`` did not reproduce the stored bits;
 130 interrupted (Ctrl-C: one line, the run continues with ``--resume``).
 
 Scene files are Python programs run with your rights, like any script: run only scene files
@@ -47,7 +49,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 _STATE = {"debug": False}
 
 #: Exit statuses (see the module docstring).
-EXIT_ERROR, EXIT_USAGE, EXIT_FAILED_SAMPLES, EXIT_DAMAGED, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
+EXIT_ERROR, EXIT_USAGE, EXIT_FAILED_SAMPLES, EXIT_DAMAGED, EXIT_RERUN_DIFFERS, EXIT_INTERRUPTED = 1, 2, 3, 4, 5, 130
 
 
 class Backend(str, enum.Enum):
@@ -359,6 +361,57 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
         typer.echo("\n".join(lines))
         if damage:
             raise typer.Exit(EXIT_DAMAGED)
+
+
+@app.command()
+def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
+          sample: int = typer.Argument(..., help="The sample to run again."),
+          debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Run one sample of a store again, alone, and check it reproduces the stored bits.
+
+    Exit status 0 when every array of the sample is bitwise identical to the store, 5 when some
+    differ (they are listed). A sample that raised during the batch raises again: add --debug to
+    see the traceback.
+    """
+    with _Errors(debug):
+        from ecs.batch import rerun_sample
+        from scenes.registry import load_scene
+
+        if not path.exists():
+            from ecs.errors import InputError
+
+            raise InputError("path", os.fspath(path), "does not exist")
+        t0 = time.perf_counter()
+        r = rerun_sample(path, sample, loader=load_scene)
+        from components.status import Reason, Status
+
+        status = Status(r["status"]).name.lower()
+        line = f"sample {sample} of {path}: {status}"
+        if r["failure_code"]:
+            line += f" ({Reason(r['failure_code']).name.lower()}: {r['failure_message']})"
+        typer.echo(line + f"; {time.perf_counter() - t0:.1f} s")
+        for p, v in r["arrays"].items():
+            if p.startswith("final/") and p not in ("final/done", "final/sample") and np_size(v) <= 16:
+                typer.echo(f"  {p[6:]:<28} {format_value(v)}")
+        if r["differs"]:
+            typer.echo(f"differs from the store in {len(r['differs'])} arrays: {', '.join(r['differs'])}")
+            raise typer.Exit(EXIT_RERUN_DIFFERS)
+        typer.echo(f"bitwise identical to the store ({len(r['arrays'])} arrays)")
+
+
+def np_size(v) -> int:
+    import numpy as np
+
+    return int(np.size(v))
+
+
+def format_value(v) -> str:
+    import numpy as np
+
+    a = np.asarray(v)
+    if a.dtype.kind == "f":
+        return np.array2string(a.squeeze(), precision=10, separator=", ", max_line_width=200)
+    return str(a.squeeze().tolist())
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
