@@ -1,6 +1,6 @@
 """Terrain data: signed distance field grids, analytic SDF shapes, surface noise, rocks.
 
-Data only (DESIGN.md §1); the kernels that evaluate these live in :mod:`systems.sdf`, the builders in
+Data only (docs/design.md §1); the kernels that evaluate these live in :mod:`systems.sdf`, the builders in
 ``scenes/assets`` (:mod:`scenes.assets.sdf_build`, :mod:`scenes.assets.noise`,
 :mod:`scenes.assets.bodies`). Seed 004 (Van wal, CU Boulder) §2.2.3 and §2.3.
 

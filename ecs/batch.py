@@ -1,4 +1,4 @@
-"""Batch runner: a Monte-Carlo batch of one scene into one Zarr store (DESIGN.md §6).
+"""Batch runner: a Monte-Carlo batch of one scene into one Zarr store (docs/design.md §6).
 
 Samples are split into blocks; each block is compiled (``World.compile(samples=len(block),
 sample_offset=start, overrides=...)``), run and written to its region of the store, then its

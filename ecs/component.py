@@ -2,7 +2,7 @@
 
 A component is a ``@dataclass(slots=True)`` made by :func:`component`. Each field is declared with
 :func:`column`, which records its dtype, per-row shape, unit, frame and a one-line doc. The table
-column that holds a field is named ``f"{prefix}_{field}"`` (prefix-first naming, DESIGN.md §3), e.g.
+column that holds a field is named ``f"{prefix}_{field}"`` (prefix-first naming, docs/design.md §3), e.g.
 ``RigidState(position=...)`` with prefix ``"body"`` fills the column ``body_position``.
 
 Field values given at authoring time may be Python scalars, sequences or numpy arrays; they are

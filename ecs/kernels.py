@@ -1,4 +1,4 @@
-"""One kernel source, two targets (DESIGN.md §2).
+"""One kernel source, two targets (docs/design.md §2).
 
 Every per-row physics body is written once as a plain Python function on scalars and element
 indexing (``math.*``, no allocation, no ``raise``) and compiled twice:
@@ -10,7 +10,7 @@ indexing (``math.*``, no allocation, no ``raise``) and compiled twice:
 never touches CUDA, so the CPU backend works on machines without a driver, and the CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1``) can run the very same sources in CI.
 
-Measured pitfall (numba 0.68), beyond DESIGN.md §2: a ``for ... break`` loop inside an inlined
+Measured pitfall (numba 0.68), beyond docs/design.md §2: a ``for ... break`` loop inside an inlined
 kernel that is called from a ``prange`` body gave wrong results (~1e-10 relative in Carlson's
 integrals) while the serial build was right; write such loops as ``while`` loops.
 
@@ -20,7 +20,7 @@ on the code a kernel is inlined into, so the serial and the ``prange`` build of 
 different bits (measured on probe deployment: 24 trajectories, final positions 4.6e-5 m apart after
 chaotic bounces). Without fast-math flags both builds are bitwise identical (measured), so a driver
 may pick either by row count and results still do not depend on block size or thread count
-(DESIGN.md §2, determinism); the cost was ~10 % on the deployment kernels. ``reassoc`` in
+(docs/design.md §2, determinism); the cost was ~10 % on the deployment kernels. ``reassoc`` in
 particular must never come back: per-sample work stays in one thread.
 """
 
@@ -217,7 +217,7 @@ def gpu_row_kernel(row: DualKernel, nargs: int):
 
     The CPU twin of such a driver is written by hand next to each row function as an
     ``njit(parallel=True, cache=True)`` loop over ``prange(n)``: hand-written drivers hit numba's
-    disk cache, generated ones (closures, dispatcher arguments) never do (DESIGN.md §2).
+    disk cache, generated ones (closures, dispatcher arguments) never do (docs/design.md §2).
     """
     key = (id(row), nargs)
     k = _GPU_ROW_KERNELS.get(key)

@@ -1,4 +1,4 @@
-"""The run store: one Zarr v3 store per run (DESIGN.md §5), written by blocks, read with xarray.
+"""The run store: one Zarr v3 store per run (docs/design.md §5), written by blocks, read with xarray.
 
 Layout (``S`` samples, ``T`` record times, ``E`` entities of a table, ``K`` event capacity)::
 

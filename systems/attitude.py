@@ -135,7 +135,7 @@ _SEQUENCE_RULE = (
 
 
 # ------------------------------------------------------------------------------------------------
-# Scalar kernel sources (one source, two targets: DESIGN.md §2)
+# Scalar kernel sources (one source, two targets: docs/design.md §2)
 # ------------------------------------------------------------------------------------------------
 
 

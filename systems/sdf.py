@@ -1085,7 +1085,7 @@ def convex_violation(vertices, triangles, tri_start, size):
 
 
 # ==================================================================================================
-# CPU drivers (hand-written prange loops: they hit numba's disk cache, DESIGN.md §2)
+# CPU drivers (hand-written prange loops: they hit numba's disk cache, docs/design.md §2)
 # ==================================================================================================
 
 

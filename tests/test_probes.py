@@ -1,7 +1,7 @@
 """Probe shapes (seed 004 §2.3.2, §4.2.2): Table 4.7, tessellation counts and vertex types.
 
 References: the numbers printed in seed 004 Table 4.7 (with the tetrahedron's vertex radius
-corrected to 0.2691 m, see shared/seeds/README.md), vertex counts derived by hand from Euler's
+corrected to 0.2691 m, see docs/references.md), vertex counts derived by hand from Euler's
 formula for each subdivision scheme, trimesh's watertightness and Euler number.
 """
 

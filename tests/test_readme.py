@@ -45,3 +45,25 @@ def test_readme_scene_builds_and_runs(tmp_path):
     theta = 0.2 * t - 0.05 / 0.6 * t**2
     q = r.finals["body_attitude"][0, 0] * np.sign(r.finals["body_attitude"][0, 0, 0])
     np.testing.assert_allclose(q, [np.cos(theta / 2), 0.0, 0.0, np.sin(theta / 2)], atol=1e-10)
+
+
+def test_readme_results_snippet_runs_verbatim_after_command_one(tmp_path, monkeypatch):
+    """README command 1's run (its `tumble run ...` part, in a fresh directory), then the 'Open the
+    results' snippet exactly as printed: it must run and write its figure."""
+    import os
+    import subprocess
+    import sys
+
+    (setup,) = _blocks("bash")
+    run = setup.strip().splitlines()[0].split("&&", 1)[1].split()
+    assert run[:2] == ["tumble", "run"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "tumble.cli", *run[1:], "--no-progress"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    snippet = next(b for b in _blocks("python") if "open_zarr" in b)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "readme_snippet"})
+    png = tmp_path / "deploy-cube.png"
+    assert png.is_file() and png.stat().st_size > 10_000

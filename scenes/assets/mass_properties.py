@@ -762,7 +762,7 @@ def cubesat_3u(
     is aligned to the Z axis", seed line 937), panels in the YZ plane centred on the ±Y axis
     (line 927). Each part is a uniform box (Eq. 1.37–1.39, lines 917–925) and they are composed with
     the parallel-axis theorem (lines 927–933). Default numbers and their sources (line numbers of
-    /work/shared/seeds/002_ac0357ad6d0124b7.txt; §2.4.2 starts on thesis p. 56, Fig. 2-16 on p. 58):
+    seed 002 (docs/references.md); §2.4.2 starts on thesis p. 56, Fig. 2-16 on p. 58):
 
     * body 0.10 m x 0.10 m x 0.34 m, 3 kg: line 913 ("10cm x 10cm x 34cm … mass of 3kg"), and
       Script 2-2 line 1616 (``a_sat = 0.1; b_sat = 0.1; c_sat = 0.34; M_sat = 3``).

@@ -21,7 +21,7 @@ many boundary edges it has) and the grid must fit in memory (the error says how 
 and how many are available). Results are cached on disk keyed by a hash of the mesh and the grid
 (``$TUMBLE_CACHE`` or ``~/.cache/tumble``, sub-folder ``sdf``).
 
-Caching caveat (DESIGN.md §2): the cached kernels here inline
+Caching caveat (docs/design.md §2): the cached kernels here inline
 :data:`systems.sdf.closest_point_triangle`; numba's cache does not notice edits to that other file, so
 after changing it delete ``scenes/assets/__pycache__/sdf_build*``.
 
