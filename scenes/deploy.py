@@ -429,7 +429,8 @@ SHAPES = ("sphere", "dodecahedron", "icosahedron", "cube", "octahedron", "tetrah
 def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
                  frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
                  friction: float = 0.5, mass: float = 5.0, density: float = 500.0, shapes: str = "all",
-                 rocks_per_m2: float = 14.0, rock_region: float = 30.0, level: int = 0, fbm: bool = False) -> Scene:
+                 rocks_per_m2: float = 14.0, rock_region: float = 30.0, level: int = 0, fbm: bool = False,
+                 restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0) -> Scene:
     """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
     comma-separated subset; ``level``: tessellation of the polyhedra, the sphere has no vertices)."""
     names = SHAPES if shapes == "all" else tuple(s.strip() for s in str(shapes).split(","))
@@ -447,7 +448,9 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
     p, ps, v, vs = _release("low")
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, mass=mass, density=density, shapes=",".join(names),
-                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm, level=level))
+                  **_rock_params(rocks, rocks_per_m2, rock_region),
+                  **_optional(fbm=fbm, level=level, restitution_sigma3=restitution_sigma3,
+                              friction_sigma3=friction_sigma3))
     return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
                             target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
                                                   rocks_per_m2=rocks_per_m2, rock_region=rock_region,
@@ -456,6 +459,8 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
                             contact=ContactParams(restitution=restitution, friction=friction),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
                             settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
+                            contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
+                                                                 friction_sigma3),
                             record_every=record_every, params=params)
 
 

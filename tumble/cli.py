@@ -364,6 +364,26 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
 
 
 @app.command()
+def plot(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
+         kind: List[str] = typer.Argument(None, help="Plot kinds [default: every kind the store can draw]: status, "
+                                                     "settling-map, settling-3d, distributions, ellipses, energy, "
+                                                     "trajectories, sensitivity, finals."),
+         out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Folder for the figures "
+                                                                             "[default: <store>-plots/]."),
+         debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Draw a store's figures (PNG files, one per kind) and print their paths."""
+    with _Errors(debug):
+        from .plots import plot as draw
+
+        if not path.exists():
+            from ecs.errors import InputError
+
+            raise InputError("path", os.fspath(path), "does not exist")
+        for f in draw(path, list(kind or []) or None, out):
+            typer.echo(os.fspath(f))
+
+
+@app.command()
 def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
           sample: int = typer.Argument(..., help="The sample to run again."),
           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):

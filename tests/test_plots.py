@@ -1,0 +1,97 @@
+"""Plots of real stores: every kind renders from a store, writes a non-empty image, and labels its
+axes with units; the dispersion ellipse and the sensitivity table are checked against closed forms."""
+
+import math
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from tumble import run_batch  # noqa: E402
+from tumble import plots  # noqa: E402
+
+DRIFT = str(pathlib.Path(__file__).parent / "scenes_for_tests" / "drift.py")
+
+
+@pytest.fixture(scope="module")
+def deploy_store(tmp_path_factory):
+    """deploy-shapes with trajectories and dispersed contact: every deployment kind applies."""
+    out = tmp_path_factory.mktemp("plots") / "shapes.zarr"
+    run_batch("deploy-shapes", samples=24, out=out, params={"gravity": "point_mass", "record_every": 1,
+                                                            "restitution_sigma3": 0.2, "t_cap": 20000.0})
+    return out
+
+
+@pytest.fixture(scope="module")
+def drift_store(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plots") / "drift.zarr"
+    run_batch(DRIFT, samples=40, out=out, seed=3)
+    return out
+
+
+def _check_figure_file(f: pathlib.Path):
+    assert f.is_file() and f.stat().st_size > 5_000, f
+
+
+def _check_units(fig):
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>":
+            continue
+        for lab in (ax.get_xlabel(), ax.get_ylabel()):
+            if lab:
+                assert "[" in lab and "]" in lab, (ax.get_title(), lab)
+
+
+def test_every_deployment_kind_renders_with_units(deploy_store, tmp_path):
+    kinds = plots.kinds_for(deploy_store)
+    assert set(kinds) >= {"status", "settling-map", "settling-3d", "distributions", "ellipses", "energy",
+                          "trajectories", "sensitivity"}
+    for k in kinds:
+        fig = plots.KINDS[k](plots.StoreView.open(deploy_store))
+        _check_units(fig)
+        matplotlib.pyplot.close(fig)
+    files = plots.plot(deploy_store, out_dir=tmp_path / "figs")
+    assert [f.stem for f in files] == kinds
+    for f in files:
+        _check_figure_file(f)
+
+
+def test_generic_store_kinds_and_a_physical_sensitivity(drift_store, tmp_path):
+    kinds = plots.kinds_for(drift_store)
+    assert "finals" in kinds and "trajectories" in kinds and "sensitivity" in kinds and "ellipses" not in kinds
+    for f in plots.plot(drift_store, out_dir=tmp_path / "figs"):
+        _check_figure_file(f)
+    # drift.py: v_z(T) = v0_z (1 - dt drag)^n with v0_z = -1 ± 0.1 (3σ): a larger drag leaves a
+    # smaller |v_z|, so the final v_z rises with drag far more than its release spread moves it.
+    ins, outs, rho = plots.sensitivity_table(drift_store)
+    i = ins.index("body_drag.probe")
+    j = outs.index("body_velocity[0,2]")                 # entity 0 (the probe), z
+    assert rho[i, j] > 0.8
+    assert np.nanmax(np.abs(rho)) <= 1.0
+
+
+def test_dispersion_ellipse_closed_form():
+    """Points on an axis-aligned Gaussian with σ = (3, 1): the kσ ellipse has semi-axes k·σ and area
+    π k² σ1 σ2; the boundary points satisfy (x/kσ1)² + (y/kσ2)² = 1."""
+    rng = np.random.default_rng(0)
+    pts = rng.standard_normal((200_000, 2)) * [3.0, 1.0]
+    for k in (1, 2, 3):
+        b, area = plots.dispersion_ellipse(pts, k)
+        assert area == pytest.approx(math.pi * k * k * 3.0, rel=0.01)      # sampling error ~0.3 %
+        r = (b[:, 0] / (3.0 * k)) ** 2 + (b[:, 1] / (1.0 * k)) ** 2
+        np.testing.assert_allclose(r, 1.0, atol=0.02)
+
+
+def test_cli_plot_refuses_a_kind_the_store_cannot_draw(drift_store):
+    from typer.testing import CliRunner
+
+    from tumble.cli import app
+
+    r = CliRunner().invoke(app, ["plot", str(drift_store), "settling-map"])
+    assert r.exit_code == 1 and "cannot draw it" in r.stderr
+    r = CliRunner().invoke(app, ["plot", str(drift_store), "bogus"])
+    assert r.exit_code == 1 and "must be one of" in r.stderr

@@ -1,0 +1,466 @@
+"""Plots of a store: the figures a Monte-Carlo study ends with (``tumble plot STORE [KIND]``).
+
+Every function takes an open :class:`StoreView` (or a path) and an optional matplotlib ``Axes``
+and returns the ``Figure``; axes carry the quantity and its unit as stored (``units``
+attribute). They read the store only (xarray), so they work on any store, with or without the
+scene's code. Which kinds apply depends on what the store holds (:func:`kinds_for`):
+
+* ``status`` — samples by end status and failures by reason (every store).
+* ``settling-map`` — settling points on a latitude/longitude map, coloured by settling time
+  (deployment stores).
+* ``settling-3d`` — settling points on the target's shape model (stores with ``scene/``).
+* ``distributions`` — settling time and bounce count, overall and split by a dispersed input
+  (the probe shape when dispersed, else the first scalar input).
+* ``ellipses`` — settling points in the local horizontal plane at their mean, with the 1σ, 2σ and
+  3σ covariance ellipses (the dispersion areas of seed 004 ch. 4).
+* ``energy`` — kinetic energy after each collision, every sample (seed 004 §4: energy per bounce).
+* ``trajectories`` — recorded positions (the first ``*_position`` column) over the target's shape.
+* ``sensitivity`` — Spearman rank correlation of every scalar dispersed input component with
+  every scalar output: which inputs drive which results.
+* ``finals`` — histograms of the scalar final values (stores without deployment columns).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+
+def _mpl():
+    import matplotlib
+
+    if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@dataclass
+class StoreView:
+    """A store's groups as xarray datasets (loaded on first use) and its root attributes."""
+
+    path: pathlib.Path
+    attrs: dict = field(default_factory=dict)
+    _groups: dict = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path) -> "StoreView":
+        import zarr
+
+        p = pathlib.Path(path)
+        return cls(p, dict(zarr.open_group(os.fspath(p), mode="r").attrs))
+
+    def group(self, name: str):
+        """The group as a loaded xarray Dataset, or ``None`` when the store has none (or it is empty)."""
+        if name not in self._groups:
+            import xarray as xr
+
+            try:
+                ds = xr.open_zarr(os.fspath(self.path), group=name, consolidated=False).load()
+                self._groups[name] = ds if len(ds.data_vars) else None
+            except (KeyError, FileNotFoundError, OSError, ValueError):
+                self._groups[name] = None
+        return self._groups[name]
+
+    @property
+    def final(self):
+        ds = self.group("final")
+        return ds.where(ds.done, drop=True) if ds is not None and "done" in ds and not bool(ds.done.all()) else ds
+
+    @property
+    def title(self) -> str:
+        sc = self.attrs.get("scene", {})
+        return f"{sc.get('name', '?')} — {self.attrs.get('samples', '?')} samples, seed {self.attrs.get('seed', '?')}"
+
+
+def _view(store) -> StoreView:
+    return store if isinstance(store, StoreView) else StoreView.open(store)
+
+
+def _label(da, name: str | None = None) -> str:
+    u = da.attrs.get("units", "")
+    return f"{name or da.name} [{u}]" if u and u != "1" else (name or str(da.name))
+
+
+def _scalar(da) -> np.ndarray:
+    """A per-sample variable with one entity as a 1-D array (the first entity)."""
+    a = da
+    for d in a.dims[1:]:
+        a = a.isel({d: 0})
+    return np.asarray(a.values)
+
+
+def _ax(ax, **kw):
+    plt = _mpl()
+    if ax is None:
+        fig, ax = plt.subplots(**kw)
+        return fig, ax
+    return ax.figure, ax
+
+
+def is_deployment(v: StoreView) -> bool:
+    f = v.group("final")
+    return f is not None and {"probe_latitude", "probe_longitude", "probe_settle_time"} <= set(f.data_vars)
+
+
+def kinds_for(store) -> list[str]:
+    """The plot kinds this store can draw."""
+    v = _view(store)
+    kinds = ["status"]
+    if is_deployment(v):
+        kinds += ["settling-map", "distributions", "ellipses"]
+        if v.group("scene") is not None and "target_vertices" in v.group("scene"):
+            kinds.append("settling-3d")
+        ev = v.group("events")
+        if ev is not None and "energy_after" in ev:
+            kinds.append("energy")
+    else:
+        kinds.append("finals")
+    tr = v.group("trajectories")
+    if tr is not None and any(k.endswith("_position") for k in tr.data_vars):
+        kinds.append("trajectories")
+    inp = v.group("inputs")
+    if inp is not None and len([k for k in inp.data_vars if k != "seed"]) and v.attrs.get("samples", 0) >= 4:
+        kinds.append("sensitivity")
+    return kinds
+
+
+# ---------------------------------------------------------------------------------------------- kinds
+def status(store, ax=None):
+    """Samples by end status, failed ones split by reason."""
+    v = _view(store)
+    f = v.group("final")
+    fig, ax = _ax(ax, figsize=(7, 4), layout="constrained")
+    names = dict(zip(f.status.attrs["flag_values"], f.status.attrs["flag_meanings"].split()))
+    codes, counts = np.unique(f.status.values[f.done.values] if "done" in f else f.status.values, return_counts=True)
+    labels = [names.get(int(c), str(c)) for c in codes]
+    if "failure_code" in f and (f.status.values == 9).any():
+        rn = dict(zip(f.failure_code.attrs["flag_values"], f.failure_code.attrs["flag_meanings"].split()))
+        rc, rcount = np.unique(f.failure_code.values[f.status.values == 9], return_counts=True)
+        labels += [f"failed: {rn.get(int(c), c)}" for c in rc]
+        counts = np.concatenate([counts, rcount])
+    ax.barh(labels, counts, color="tab:blue")
+    for y, c in enumerate(counts):
+        ax.text(c, y, f" {c}", va="center")
+    ax.set_xlabel("samples [1]")
+    ax.set_title(v.title)
+    return fig
+
+
+def settling_map(store, ax=None):
+    """Settling points (latitude, longitude) coloured by settling time."""
+    v = _view(store)
+    f = v.final
+    fig, ax = _ax(ax, figsize=(8, 4.5), layout="constrained")
+    lon, lat = _scalar(f.probe_longitude), _scalar(f.probe_latitude)
+    t = _scalar(f.probe_settle_time) / 3600.0
+    sc = ax.scatter(lon, lat, c=t, s=12, cmap="viridis")
+    fig.colorbar(sc, ax=ax, label="settling time [h]")
+    ax.set_xlabel("longitude [deg]")
+    ax.set_ylabel("latitude [deg]")
+    ax.set_xlim(-180, 180)
+    ax.set_ylim(-90, 90)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"settling points — {v.title}")
+    return fig
+
+
+def _target_mesh(v: StoreView):
+    sc = v.group("scene")
+    if sc is None or "target_vertices" not in sc:
+        return None, None
+    return np.asarray(sc.target_vertices.values), np.asarray(sc.target_faces.values)
+
+
+def settling_3d(store, ax=None):
+    """Settling points on the target's shape model (target frame)."""
+    v = _view(store)
+    plt = _mpl()
+    verts, faces = _target_mesh(v)
+    if ax is None:
+        fig = plt.figure(figsize=(7, 6), layout="constrained")
+        ax = fig.add_subplot(projection="3d")
+    fig = ax.figure
+    if verts is not None:
+        ax.plot_trisurf(verts[:, 0], verts[:, 1], verts[:, 2], triangles=faces, color="0.75", alpha=0.35,
+                        linewidth=0)
+    p = np.asarray(v.final.probe_position.values).reshape(-1, 3)
+    t = _scalar(v.final.probe_settle_time) / 3600.0
+    sc = ax.scatter(p[:, 0], p[:, 1], p[:, 2], c=t, s=6, cmap="viridis", depthshade=False)
+    fig.colorbar(sc, ax=ax, shrink=0.6, label="settling time [h]")
+    for k, name in enumerate("xyz"):
+        getattr(ax, f"set_{name}label")(f"{name} [m]")
+    lim = np.abs(verts).max() if verts is not None else np.abs(p).max()
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_zlim(-lim, lim)
+    ax.set_title("settling points on the target (target frame)")
+    return fig
+
+
+def _split_input(v: StoreView):
+    """(name, values per sample, labels) of the input to split distributions by."""
+    inp = v.group("inputs")
+    if inp is None:
+        return None, None, None
+    if "probe_shape" in inp:
+        names = (v.attrs.get("resources") or [{}])
+        shapes = next((r.get("names") for r in names if isinstance(r, dict) and r.get("type") == "ProbeShapes"), None)
+        vals = _scalar(inp.probe_shape).astype(int)
+        return "probe shape [name]", vals, shapes
+    for k, da in inp.data_vars.items():
+        if k != "seed" and da.ndim == 1:
+            return k, np.asarray(da.values), None
+    return None, None, None
+
+
+def distributions(store):
+    """Settling time and bounce count: overall histograms and split by a dispersed input."""
+    v = _view(store)
+    plt = _mpl()
+    f = v.final
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), layout="constrained")
+    t = _scalar(f.probe_settle_time) / 3600.0
+    b = _scalar(f.probe_bounces)
+    ok = np.isfinite(t)
+    axes[0, 0].hist(t[ok], bins=30, color="tab:blue")
+    axes[0, 0].set_xlabel("settling time [h]")
+    axes[0, 0].set_ylabel("samples [1]")
+    span = int(b.max() - b.min()) if len(b) else 0
+    axes[0, 1].hist(b, bins=np.arange(b.min(), b.max() + 2) - 0.5 if 0 < span <= 60 else 40, color="tab:orange")
+    if span > 60:
+        axes[0, 1].set_yscale("log")
+    axes[0, 1].set_xlabel("bounces [1]")
+    axes[0, 1].set_ylabel("samples [1]")
+    name, x, labels = _split_input(v)
+    if name is not None and labels is not None:          # categorical: box plots per category
+        cats = sorted(set(x.tolist()))
+        axes[1, 0].boxplot([t[(x == c) & ok] for c in cats], tick_labels=[labels[c] for c in cats])
+        axes[1, 1].boxplot([b[x == c] for c in cats], tick_labels=[labels[c] for c in cats])
+        for a in axes[1]:
+            a.set_xlabel(name)
+            a.tick_params(axis="x", labelrotation=30)
+        if span > 60:
+            axes[1, 1].set_yscale("log")
+    elif name is not None:
+        axes[1, 0].scatter(x, t, s=8)
+        axes[1, 1].scatter(x, b, s=8)
+        unit = v.group("inputs")[name].attrs.get("units", "")
+        for a in axes[1]:
+            a.set_xlabel(f"{name} [{unit}]" if unit and unit != "1" else name)
+    axes[1, 0].set_ylabel("settling time [h]")
+    axes[1, 1].set_ylabel("bounces [1]")
+    fig.suptitle(v.title)
+    return fig
+
+
+def _tangent_frame(mean: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    up = mean / np.linalg.norm(mean)
+    east = np.cross([0.0, 0.0, 1.0], up)
+    if np.linalg.norm(east) < 1e-9:
+        east = np.array([1.0, 0.0, 0.0])
+    east /= np.linalg.norm(east)
+    north = np.cross(up, east)
+    return east, north, up
+
+
+def dispersion_ellipse(points: np.ndarray, k: float) -> tuple[np.ndarray, float]:
+    """The k-sigma covariance ellipse of 2-D ``points``: (boundary [m], area [m^2])."""
+    c = np.cov(points.T)
+    w, vec = np.linalg.eigh(c)
+    th = np.linspace(0.0, 2.0 * math.pi, 181)
+    circle = np.stack([np.cos(th), np.sin(th)])
+    boundary = (vec @ (k * np.sqrt(np.maximum(w, 0.0))[:, None] * circle)).T + points.mean(axis=0)
+    return boundary, float(math.pi * k * k * math.sqrt(max(np.prod(w), 0.0)))
+
+
+def ellipses(store, ax=None):
+    """Settling points in the local horizontal plane at their mean, with 1σ/2σ/3σ ellipses."""
+    v = _view(store)
+    f = v.final
+    settled = f.status.values == 2
+    p = np.asarray(f.probe_position.values).reshape(-1, 3)[settled]
+    fig, ax = _ax(ax, figsize=(6.5, 6), layout="constrained")
+    if len(p) < 3:
+        ax.text(0.5, 0.5, "fewer than 3 settled samples", ha="center", transform=ax.transAxes)
+        return fig
+    e, n, _ = _tangent_frame(p.mean(axis=0))
+    xy = np.stack([(p - p.mean(axis=0)) @ e, (p - p.mean(axis=0)) @ n], axis=1)
+    ax.scatter(xy[:, 0], xy[:, 1], s=8, color="tab:blue", label="settling points")
+    for k, ls in ((1, "-"), (2, "--"), (3, ":")):
+        bnd, area = dispersion_ellipse(xy, k)
+        ax.plot(bnd[:, 0], bnd[:, 1], ls, color="tab:red", label=f"{k}σ: {area:.3g} m²")
+    ax.set_aspect("equal")
+    ax.set_xlabel("east of the mean settling point [m]")
+    ax.set_ylabel("north of the mean settling point [m]")
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(f"dispersion of {len(p)} settled samples")
+    return fig
+
+
+def energy(store, ax=None):
+    """Kinetic energy after each collision, every sample (log scale)."""
+    v = _view(store)
+    ev = v.group("events")
+    fig, ax = _ax(ax, figsize=(8, 4.5), layout="constrained")
+    ea = np.asarray(ev.energy_after.values)
+    for row in ea[:500]:
+        ok = np.isfinite(row) & (row > 0)
+        ax.plot(np.flatnonzero(ok), row[ok], color="tab:blue", alpha=0.15, lw=0.8)
+    with np.errstate(all="ignore"):
+        med = np.nanmedian(np.where(ea > 0, ea, np.nan), axis=0)
+    ok = np.isfinite(med)
+    ax.plot(np.flatnonzero(ok), med[ok], color="k", lw=2, label="median")
+    ax.set_yscale("log")
+    ax.set_xlabel("collision [1]")
+    ax.set_ylabel(_label(ev.energy_after, "kinetic energy after the collision"))
+    ax.legend()
+    ax.set_title(v.title)
+    return fig
+
+
+def trajectories(store, ax=None, samples: int = 20):
+    """Recorded positions of the first ``samples`` samples over the target's shape (3-D)."""
+    v = _view(store)
+    plt = _mpl()
+    tr = v.group("trajectories")
+    col = next(k for k in tr.data_vars if k.endswith("_position"))
+    if ax is None:
+        fig = plt.figure(figsize=(7, 6), layout="constrained")
+        ax = fig.add_subplot(projection="3d")
+    fig = ax.figure
+    verts, faces = _target_mesh(v)
+    if verts is not None:
+        ax.plot_trisurf(verts[:, 0], verts[:, 1], verts[:, 2], triangles=faces, color="0.75", alpha=0.3, linewidth=0)
+    x = np.asarray(tr[col].values)                  # sample, time, entity, xyz
+    for s in range(min(samples, x.shape[0])):
+        for e in range(x.shape[2]):
+            pts = x[s, :, e]
+            ok = np.isfinite(pts).all(axis=1)
+            ax.plot(pts[ok, 0], pts[ok, 1], pts[ok, 2], lw=0.8)
+    for name in "xyz":
+        getattr(ax, f"set_{name}label")(f"{name} [{tr[col].attrs.get('units', 'm')}]")
+    ax.set_title(f"{col}, {min(samples, x.shape[0])} samples ({tr[col].attrs.get('frame', '')} frame)")
+    return fig
+
+
+def _scalar_columns(ds, skip=()) -> dict[str, np.ndarray]:
+    out = {}
+    for k, da in ds.data_vars.items():
+        if k in skip or da.dtype.kind not in "fiu" or da.dtype == bool:
+            continue
+        a = np.asarray(da.values)
+        tail = a.shape[1:]
+        if int(np.prod(tail)) == 1:                            # one value per sample (and entity)
+            out[k] = a.reshape(len(a)).astype(float)
+        elif int(np.prod(tail)) <= 8:                          # a few components: one column each
+            squeezed = [n for n in tail if n > 1]
+            flat = a.reshape(len(a), -1)
+            for j, idx in enumerate(np.ndindex(*squeezed)):
+                out[f"{k}[{','.join(map(str, idx))}]"] = flat[:, j].astype(float)
+    return out
+
+
+def sensitivity_table(store) -> tuple[list[str], list[str], np.ndarray]:
+    """Spearman rank correlation (scipy) of scalar input components (rows) with scalar outputs
+    (columns) over the finished samples; NaN where an input or output is constant."""
+    from scipy.stats import spearmanr
+
+    v = _view(store)
+    f = v.group("final")
+    done = f.done.values if "done" in f else np.ones(f.sizes["sample"], bool)
+    inp = {k: a[done] for k, a in _scalar_columns(v.group("inputs"), skip=("seed", "sample")).items()}
+    skip = ("done", "sample", "status", "failure_code", "event_count", "probe_shape")
+    cols = _scalar_columns(f, skip=skip)
+    scalars = {k: a for k, a in cols.items() if "[" not in k}     # one value per sample: the study's outputs
+    out = {k: a[done] for k, a in (scalars or cols).items()}
+    ins = [k for k, a in inp.items() if np.nanstd(a) > 0]
+    outs = [k for k, a in out.items() if np.isfinite(a).sum() > 3 and np.nanstd(a) > 0]
+    rho = np.full((len(ins), len(outs)), np.nan)
+    for i, a in enumerate(ins):
+        for j, b in enumerate(outs):
+            ok = np.isfinite(inp[a]) & np.isfinite(out[b])
+            if ok.sum() > 3:
+                rho[i, j] = spearmanr(inp[a][ok], out[b][ok]).statistic
+    return ins, outs, rho
+
+
+def sensitivity(store, ax=None):
+    """Which dispersed inputs drive which outputs: a Spearman rank-correlation heat map."""
+    v = _view(store)
+    ins, outs, rho = sensitivity_table(v)
+    fig, ax = _ax(ax, figsize=(max(6, 0.6 * len(outs) + 4), max(3.5, 0.4 * len(ins) + 2.5)), layout="constrained")
+    if not ins or not outs:
+        ax.text(0.5, 0.5, "no varying input or output", ha="center", transform=ax.transAxes)
+        return fig
+    im = ax.imshow(rho, cmap="coolwarm", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(outs)), outs, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(ins)), ins, fontsize=8)
+    for i in range(len(ins)):
+        for j in range(len(outs)):
+            if np.isfinite(rho[i, j]) and abs(rho[i, j]) >= 0.2:
+                ax.text(j, i, f"{rho[i, j]:.2f}", ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, label="Spearman rank correlation [1]")
+    ax.set_xlabel("output in final/ [name]")
+    ax.set_ylabel("dispersed input in inputs/ [name]")
+    ax.set_title("which inputs drive the results")
+    return fig
+
+
+def finals(store):
+    """Histograms of the scalar final values (first 12)."""
+    v = _view(store)
+    plt = _mpl()
+    f = v.final
+    cols = _scalar_columns(f, skip=("done", "sample", "status", "failure_code", "event_count"))
+    names = list(cols)[:12]
+    n = max(1, len(names))
+    fig, axes = plt.subplots(math.ceil(n / 3), min(3, n), figsize=(11, 3 * math.ceil(n / 3)), layout="constrained",
+                             squeeze=False)
+    for ax, k in zip(axes.ravel(), names):
+        a = cols[k][np.isfinite(cols[k])]
+        ax.hist(a, bins=30)
+        base = k.split("[")[0]
+        ax.set_xlabel(_label(f[base], k))
+        ax.set_ylabel("samples [1]")
+    fig.suptitle(v.title)
+    return fig
+
+
+KINDS: dict[str, Callable[..., Any]] = {
+    "status": status, "settling-map": settling_map, "settling-3d": settling_3d, "distributions": distributions,
+    "ellipses": ellipses, "energy": energy, "trajectories": trajectories, "sensitivity": sensitivity,
+    "finals": finals,
+}
+
+
+def plot(store, kinds: list[str] | None = None, out_dir=None, *, fmt: str = "png") -> list[pathlib.Path]:
+    """Draw ``kinds`` (default: every kind this store can draw) into ``out_dir`` (default:
+    ``<store>-plots/``); returns the files written."""
+    from ecs.errors import InputError
+
+    v = _view(store)
+    can = kinds_for(v)
+    kinds = kinds or can
+    for k in kinds:
+        if k not in KINDS:
+            raise InputError("plot kind", k, f"must be one of {', '.join(KINDS)}")
+        if k not in can:
+            raise InputError("plot kind", k, f"this store cannot draw it (it can: {', '.join(can)})")
+    out = pathlib.Path(out_dir) if out_dir else v.path.with_name(v.path.name.removesuffix(".zarr") + "-plots")
+    out.mkdir(parents=True, exist_ok=True)
+    plt = _mpl()
+    files = []
+    for k in kinds:
+        fig = KINDS[k](v)
+        f = out / f"{k}.{fmt}"
+        fig.savefig(f, dpi=110)
+        plt.close(fig)
+        files.append(f)
+    return files
