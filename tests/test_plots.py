@@ -95,3 +95,47 @@ def test_cli_plot_refuses_a_kind_the_store_cannot_draw(drift_store):
     assert r.exit_code == 1 and "cannot draw it" in r.stderr
     r = CliRunner().invoke(app, ["plot", str(drift_store), "bogus"])
     assert r.exit_code == 1 and "must be one of" in r.stderr
+
+
+def test_report_page_in_a_headless_browser(drift_store, tmp_path):
+    """The report of a store with deliberately failing samples: one self-contained page (no
+    external resource), listing each failure with its reason; screenshotted by headless Chromium
+    where it is installed (skipped elsewhere), which must log no console error."""
+    import shutil
+    import subprocess
+
+    from tumble.report import build_report
+
+    bad = tmp_path / "bad.zarr"
+    run_batch(DRIFT, samples=10, out=bad, seed=7, params={"fail_above": 0.8, "raise_above": 0.97})
+    page = build_report(bad, tmp_path / "report.html")
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "src='http" not in text and "<script" not in text
+    assert "Failures (4)" in text and "raised" in text and "RuntimeError: drag above 0.97" in text
+    assert text.count("<img") >= 4
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no Chromium on this machine: the page was checked as text only")
+    shot = tmp_path / "report.png"
+    r = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                        f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert shot.is_file() and shot.stat().st_size > 20_000, r.stderr[-2000:]
+    console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln or "Failed to load resource" in ln]
+    assert console == [], console
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "Failures (4)" in dom and dom.count("<img") >= 4
+
+
+def test_animation_of_one_sample_is_written(deploy_store, tmp_path):
+    from PIL import Image
+
+    from tumble.animate import animate, quat_to_matrix
+
+    out = animate(deploy_store, 1, tmp_path / "s1.gif", fps=10, max_frames=30)
+    im = Image.open(out)
+    assert im.n_frames >= 5 and out.stat().st_size > 20_000
+    # the body axes drawn: a quarter turn about z takes body x to reference y
+    q = np.array([math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)])
+    np.testing.assert_allclose(quat_to_matrix(q) @ [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], atol=1e-15)

@@ -384,6 +384,40 @@ def plot(path: pathlib.Path = typer.Argument(..., help="A store written by `tumb
 
 
 @app.command()
+def report(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
+           out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="HTML file "
+                                                                               "[default: <store>-report.html]."),
+           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Write one self-contained HTML page of a store: run, status, failures, figures, inputs, history."""
+    with _Errors(debug):
+        from .report import build_report
+
+        if not path.exists():
+            from ecs.errors import InputError
+
+            raise InputError("path", os.fspath(path), "does not exist")
+        typer.echo(os.fspath(build_report(path, out)))
+
+
+@app.command()
+def animate(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run` with trajectories."),
+            sample: int = typer.Argument(..., help="The sample to animate."),
+            out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Output .gif (Pillow) or .mp4 "
+                                                                                "(ffmpeg) [default: <store>-sample<N>.gif]."),
+            fps: int = typer.Option(20, "--fps", min=1, help="Frames per second."),
+            debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Animate one sample's recorded motion over the target's shape (GIF or MP4)."""
+    with _Errors(debug):
+        from .animate import animate as make
+
+        if not path.exists():
+            from ecs.errors import InputError
+
+            raise InputError("path", os.fspath(path), "does not exist")
+        typer.echo(os.fspath(make(path, sample, out, fps=fps)))
+
+
+@app.command()
 def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
           sample: int = typer.Argument(..., help="The sample to run again."),
           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):

@@ -386,7 +386,7 @@ def sensitivity_table(store) -> tuple[list[str], list[str], np.ndarray]:
     for i, a in enumerate(ins):
         for j, b in enumerate(outs):
             ok = np.isfinite(inp[a]) & np.isfinite(out[b])
-            if ok.sum() > 3:
+            if ok.sum() > 3 and np.ptp(inp[a][ok]) > 0 and np.ptp(out[b][ok]) > 0:   # else undefined: NaN
                 rho[i, j] = spearmanr(inp[a][ok], out[b][ok]).statistic
     return ins, outs, rho
 
