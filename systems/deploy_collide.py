@@ -17,7 +17,20 @@ For each such row, at its current state:
    pair's restitution (regolith modulation included) and the row flies on.
 3. **Resolution**: the multi-vertex policy of :data:`systems.collision.vertex_impacts_row`
    (most-approaching vertex first, repeat; each single impact Stronge's, so kinetic energy never
-   rises).
+   rises). A bounce takes each vertex's impact normal by type (eq 2.33: the surface normal at a
+   corner, the surface normal less its component along the edge at an edge vertex, the negated face
+   normal at a face vertex). The final e = 0 collision of a contact entry takes the surface normal
+   ``N = ∇d/|∇d|`` at every touching vertex instead: §2.5.3 performs it "such that the normal
+   contact point velocity v₃ = 0" before contact motion starts, and contact motion holds
+   ``N·v`` along that normal (eq 2.92) and sends a contact sinking along it back here
+   (:data:`systems.deploy_contact.SINK_SPEED`). With eq 2.33's normals an edge vertex sliding
+   along its own edge into a surface that leans along the edge (the rock texture at level ≥ 1
+   tessellation, measured 8°: 8e-5 m/s in along N, 0 along the edge normal), or a face vertex on
+   a surface tilted against its face, approached along N while the entry collision found nothing
+   to resolve, and contact motion sent the row back at the same instant, pass after pass, until
+   the deployment loop's pass guard failed it (40 of 100 ``deploy-cube`` samples at level 1 on
+   ``rocks=psr``). Along N the entry leaves every touching vertex at ``N·v ≥ −APPROACH_TOL``, so
+   contact motion starts without a sinking contact: each contact-entry pass makes progress.
 4. **Projection**: a touching vertex found below the surface (event location leaves the probe
    above it; contact motion may sink by round-off) is lifted back along its normal, so that
    successive flight starts never ratchet the probe deeper; the depth is recorded.
@@ -33,7 +46,7 @@ import numpy as np
 
 from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
-from components.status import Status
+from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
@@ -50,6 +63,7 @@ _tat = terrain_at.cpu
 _impacts = vertex_impacts_row.cpu
 _kin = kinetic_body.cpu
 _MODE_FLY = _i(0)
+_IMPACT_STEP_LIMIT = np.int8(Reason.IMPACT_STEP_LIMIT)
 
 #: A touching vertex approaches when its normal velocity is below −APPROACH_TOL [m/s]: after an
 #: impact the resolved vertex is left at ~1e-13 m/s, which must not start another impact.
@@ -89,10 +103,10 @@ def declare_collision_events(events) -> None:
         events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
 
 
-def _collide_row(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv, shape,
-                 pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert, sphere_type,
-                 sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter, ev, ev_count,
-                 ev_overflow, first_impact, collisions, bounces, max_pen):
+def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                 sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
+                 max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen):
     i = rows[j]
     w = work[i]
     vpos, vtype, vdir, shape_start, shape_kind, shape_radius = geo
@@ -162,13 +176,18 @@ def _collide_row(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, a
     if sphere_r > 0.0:
         _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
                  ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
-    else:
+    elif enter:   # the final e = 0 collision acts along the normals contact motion will hold (§2.5.3)
+        _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal, touch,
+                 cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus,
+                 mcount)
+    else:         # a bounce: the impact normal by vertex type (eq 2.33)
         _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
                  ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
     mstat = mstatus[i]
     count = mcount[i]
     if mstat == MULTI_IMPACT_FAILED:
         status[i] = Status.FAILED
+        reason[i] = _IMPACT_STEP_LIMIT
         phase[i] = DeployPhase.ENDED
         return
     if deep < 0.0:   # project out of the terrain (no penetration ratchet across phase switches)
@@ -233,15 +252,15 @@ _collide_cpu = collide_row.cpu
 
 
 @cpu_jit(nogil=True)
-def collide_rows(n, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv, shape,
-                 pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert, sphere_type,
-                 sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter, ev, ev_count,
-                 ev_overflow, first_impact, collisions, bounces, max_pen):
+def collide_rows(n, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                 sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
+                 max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen):
     for j in range(n):
-        _collide_cpu(j, rows, work, iwork, status, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
-                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
-                     sphere_type, sphere_dir, ones3, mstatus, mcount, contact_gap, contact_speed, wstar, max_iter,
-                     ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen)
+        _collide_cpu(j, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia,
+                     jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                     sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
+                     max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen)
 
 
 class CollideProbes(System):
@@ -264,6 +283,7 @@ class CollideProbes(System):
         self.sphere_vert = np.zeros((n, 1, 3))
         self.sphere_type = np.zeros(1, np.int8)
         self.sphere_dir = np.zeros((1, 3))
+        self.surface_type = np.zeros(kmax, np.int8)   # VERTEX_CORNER: eq 2.33's normal is the surface's
         self.ones3 = np.ones(3)
         self.status = np.zeros(n, np.int64)
         self.count = np.zeros(n, np.int64)
@@ -273,13 +293,13 @@ class CollideProbes(System):
         if len(rows) == 0:
             return
         t, st, ev = ctx.table, ctx.settings, ctx.events
-        collide_rows(len(rows), rows, ctx.work, self.iwork, t["row_status"],
+        collide_rows(len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
                     t["probe_phase"], t["row_time"], t["row_sample"], t["probe_position"], t["probe_velocity"],
                     t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"], ctx.jinv,
                     t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,
                     *ctx.rotation, ctx.cs, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
-                    self.sphere_dir, self.ones3, self.status, self.count, st.contact_gap, st.contact_speed,
-                    st.wstar, np.int64(st.max_collision_iterations),
+                    self.sphere_dir, self.surface_type, self.ones3, self.status, self.count, st.contact_gap,
+                    st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
                     tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
                     t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
                     t["probe_max_penetration"])

@@ -12,8 +12,10 @@ resistance, several vertices at once) in the rotating frame (:data:`~systems.dep
 
 Per step, at the step's start:
 
-* **Active set**: the vertices within ``contact_gap`` of the terrain (at most the slot count, the
-  shape's vertex count capped at 8), frozen for the step. None left: the probe flies (FLY).
+* **Active set**: the vertices within ``contact_gap`` of the terrain, frozen for the step; when more
+  touch than there are slots (the shape's vertex count capped at :data:`CONTACT_SLOTS`: a face or
+  edge of a tessellated probe lying flat), the deepest one and then, one by one, the touching vertex
+  farthest from those chosen (:func:`_active_set`). None left: the probe flies (FLY).
 * **Sinking**: an active contact moving into the surface faster than :data:`SINK_SPEED` goes back
   through COLLIDE (a slow approach: a plastic e = 0 collision, recorded like any other).
 * **Leaving** (§2.5.3): the force kernel drops every contact whose normal force would be negative;
@@ -24,10 +26,15 @@ Per step, at the step's start:
 
 After an accepted step:
 
-* **New touchdowns**: a vertex outside the active set that reached the surface, or an active one
-  that sank deeper than ``contact_gap`` (a concave kink of the interpolated terrain crossed within
-  the step), is an impact: the crossing (:data:`~systems.deploy_physics.contact_clearance`) is
-  localised like a flight event and the row switches to COLLIDE.
+* **New touchdowns**: a vertex that was clear of the surface at the step's start and reached it,
+  or one that was touching (active, or touching without a slot) and sank deeper than
+  ``contact_gap`` (a concave kink of the interpolated terrain crossed within the step, or a vertex
+  without a slot left unsupported), is an impact: the crossing
+  (:data:`~systems.deploy_physics.contact_clearance`) is localised like a flight event and the row
+  switches to COLLIDE. A touching vertex without a slot counted as clear instead "touched down"
+  within the first step when it sat a round-off above the surface, its collision had nothing to
+  resolve (it approached slower than the collision's tolerance), and the row came back at the
+  same instant (a livelock: 12 of 100 ``deploy-cube`` samples at level 3 on ``rocks=psr``).
 * **Drift**: the deepest active vertex is kept from sinking (a translation along its normal by its
   penetration), the projection step of constraint stabilisation; the penetration is recorded.
 """
@@ -35,12 +42,13 @@ After an accepted step:
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
 from components.contact_params import PAIR_CRR, PAIR_F
 from components.deploy import DeployPhase
-from components.status import Status
+from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
@@ -65,6 +73,7 @@ _locate = locate_event.cpu
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _MODE_CONTACT = _i(1)
+_NONFINITE = np.int8(Reason.NONFINITE_STATE)
 _WHICH_CONTACT = _i(1)
 #: Contact slots per probe (active vertices solved together).
 CONTACT_SLOTS = 8
@@ -102,9 +111,83 @@ sinking = dual_call(_sinking)
 _sinking_c = sinking.cpu
 
 
-def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
-                 pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol, contact_gap,
-                 settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
+def _active_set(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, gap):
+    """Choose the active contacts of row i at Y0 (slots ``act[i]``, ``slot_vertex[i]``); returns their number.
+
+    Every vertex within ``gap`` of the terrain touches. When they fit in the slots they are all
+    active (in vertex order). A face or edge lying flat touches with more (a cube at tessellation
+    level 3: 81 on a face): then the slots take the deepest touching vertex and, one after the
+    other, the touching vertex farthest (in the body) from those already taken (farthest-point
+    sampling, ties to the lower index), so the active contacts span the touching patch, the support
+    polygon of a face on a plane included, instead of crowding into its first-numbered corner.
+    The others lie, up to the terrain's relief, in the plane the spanning ones hold; they carry no
+    force, and raise a collision once they sink by ``gap`` (:data:`systems.deploy_physics.held`).
+    ``sel[i]`` is scratch, one number per vertex of the shape.
+    """
+    nslot = act.shape[1]
+    for k in range(nslot):
+        act[i, k] = 0
+    nt = 0
+    deep = -1
+    dd = math.inf
+    v = v0
+    while v < v1:
+        d = _vdist(w, Y0, ta, vpos, v)
+        if d <= gap:
+            sel[i, v - v0] = math.inf        # a candidate (its squared distance to the chosen set)
+            nt += 1
+            if d < dd:
+                dd = d
+                deep = v
+        else:
+            sel[i, v - v0] = -1.0            # not touching
+        v += 1
+    na = 0
+    if nt <= nslot:
+        v = v0
+        while v < v1:
+            if sel[i, v - v0] >= 0.0:
+                act[i, na] = 1
+                slot_vertex[i, na] = v
+                na += 1
+            v += 1
+        return na
+    c = deep
+    while True:
+        act[i, na] = 1
+        slot_vertex[i, na] = c
+        na += 1
+        sel[i, c - v0] = -1.0
+        if na == nslot:
+            break
+        far = -1
+        fd = -1.0
+        v = v0
+        while v < v1:
+            m = sel[i, v - v0]
+            if m >= 0.0:
+                dx = vpos[v, 0] - vpos[c, 0]
+                dy = vpos[v, 1] - vpos[c, 1]
+                dz = vpos[v, 2] - vpos[c, 2]
+                q = dx * dx + dy * dy + dz * dz
+                if q < m:
+                    m = q
+                    sel[i, v - v0] = q
+                if m > fd:
+                    fd = m
+                    far = v
+            v += 1
+        c = far
+    return na
+
+
+active_set = dual_call(_active_set)
+_active = active_set.cpu
+
+
+def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, sel, rtol, atol, h_max, h_min, event_tol,
+                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
     i = rows[j]
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
@@ -139,13 +222,7 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
                     act[i, 0] = 1
                     na = 1
             else:
-                v = v0
-                while v < v1:
-                    if na < nslot and _vdist(w, Y0, ta, vpos, v) <= contact_gap:
-                        act[i, na] = 1
-                        slot_vertex[i, na] = v
-                        na += 1
-                    v += 1
+                na = _active(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, contact_gap)
             if na == 0:
                 phase[i] = DeployPhase.FLY
                 break
@@ -179,12 +256,14 @@ def _contact_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att
         if not (err <= 1.0) and hh > h_min:
             if not math.isfinite(err):
                 status[i] = Status.FAILED
+                reason[i] = _NONFINITE
                 phase[i] = DeployPhase.ENDED
                 break
             h = max(_next(hh, err), h_min)
             continue
         if not _fin(w, Y1):
             status[i] = Status.FAILED
+            reason[i] = _NONFINITE
             phase[i] = DeployPhase.ENDED
             break
         # ---- new touchdown of a free vertex: localise (locate_event) and collide
@@ -232,12 +311,12 @@ _contact_cpu = contact_row.cpu
 
 
 @cpu_jit(nogil=True)
-def contact_rows(n, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, pair,
-                 rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol, contact_gap,
-                 settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
+def contact_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, sel, rtol, atol, h_max, h_min, event_tol,
+                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
     for j in range(n):
-        _contact_cpu(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
-                     pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, h_min, event_tol,
+        _contact_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, sel, rtol, atol, h_max, h_min, event_tol,
                      contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since)
 
 
@@ -251,13 +330,29 @@ class ContactProbes(System):
     reads = ("probe_phase",)
     writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega")
 
+    def __init__(self):
+        self._sel: tuple | None = None      # (context, per-vertex scratch of the active-set choice)
+        self._lock = threading.Lock()
+
+    def _scratch(self, ctx) -> np.ndarray:
+        """The (rows, max vertices) float64 scratch of :func:`_active_set` for this context (made on
+        first use; the worker threads of :class:`~systems.deployment.DeploymentLoop` share it, each
+        row being used by one thread at a time)."""
+        sel = self._sel
+        if sel is None or sel[0] is not ctx:
+            with self._lock:
+                if self._sel is None or self._sel[0] is not ctx:
+                    self._sel = (ctx, np.zeros((ctx.table.row_count, max(1, ctx.max_vertices))))
+                sel = self._sel
+        return sel[1]
+
     def advance(self, ctx, rows: np.ndarray, t_end: float) -> None:
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
         contact_rows(len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
-                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, st.contact_rtol,
-                    st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
+                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, self._scratch(ctx),
+                    st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
                     t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"])
 

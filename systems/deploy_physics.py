@@ -729,21 +729,44 @@ def _accept(w):
 step_size = dual_call(next_step)
 
 
+def _held(w, ta, vpos, v, act, slot_vertex, i, gap):
+    """Whether vertex v's term of the contact event function counts from ``−gap``: it is an active
+    contact, or it was touching (within ``gap``) at the step's start Y0 without a slot.
+
+    A face or edge lying flat touches with more vertices than there are contact slots
+    (:data:`systems.deploy_contact.CONTACT_SLOTS`); the vertices left without a slot lie, up to
+    the terrain's relief, in the plane the active ones hold. Counted as free vertices, one sitting
+    a round-off above the surface "touched down" at once, its zero-time collision had nothing to
+    resolve, and contact motion raised the same event again (a livelock). Counted like an active
+    contact, it raises an event only once it has sunk by ``gap``: a finite motion, so every
+    contact → collision round advances the state."""
+    for k in range(act.shape[1]):
+        if act[i, k] != 0 and slot_vertex[i, k] == v:
+            return True
+    return _vdist(w, Y0, ta, vpos, v) <= gap
+
+
+held = dual_call(_held)
+_held_c = held.cpu
+
+
 def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, gap):
-    """Event function of contact motion [m]: the smallest terrain distance over the vertices, an
-    active contact's distance counted from ``−gap`` (it may sit up to ``gap`` deep). It falls
-    through zero when a free vertex touches down, or when an active one sinks by more than
-    ``gap`` (a concave kink of the terrain passed within a step)."""
+    """Event function of contact motion [m]: the smallest terrain distance over the vertices, the
+    distance of a vertex that was touching at the step's start (:data:`held`: an active contact, or
+    a touching vertex without a slot) counted from ``−gap`` (it may sit up to ``gap`` deep). It falls
+    through zero when a free vertex touches down, or when a touching one sinks by more than ``gap``
+    (a concave kink of the terrain passed within a step, or a vertex without a slot left unsupported).
+    A vertex's term is only resolved where it can be the minimum (same value as evaluating all)."""
     if sphere_r > 0.0:
         return _tat(ta, w[ys], w[ys + 1], w[ys + 2])[0] - sphere_r + gap
     best = math.inf
     v = v0
     while v < v1:
         d = _vdist(w, ys, ta, vpos, v)
-        for k in range(act.shape[1]):
-            if act[i, k] != 0 and slot_vertex[i, k] == v:
+        if d < best:
+            if _held_c(w, ta, vpos, v, act, slot_vertex, i, gap):
                 d += gap
-        best = min(best, d)
+            best = min(best, d)
         v += 1
     return best
 
@@ -775,10 +798,8 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
     v = v0
     while v < v1:
         d = _vdist(w, ys, ta, vpos, v)
-        if which == 1:
-            for k in range(act.shape[1]):
-                if act[i, k] != 0 and slot_vertex[i, k] == v:
-                    d += gap
+        if which == 1 and (d < best or v == track) and _held_c(w, ta, vpos, v, act, slot_vertex, i, gap):
+            d += gap        # :data:`contact_clearance`'s term (resolved where it matters, as there)
         if d < best:
             best = d
             arg = v

@@ -94,9 +94,9 @@ class DeployContext:
     def row_args(self) -> tuple:
         """The leading arguments every phase kernel takes after its row list (and end time)."""
         t = self.table
-        return (self.work, t["row_status"], t["probe_phase"], t["row_time"], t["probe_step"], t["probe_position"],
-                t["probe_velocity"], t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"],
-                self.jinv, t["probe_shape"])
+        return (self.work, t["row_status"], t["row_reason"], t["probe_phase"], t["row_time"], t["probe_step"],
+                t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"], t["probe_mass"],
+                t["probe_inertia"], self.jinv, t["probe_shape"])
 
 
 _RUNNING = int(Status.RUNNING)
