@@ -47,6 +47,13 @@ def normal(mean, sigma3) -> Callable[[np.random.Generator], np.ndarray]:
     return lambda rng: mean + sigma * rng.standard_normal(mean.shape)
 
 
+def lognormal(median, sigma) -> Callable[[np.random.Generator], np.ndarray]:
+    """Log-normal draw: ``median * exp(sigma * N(0, 1))`` (per axis; ``sigma`` of the logarithm)."""
+    median = np.asarray(median, float)
+    sigma = np.asarray(sigma, float)
+    return lambda rng: median * np.exp(sigma * rng.standard_normal(np.broadcast(median, sigma).shape))
+
+
 def uniform(low, high) -> Callable[[np.random.Generator], np.ndarray]:
     """Uniform draw on [low, high) (per axis)."""
     low, high = np.asarray(low, float), np.asarray(high, float)

@@ -6,7 +6,9 @@ scene is asked for, so one broken or missing scene never stops the others (or ``
 
 A scene file is imported from its own location under a module name derived from its resolved path
 (``tumble_scene_<stem>_<hash>``) and registered in ``sys.modules`` before it executes, so numba's
-``cache=True`` and pickling by reference work for functions defined in it.
+``cache=True`` and pickling by reference work for functions defined in it. Its folder is put on
+``sys.path``, so it may import modules that lie beside it. A scene file is Python run with the
+user's rights (trusted code).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
                     "5 kg cube released 200 m over an Itokawa-like asteroid (seed 004 Table 4.6): bounces, settling"),
     "deploy-sphere": ("scenes.deploy:build_sphere",
                       "5 kg sphere released over an Itokawa-like asteroid (seed 004 Tables 4.2-4.3)"),
+    "deploy": ("scenes.mission:build_mission",
+               "any mission from -p: body by radii or shape file, GM, spin, release lat/lon/altitude, probe, spreads"),
     "deploy-box": ("scenes.deploy:build_box",
                    "10 kg box of 0.3 x 0.28 x 0.2 m released over an Itokawa-like asteroid (any size with -p size)"),
     "deploy-shapes": ("scenes.deploy:build_shapes",
@@ -107,6 +111,8 @@ def import_scene_file(path: str | os.PathLike):
         raise InputError("scene", os.fspath(path), "cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
+    if str(p.parent) not in sys.path:   # the scene may import modules that lie beside it
+        sys.path.insert(0, str(p.parent))
     try:
         spec.loader.exec_module(module)
     except BaseException:

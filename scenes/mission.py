@@ -1,0 +1,289 @@
+"""Set up a deployment mission from a few facts: the body, the probe, where and how it is released.
+
+The building blocks of a user's scene file (exposed as ``tumble.small_body``, ``tumble.box_probe``,
+``tumble.release_above`` and ``tumble.deployment``); the built-in ``deploy`` scene is the same
+set-up driven by ``-p`` parameters. A 30-line mission::
+
+    import tumble
+
+    def build():
+        body = tumble.small_body("spinning-top", radii=(250, 250, 220), gm=30.0, period_h=7.6,
+                                 retrograde=True)
+        probe = tumble.box_probe((0.3, 0.28, 0.2), mass=10.0)
+        release = tumble.release_above(body, latitude=-22.0, longitude=0.0, altitude=40.0)
+        return tumble.deployment("my-lander", body, probe, release,
+                                 restitution=tumble.uniform(0.4, 0.6), friction=tumble.uniform(0.4, 0.8))
+
+Conventions: the target frame is centred on the body's centre of mass with z along its spin axis;
+latitude and longitude are planetocentric [deg] in that frame; a retrograde spin turns about −z.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from components.contact_params import ContactParams
+from components.deploy import DeploySettings, DeployTarget
+from components.gravity import PointMass, Polyhedron
+from components.terrain import TerrainSDF
+from ecs import InputError, Scene
+from scenes._common import positive
+from scenes.assets.probes import box, platonic, probe_mass_properties, sphere_probe
+
+#: Shapes :func:`small_body` stretches to given radii: name -> built-in body of
+#: :mod:`scenes.assets.bodies`.
+BODY_SHAPES = {"sphere": "sphere", "ellipsoid": "ellipsoid", "spinning-top": "kw4", "itokawa": "itokawa"}
+
+
+def small_body(shape: str = "ellipsoid", *, radii=None, mesh: str | None = None, mesh_units: str = "m",
+               gm: float, period_h: float, retrograde: bool = False, gravity: str = "voxel",
+               resolution: int = 64, gravity_resolution: int = 24, voxel_spacing: float | None = None,
+               rocks: bool | str = False, fbm: bool = False) -> DeployTarget:
+    """A small body to land on: shape, gravity and spin.
+
+    Args:
+        shape: ``"sphere"``, ``"ellipsoid"``, ``"spinning-top"`` (oblate, equatorial ridge) or
+            ``"itokawa"``, scaled to ``radii``; ignored when ``mesh`` is given.
+        radii: semi-axes (a, b, c) [m] along the target x, y, z (z: the spin axis). A body of
+            500 × 440 m is ``radii=(250, 250, 220)``.
+        mesh: a shape-model file (OBJ, PLY, STL, TetGen, plain vertex/face tables) instead of a shape;
+            ``mesh_units``: its coordinates' unit ('m' or 'km').
+        gm: gravitational parameter GM [m³/s²] (the body's density follows from its volume).
+        period_h: rotation period [h]; ``retrograde``: spin about −z instead of +z.
+        gravity: ``"voxel"`` (the polyhedron's field tabulated once and cached: seed 004 §2.4.2),
+            ``"polyhedron"`` (exact constant-density field, slower per evaluation) or ``"point_mass"``.
+        resolution: grid nodes along the longest axis of the contact surface's mesh and SDF.
+        gravity_resolution: the same for the (coarser) gravity polyhedron of a built-in shape: its
+            face count drives the cost of the field (24: ~12,000 faces, a voxel field in ~15 s).
+        voxel_spacing: voxel size [m] (default: the longest semi-axis / 12).
+        rocks, fbm: terrain texture as in :func:`scenes.deploy.itokawa_target`.
+    """
+    from scenes.assets.bodies import small_body as small_body_mesh
+    from scenes.assets.sdf_build import sdf_from_mesh
+
+    mu = positive("gm", gm, "m^3/s^2")
+    if gravity not in ("polyhedron", "voxel", "point_mass"):
+        raise InputError("gravity", gravity, "must be 'polyhedron', 'voxel' or 'point_mass'")
+    if mesh is not None:
+        from scenes.assets.mesh_io import load_mesh
+
+        m = load_mesh(mesh, units=mesh_units)
+        verts, faces = np.asarray(m.vertices, float), np.asarray(m.faces, np.int64)
+        verts = verts - Polyhedron(verts, faces, mu=mu).center_of_mass
+        gverts, gfaces = verts, faces
+        name = str(mesh)
+    else:
+        if shape not in BODY_SHAPES:
+            raise InputError("shape", shape, f"must be one of {', '.join(BODY_SHAPES)} (or give mesh=)")
+        base = BODY_SHAPES[shape]
+        if radii is None:
+            raise InputError("radii", None, "give the body's semi-axes (a, b, c) [m]")
+        r = np.array([positive(f"radii[{k}]", x, "m") for k, x in enumerate(np.ravel(radii))])
+        if r.shape != (3,):
+            raise InputError("radii", radii, "must be three semi-axes (a, b, c) [m]")
+        meshes = []
+        for res in (int(resolution), int(gravity_resolution)):
+            body = small_body_mesh(base, resolution=res, **({"semi_axes": tuple(r)} if base == "ellipsoid" else {}))
+            half = 0.5 * (body.vertices.max(axis=0) - body.vertices.min(axis=0))
+            meshes.append((body.vertices * (r / half), body.faces))     # the shape stretched to the radii
+        (verts, faces), (gverts, gfaces) = meshes
+        com = Polyhedron(gverts, gfaces, mu=mu).center_of_mass
+        verts, gverts = verts - com, gverts - com
+        name = f"{shape} {2 * r[0]:.0f} x {2 * r[1]:.0f} x {2 * r[2]:.0f} m"
+    # the contact surface: the exact distance to the (scaled, re-centred) mesh, so that contact and
+    # polyhedron gravity see one body (a non-uniformly scaled distance field is no distance field)
+    grid = sdf_from_mesh(verts, faces, resolution=int(resolution))
+    poly = Polyhedron(gverts, gfaces, mu=mu)
+    if gravity == "voxel":
+        from scenes.assets.voxel import build_voxel_field
+
+        field = build_voxel_field(poly, voxel_spacing or float(np.abs(verts).max()) / 12.0)
+    elif gravity == "polyhedron":
+        field = poly
+    else:
+        field = PointMass(mu=mu)
+    psr = noise = None
+    if rocks in (True, "psr"):
+        from scenes.assets.noise import psr_field
+
+        psr = psr_field()
+    elif rocks not in (False, None, "none", "false"):
+        raise InputError("rocks", rocks, "must be false or 'psr' (polyhedral rocks: use scenes.deploy.itokawa_target)")
+    if fbm:
+        from scenes.assets.noise import fbm_noise
+
+        h = min(4.8, 0.02 * float(np.abs(verts).max()))
+        noise = fbm_noise(max_height=h, frequency=1.0 / h, octaves=5, seed=0)
+    spin = DeployTarget.spin_about_z(positive("period_h", period_h, "h"))
+    return DeployTarget(gravity=field, terrain=TerrainSDF(base=grid, fbm=noise, psr=psr),
+                        rotation=-spin if retrograde else spin, name=name, shape_vertices=gverts, shape_faces=gfaces)
+
+
+def box_probe(size, *, mass: float, level: int = 1):
+    """A solid box probe of edge lengths ``size`` (a, b, c) [m] and ``mass`` [kg], tessellated to
+    ``level`` (1 by default: corners, edge midpoints and face centres touch the ground)."""
+    g = box(size, level=level)
+    return g, probe_mass_properties(g, mass=positive("mass", mass, "kg"))
+
+
+def solid_probe(name: str, *, mass: float, density: float, level: int = 1):
+    """A platonic solid (or ``"sphere"``) probe of ``mass`` [kg] and ``density`` [kg/m³]."""
+    if name == "sphere":
+        r = (3.0 * mass / (4.0 * math.pi * density)) ** (1.0 / 3.0)
+        g = sphere_probe(r)
+    else:
+        g = platonic(name, mass=mass, density=density, level=level)
+    return g, probe_mass_properties(g, mass=positive("mass", mass, "kg"))
+
+
+@dataclass
+class Release:
+    """Where and how a probe is let go (target frame): position [m], velocity [m/s] and their
+    per-axis 3σ spreads, the surface point below and the local up direction."""
+
+    position: np.ndarray
+    velocity: np.ndarray
+    position_sigma3: np.ndarray
+    velocity_sigma3: np.ndarray
+    surface_point: np.ndarray
+    up: np.ndarray
+
+
+def release_above(target: DeployTarget, *, latitude: float, longitude: float, altitude: float,
+                  descent_speed: float = 0.0, position_sigma3: float = 0.0,
+                  velocity_sigma3: float = 0.0) -> Release:
+    """The release point ``altitude`` [m] above the surface (its distance to the nearest surface
+    point) along the radial direction at planetocentric ``latitude``, ``longitude`` [deg], moving
+    at ``descent_speed`` [m/s] towards the body along that direction, at rest otherwise in the
+    rotating target frame. Spreads are per-axis 3σ [m], [m/s]."""
+    lat, lon = math.radians(float(latitude)), math.radians(float(longitude))
+    if not -90.0 <= float(latitude) <= 90.0:
+        raise InputError("latitude", latitude, "must be in [-90, 90] deg")
+    alt = float(altitude)
+    if not (math.isfinite(alt) and alt > 0.0):
+        raise InputError("altitude", altitude, "must be > 0 [m] (above the surface)")
+    u = np.array([math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)])
+    dist = lambda t: float(target.terrain.evaluate(np.array([t * u]))[0][0])  # noqa: E731
+    hi = 1.0
+    while dist(hi) < alt:      # bracket: outside at distance >= altitude
+        hi *= 2.0
+        if hi > 1e9:
+            raise InputError("target", target.name, "has no surface along that direction")
+    lo = 0.0                   # the CoM is inside (distance < 0 < altitude)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if dist(mid) < alt else (lo, mid)
+        if hi - lo < 1e-9 * hi:
+            break
+    pos = hi * u
+    lo, hi = 0.0, hi
+    for _ in range(200):       # the surface point on the same ray (distance 0)
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if dist(mid) < 0.0 else (lo, mid)
+        if hi - lo < 1e-9 * hi:
+            break
+    vel = -float(descent_speed) * u
+    return Release(pos, vel, np.full(3, float(position_sigma3)), np.full(3, float(velocity_sigma3)), hi * u, u)
+
+
+def deployment(name: str, target: DeployTarget, probe, release: Release, *, restitution=0.5, friction=0.5,
+               rolling_resistance: float = 0.0, t_cap: float = 36000.0, frame: float | None = None,
+               record_every: int | None = None, random_attitude: bool = True, description: str = "",
+               params: dict[str, Any] | None = None) -> Scene:
+    """A deployment scene: ``probe`` (from :func:`box_probe` / :func:`solid_probe`) released at
+    ``release`` over ``target``. ``restitution`` and ``friction`` are numbers or dispersions
+    (``tumble.uniform(lo, hi)``, ``tumble.normal``, ``tumble.lognormal`` or any ``draw(rng)``);
+    a dispersed one is drawn per sample and stored under ``inputs/contact_terrain``."""
+    from scenes.deploy import DEFAULT_FRAME, deployment_scene
+
+    geom, mp = probe
+    draws: dict[str, Callable] = {}
+    nominal = {}
+    for key, v in (("restitution", restitution), ("friction", friction)):
+        if callable(v):      # dispersed: drawn per sample; the authored value is one draw
+            draws[key] = v
+            nominal[key] = float(np.clip(v(np.random.default_rng(0)), 0.0, 1.0 if key == "restitution" else np.inf))
+        else:
+            nominal[key] = float(v)
+    contact = ContactParams(restitution=nominal["restitution"], friction=nominal["friction"],
+                            rolling_resistance=float(rolling_resistance))
+    return deployment_scene(name, description or f"{geom.name} probe released over {target.name}", target=target,
+                            shapes=[geom], shape_mass=[mp], contact=contact, position=release.position,
+                            position_sigma3=release.position_sigma3, velocity=release.velocity,
+                            velocity_sigma3=release.velocity_sigma3, random_attitude=random_attitude,
+                            contact_dispersions=draws or None, rolling_radius=0.0,
+                            settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")),
+                            frame=DEFAULT_FRAME if frame is None else frame, record_every=record_every,
+                            params=params)
+
+
+def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), mesh: str | None = None,
+                  mesh_units: str = "m", gm: float = 30.0, period_h: float = 7.6, retrograde: bool = True,
+                  gravity: str = "voxel", resolution: int = 64, rocks: bool | str = False, fbm: bool = False,
+                  latitude: float = -22.0, longitude: float = 0.0, altitude: float = 40.0, descent_speed: float = 0.0,
+                  position_sigma3: float = 0.0, velocity_sigma3: float = 0.0, probe: str = "box",
+                  size=(0.3, 0.28, 0.2), mass: float = 10.0, density: float = 500.0, level: int = 1,
+                  restitution: float = 0.5, friction: float = 0.5, restitution_range=None, friction_range=None,
+                  rolling_resistance: float = 0.0, t_cap: float = 36000.0, frame: float | None = None,
+                  record_every: int | None = None) -> Scene:
+    """``deploy``: any mission from ``-p`` (defaults: a 10 kg 0.3 × 0.28 × 0.2 m box 40 m above a
+    500 × 440 m spinning-top body at latitude −22°, GM 30 m³/s², 7.6 h retrograde spin).
+    ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample."""
+    from ecs.scene import uniform
+
+    target = small_body(body, radii=radii, mesh=mesh, mesh_units=mesh_units, gm=gm, period_h=period_h,
+                        retrograde=retrograde, gravity=gravity, resolution=resolution, rocks=rocks, fbm=fbm)
+    if probe == "box":
+        pr = box_probe(size, mass=mass, level=level)
+    else:
+        pr = solid_probe(probe, mass=mass, density=density, level=level)
+    rel = release_above(target, latitude=latitude, longitude=longitude, altitude=altitude,
+                        descent_speed=descent_speed, position_sigma3=position_sigma3,
+                        velocity_sigma3=velocity_sigma3)
+
+    def spread(name, rng_range, value):
+        if rng_range is None:
+            return value
+        lo, hi = (float(x) for x in rng_range)
+        if not lo <= hi:
+            raise InputError(name, rng_range, "must be [low, high] with low <= high")
+        return uniform(lo, hi)
+
+    params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
+    return deployment("deploy", target, pr, rel, restitution=spread("restitution_range", restitution_range, restitution),
+                      friction=spread("friction_range", friction_range, friction),
+                      rolling_resistance=rolling_resistance, t_cap=t_cap, frame=frame, record_every=record_every,
+                      description="a mission set up from -p (tumble scenes deploy lists them)", params=params)
+
+
+_MISSION_PARAMS = ("body", "radii", "mesh", "mesh_units", "gm", "period_h", "retrograde", "gravity", "resolution",
+                   "rocks", "fbm", "latitude", "longitude", "altitude", "descent_speed", "position_sigma3",
+                   "velocity_sigma3", "probe", "size", "mass", "density", "level", "restitution", "friction",
+                   "restitution_range", "friction_range", "rolling_resistance", "t_cap", "frame", "record_every")
+
+#: ``tumble scenes deploy`` lists these with the defaults.
+PARAMETERS = {
+    "body": "'sphere', 'ellipsoid', 'spinning-top' or 'itokawa', stretched to radii (or give mesh)",
+    "radii": "[m] semi-axes [a, b, c] along x, y, z (z: spin axis)",
+    "mesh": "a shape-model file (OBJ, PLY, STL, TetGen, plain) instead of body/radii",
+    "mesh_units": "the shape model's unit: 'm' or 'km'",
+    "gm": "[m^3/s^2] gravitational parameter GM",
+    "period_h": "[h] rotation period", "retrograde": "spin about -z instead of +z",
+    "gravity": "'voxel' (tabulated once, cached), 'polyhedron' (exact, slower) or 'point_mass'",
+    "resolution": "[nodes] SDF grid and mesh resolution along the longest axis",
+    "rocks": "false or 'psr' (rock texture)", "fbm": "add fBm relief",
+    "latitude": "[deg] release latitude (planetocentric, target frame)", "longitude": "[deg] release longitude",
+    "altitude": "[m] release height above the local surface", "descent_speed": "[m/s] initial speed towards the body",
+    "position_sigma3": "[m] 3-sigma release position spread per axis",
+    "velocity_sigma3": "[m/s] 3-sigma release velocity spread per axis",
+    "probe": "'box' or a solid: sphere, tetrahedron, cube, octahedron, dodecahedron, icosahedron",
+    "size": "[m] box edge lengths [a, b, c]", "mass": "[kg] probe mass", "density": "[kg/m^3] solid probe density",
+    "level": "probe tessellation level", "restitution": "[1] e", "friction": "[1] f",
+    "restitution_range": "[1] [low, high]: e uniform per sample", "friction_range": "[1] [low, high]: f uniform per sample",
+    "rolling_resistance": "[1] C_RR", "t_cap": "[s] simulated-time cap", "frame": "[s] frame (trajectory sampling)",
+    "record_every": "[frames] trajectory decimation",
+}
