@@ -84,9 +84,11 @@ def last_summary() -> dict[str, Any]:
 class _SceneSource:
     """Where a scene comes from; rebuilds it when a world must be fresh again."""
 
-    def __init__(self, scene_or_builder, params: dict[str, Any], loader: Callable[..., Scene] | None = None):
+    def __init__(self, scene_or_builder, params: dict[str, Any], loader: Callable[..., Scene] | None = None,
+                 event_capacity: int | None = None):
         self.params = dict(params)
         self.loader = loader
+        self.event_capacity = event_capacity
         self.ref: str | None = None
         self.builder: Callable[..., Scene] | None = None
         self.fixed: Scene | None = None
@@ -119,12 +121,15 @@ class _SceneSource:
 
     def build(self) -> Scene:
         if self.fixed is not None:
-            return self.fixed
-        if self.ref is not None:
-            return self.loader(self.ref, **self.params)
-        scene = self.builder(**coerce_params(self.builder, self.params, where="scene builder"))
-        if not isinstance(scene, Scene):
-            raise InputError("scene builder", self.source, "must return an ecs.Scene")
+            scene = self.fixed
+        elif self.ref is not None:
+            scene = self.loader(self.ref, **self.params)
+        else:
+            scene = self.builder(**coerce_params(self.builder, self.params, where="scene builder"))
+            if not isinstance(scene, Scene):
+                raise InputError("scene builder", self.source, "must return an ecs.Scene")
+        if self.event_capacity is not None:       # --event-capacity: the event log's slots per sample
+            scene.world.events.capacity = int(self.event_capacity)
         return scene
 
     def task_payload(self):
@@ -132,7 +137,7 @@ class _SceneSource:
         if self.fixed is not None:
             raise InputError("scene", "<Scene object>", "with workers/scheduler pass a scene name, a .py path or a "
                                                         "picklable builder function (workers build their own world)")
-        return (self.ref if self.ref is not None else self.builder, self.params, self.loader)
+        return (self.ref if self.ref is not None else self.builder, self.params, self.loader, self.event_capacity)
 
 
 def _scene_params(scene: Scene, params: dict[str, Any]) -> dict[str, Any]:
@@ -229,16 +234,16 @@ _TASK_LOCK = threading.Lock()
 _TASK_CACHE: dict[Any, _BlockRunner] = {}
 
 
-def _dask_block(payload, params, loader, path: str, shard_samples: int, samples: int, seed: int, backend: str,
+def _dask_block(payload, params, loader, event_capacity, path: str, shard_samples: int, samples: int, seed: int, backend: str,
                 runs: list[tuple[int, int]]) -> list[BlockReport]:
     """One Dask task: build (or reuse) the scene in this worker, run the not-done runs of one
     shard-aligned block (all inside the block's own shards) and write them."""
     with _TASK_LOCK:  # esper's current world is process-global: one block at a time per worker process
-        key = (repr(payload), repr(sorted(params.items())), path, seed, backend)
+        key = (repr(payload), repr(sorted(params.items())), event_capacity, path, seed, backend)
         runner = _TASK_CACHE.get(key)
         if runner is None:
             _TASK_CACHE.clear()
-            source = _SceneSource(payload, params, loader)
+            source = _SceneSource(payload, params, loader, event_capacity)
             scene = source.build()
             scene.world.compile(samples=1, backend=backend)
             layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
@@ -347,7 +352,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
               resume: bool = False, overwrite: bool = False, workers: int | None = None, scheduler: str | None = None,
               progress: ProgressFn | None = None, command_line: str | list[str] | None = None,
               params: dict[str, Any] | None = None, shard_samples: int | None = None,
-              loader: Callable[..., Scene] | None = None) -> pathlib.Path:
+              loader: Callable[..., Scene] | None = None, event_capacity: int | None = None) -> pathlib.Path:
     """Run ``samples`` samples of a scene into the Zarr store ``out``.
 
     Args:
@@ -368,6 +373,9 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         shard_samples: samples per shard, a power of two (default: chosen from the sample count and
             the per-sample sizes, see :func:`ecs.store.choose_shard_samples`). Part of the store's
             identity: runs compared byte for byte must use the same value.
+        event_capacity: events kept per sample (the event log's slots; default: the scene's,
+            64 unless it sets another). A sample with more keeps the first ones and is flagged in
+            ``events/event_overflow`` (counted by ``tumble run`` and ``tumble inspect``).
         loader: ``loader(name_or_path, **params) -> Scene`` for a scene given by name or path
             (``tumble.run_batch`` passes ``scenes.registry.load_scene``: the engine does not import
             the scene layer above it). Must be importable by Dask workers.
@@ -387,6 +395,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     _check_int("block", block, 1, allow_none=True)
     _check_int("workers", workers, 1, allow_none=True)
     _check_int("shard_samples", shard_samples, 1, allow_none=True)
+    _check_int("event_capacity", event_capacity, 1, allow_none=True)
     if shard_samples is not None and shard_samples & (shard_samples - 1):
         raise InputError("shard_samples", shard_samples, "must be a power of two")
     if backend not in ("cpu", "gpu"):
@@ -405,13 +414,13 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         return _drive(scene_or_builder, samples=samples, path=path, seed=seed, backend=backend, block=block,
                       resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler, progress=progress,
                       command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock,
-                      loader=loader)
+                      loader=loader, event_capacity=event_capacity)
 
 
 def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, backend: str, block: int | None,
            resume: bool, overwrite: bool, workers: int | None, scheduler: str | None, progress, command_line: str,
            params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock,
-           loader: Callable[..., Scene] | None) -> pathlib.Path:
+           loader: Callable[..., Scene] | None, event_capacity: int | None) -> pathlib.Path:
     """:func:`run_batch` under the store's writer lock."""
     exists = path.exists()
     if exists and not (resume or overwrite):
@@ -430,7 +439,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         if why:
             raise BackendError(why)
 
-    source = _SceneSource(scene_or_builder, params, loader)
+    source = _SceneSource(scene_or_builder, params, loader, event_capacity)
     if workers is not None or scheduler is not None:
         source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
     scene = source.build()
@@ -459,6 +468,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         "record_every": scene.record_every,
         "record": list(layout.record),
         "final": list(layout.final),
+        "event_capacity": int(layout.event_capacity),
         "dispersions": [{"name": d.name, "entity": d.entity, "column": d.column} for d in layout.dispersions],
         "status_legend": {k: int(v) for k, v in zstore.STATUS_LEGEND.items()},
         "Conventions": "CF-1.10",
@@ -584,10 +594,10 @@ def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.L
     """Submit one task per shard-aligned block; each writes only its own shards."""
     from dask.distributed import as_completed
 
-    payload, params, loader = source.task_payload()
+    payload, params, loader, event_capacity = source.task_payload()
     reports: list[BlockReport] = []
     errors: list[Exception] = []
-    futures = [client.submit(_dask_block, payload, params, loader, os.fspath(path), layout.shard_samples, samples, seed,
+    futures = [client.submit(_dask_block, payload, params, loader, event_capacity, os.fspath(path), layout.shard_samples, samples, seed,
                              backend, runs, key=f"tumble-block-{runs[0][0]}-{runs[-1][1]}-{os.getpid()}", pure=False)
                for runs in todo]
     finished = float(already)

@@ -188,3 +188,22 @@ def test_rerun_reproduces_a_sample_bitwise_and_shows_its_failure(tmp_path):
     assert r.returncode == 5 and "final/body_position" in r.stdout
     r = cli("rerun", str(out), "10")
     assert r.returncode == 1 and "sample = 10" in one_error_line(r)
+
+
+def test_a_10_h_bouncy_study_keeps_every_event_or_reports_the_overflow(tmp_path):
+    """restitution 0.95 over the 10 h cap: the default 64 slots overflow and run/inspect say so;
+    --event-capacity keeps every collision (one event each: event_count == probe_collisions)."""
+    args = ["run", "deploy-cube", "--samples", "8", "-p", "restitution=0.95", "-p", "gravity=point_mass",
+            "--no-progress"]
+    r = cli(*args, "--out", str(tmp_path / "a.zarr"))
+    assert r.returncode == 0, r.stderr
+    assert "samples produced more events than the event log holds" in r.stdout
+    r2 = cli("inspect", str(tmp_path / "a.zarr"))
+    assert "more events than the event log holds" in r2.stdout
+    r = cli(*args, "--out", str(tmp_path / "b.zarr"), "--event-capacity", "2000")
+    assert r.returncode == 0 and "more events" not in r.stdout, r.stdout
+    root = zarr.open_group(tmp_path / "b.zarr", mode="r")
+    assert not np.asarray(root["events/event_overflow"][:]).any()
+    count = np.asarray(root["final/event_count"][:])
+    assert count.max() > 64
+    np.testing.assert_array_equal(count, np.asarray(root["final/probe_collisions"][:]).ravel())

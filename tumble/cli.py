@@ -146,9 +146,14 @@ def _progress_bar(enabled: bool):
                     TimeRemainingColumn(), TimeElapsedColumn(), console=Console(stderr=True))
 
     class Lazy:
-        """Starts the bar on the first update, so an early error prints nothing but itself."""
+        """Starts the bar on the first update, so an early error prints nothing but itself.
+
+        Until the first sample's progress arrives the bar reads 'preparing' (the scene is built and
+        its kernels compiled: up to a few minutes on a first run, cached afterwards); the rate and
+        the ETA are then measured from the first progress on, so compile time does not skew them."""
 
         task = None
+        started = False
 
         def __enter__(self):
             return self
@@ -161,7 +166,12 @@ def _progress_bar(enabled: bool):
         def __call__(self, done: float, total: int):
             if self.task is None:
                 prog.start()
-                self.task = prog.add_task("run", total=total, completed=done, initial=done)
+                self.task = prog.add_task("preparing (building the scene, compiling kernels on a first run)",
+                                          total=total, completed=done, initial=done)
+                self.initial = done
+            elif not self.started and done > self.initial:
+                self.started = True          # the clock of rate and ETA starts at the first progress
+                prog.reset(self.task, total=total, completed=done, description="run", initial=done)
             else:
                 prog.update(self.task, completed=done)
 
@@ -184,6 +194,8 @@ def run(
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
+    event_capacity: Optional[int] = typer.Option(None, "--event-capacity", min=1, help="Events kept per sample "
+                                                 "[default: the scene's, 64]; more are counted as overflow."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
 ):
@@ -211,12 +223,13 @@ def run(
         params = _parse_params(param)
         if out is None:
             out = pathlib.Path("runs") / f"{_scene_label(scene)}-{0 if seed is None else seed}.zarr"
-        if resume and out.exists() and (samples is None or seed is None):
+        if resume and out.exists() and (samples is None or seed is None or event_capacity is None):
             from ecs.store import read_attrs
 
             attrs = read_attrs(out)
             samples = samples if samples is not None else attrs.get("samples")
             seed = seed if seed is not None else attrs.get("seed")
+            event_capacity = event_capacity if event_capacity is not None else attrs.get("event_capacity")
         seed = 0 if seed is None else seed
         samples = 1 if samples is None else samples
         if not out.exists() and not resume:
@@ -231,7 +244,7 @@ def run(
             path = run_batch(scene, samples=samples, out=out, seed=seed, backend=backend.value, block=block,
                              resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler,
                              progress=progress, command_line=["tumble", *sys.argv[1:]], params=params,
-                             loader=load_scene)
+                             loader=load_scene, event_capacity=event_capacity)
         from ecs.store import summarize
 
         info = summarize(path)
@@ -284,7 +297,7 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
                    f"(e.g. {ex}; all in final/failure_code and final/failure_message)")
     if info.get("event_overflow"):
         out.append(f"warning  {info['event_overflow']} samples produced more events than the event log holds "
-                   f"(events/event_overflow = 1; the first events are kept)")
+                   f"(events/event_overflow = 1; the first events are kept; --event-capacity N keeps more)")
     if summary and summary.get("repaired"):
         out.append(f"repaired {summary['repaired']} damaged shards (missing, truncated or failing their checksums): "
                    f"their samples were recomputed (listed in the root attribute run)")
