@@ -53,3 +53,10 @@ def build(*, method: str = "rk4", dt: float = 0.001, t_end: float = 28.55, recor
                        method=method, dt=dt, t_end=t_end, record_every=record_every, euler_mode=euler_mode,
                        systems=[UniformGravity(-g * a)], record=("body_position", "body_velocity"),
                        final=("body_position", "body_velocity"), params=params)
+
+
+def reference(params: dict, inputs: dict, t) -> dict[str, np.ndarray]:
+    """Closed-form values of the recorded columns (``tumble plot ... validation``), with the g the
+    scene simulated (the thesis's own comparison used 9.8 against 9.81: docs/references.md)."""
+    a = analytic(t, height=float(params["height"]), g=float(params["g"]), axes=params["axes"])
+    return {"body_position": a["position"][:, None, :], "body_velocity": a["velocity"][:, None, :]}

@@ -55,3 +55,10 @@ def build(*, method: str = "rk4", dt: float = 0.001, t_end: float = 4.04, record
                        method=method, dt=dt, t_end=t_end, record_every=record_every, euler_mode=euler_mode,
                        systems=[UniformGravity((0.0, 0.0, -g))], record=("body_position", "body_velocity"),
                        final=("body_position", "body_velocity"), params=params)
+
+
+def reference(params: dict, inputs: dict, t) -> dict[str, np.ndarray]:
+    """Closed-form values of the recorded columns (``tumble plot ... validation``), with the
+    simulated g."""
+    a = analytic(t, speed=float(params["speed"]), elevation_deg=float(params["elevation_deg"]), g=float(params["g"]))
+    return {"body_position": a["position"][:, None, :], "body_velocity": a["velocity"][:, None, :]}

@@ -110,3 +110,14 @@ def build(*, method: str = "rk4", dt: float = 0.01, t_end: float = 10.0, record_
                        method=method, dt=dt, t_end=t_end, record_every=record_every, euler_mode=euler_mode,
                        dispersions=disp, rtol=rtol, atol=atol, record=attitude_columns(euler_mode),
                        final=RIGID_COLUMNS, params=params)
+
+
+def reference(params: dict, inputs: dict, t) -> dict[str, np.ndarray]:
+    """Closed-form values of the recorded columns for one sample (``tumble plot ... validation``):
+    ``{column: [T, entity, ...]}`` from the store's ``params`` and the sample's ``inputs``."""
+    it, ia = float(params["i_transverse"]), float(params["i_axial"])
+    w0 = inputs.get("omega0")
+    if w0 is None:
+        w0 = [float(params["amplitude"]), 0.0, axial_rate(i_transverse=it, i_axial=ia, period=float(params["period"]))]
+    cf = closed_form(t, omega0=np.asarray(w0, float).reshape(3), i_transverse=it, i_axial=ia)
+    return {"body_omega": cf["omega_body"][:, None, :], "body_attitude": cf["attitude"][:, None, :]}

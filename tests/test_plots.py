@@ -139,3 +139,21 @@ def test_animation_of_one_sample_is_written(deploy_store, tmp_path):
     # the body axes drawn: a quarter turn about z takes body x to reference y
     q = np.array([math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)])
     np.testing.assert_allclose(quat_to_matrix(q) @ [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], atol=1e-15)
+
+
+def test_validation_and_contact_force_kinds(tmp_path):
+    """precession: the recorded body rates follow Euler's closed form (RK4, dt 0.01 s: the global
+    error is O(h^4), measured ~1e-8 rad/s over 10 s; 1e-6 bounds it); the JEOD off-centre run's
+    contact forces are drawn for both vehicles."""
+    prec = run_batch("precession", samples=3, out=tmp_path / "p.zarr")
+    assert "validation" in plots.kinds_for(prec)
+    fig = plots.validation(plots.StoreView.open(prec))
+    _check_units(fig)
+    ax_err = fig.axes[1]
+    worst = max(float(np.max(line.get_ydata())) for line in ax_err.get_lines())
+    assert 0 < worst < 1e-6
+    matplotlib.pyplot.close(fig)
+    jeod = run_batch("jeod-point-off-center", samples=1, out=tmp_path / "j.zarr", params={"record_every": 10})
+    assert "contact-forces" in plots.kinds_for(jeod)
+    for f in plots.plot(jeod, ["contact-forces"], out_dir=tmp_path / "jf"):
+        _check_figure_file(f)

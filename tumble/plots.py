@@ -18,6 +18,10 @@ scene's code. Which kinds apply depends on what the store holds (:func:`kinds_fo
 * ``sensitivity`` — Spearman rank correlation of every scalar dispersed input component with
   every scalar output: which inputs drive which results.
 * ``finals`` — histograms of the scalar final values (stores without deployment columns).
+* ``contact-forces`` — contact force and torque histories of each body of a sample (JEOD facet
+  contact stores).
+* ``validation`` — recorded trajectories against the scene's closed form and the error over time
+  (scenes whose module defines ``reference(params, inputs, t)``: precession, free_fall, parabola).
 """
 
 from __future__ import annotations
@@ -128,6 +132,10 @@ def kinds_for(store) -> list[str]:
     inp = v.group("inputs")
     if inp is not None and len([k for k in inp.data_vars if k != "seed"]) and v.attrs.get("samples", 0) >= 4:
         kinds.append("sensitivity")
+    if tr is not None and _reference_fn(v) is not None:
+        kinds.append("validation")
+    if tr is not None and "contact_force" in tr:
+        kinds.append("contact-forces")
     return kinds
 
 
@@ -433,10 +441,86 @@ def finals(store):
     return fig
 
 
+def contact_forces(store, sample: int = 0):
+    """Contact force and torque histories of every body of one sample (facet contact stores:
+    ``trajectories/contact_force``, inertial frame, and ``contact_torque``, body axes)."""
+    v = _view(store)
+    plt = _mpl()
+    tr = v.group("trajectories")
+    t = np.asarray(tr["time"].values)
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6), layout="constrained", sharex=True)
+    for ax, col in zip(axes, ("contact_force", "contact_torque")):
+        if col not in tr:
+            ax.set_visible(False)
+            continue
+        x = np.asarray(tr[col].isel(sample=sample).values)            # time, body, xyz
+        dim = tr[col].dims[2]
+        names = tr[f"{dim}_name"].values if f"{dim}_name" in tr.coords else range(x.shape[1])
+        for e, name in enumerate(names):
+            for k, comp in enumerate("xyz"):
+                ax.plot(t, x[:, e, k], lw=1.0, ls=("-", "--", ":")[k], color=f"C{e}", label=f"{name} {comp}")
+        ax.set_ylabel(f"{col} [{tr[col].attrs.get('units', '')}] ({tr[col].attrs.get('frame', '')})")
+        ax.legend(fontsize=7, ncol=2)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("time [s]")
+    fig.suptitle(f"{v.title}: contact forces of sample {sample}")
+    return fig
+
+
+def _reference_fn(v: StoreView):
+    """The scene module's ``reference(params, inputs, t)`` (closed-form values of the recorded
+    columns), or ``None``."""
+    from scenes.registry import scene_module
+
+    try:
+        mod = scene_module(v.attrs.get("scene", {}).get("source", ""))
+    except Exception:  # noqa: BLE001 - a store whose scene cannot be found here: no reference
+        return None
+    fn = getattr(mod, "reference", None)
+    return fn if callable(fn) else None
+
+
+def validation(store, samples: int = 3):
+    """Recorded trajectories against the scene's closed form (precession, free fall, parabola):
+    each reference column's components over time, and the error norm on a log scale."""
+    v = _view(store)
+    plt = _mpl()
+    tr = v.group("trajectories")
+    fn = _reference_fn(v)
+    t = np.asarray(tr["time"].values)
+    params = v.attrs["scene"]["params"]
+    inp = v.group("inputs")
+    ref0 = fn(params, {}, t)
+    cols = [c for c in ref0 if c in tr]
+    fig, axes = plt.subplots(len(cols), 2, figsize=(11, 3.2 * len(cols)), layout="constrained", squeeze=False)
+    for r, c in enumerate(cols):
+        unit = tr[c].attrs.get("units", "1")
+        for s in range(min(samples, tr.sizes["sample"])):
+            inputs = {k: np.asarray(inp[k].values[s]) for k in inp.data_vars} if inp is not None else {}
+            ref = np.asarray(fn(params, inputs, t)[c])[:, 0]
+            got = np.asarray(tr[c].isel(sample=s).values)[:, 0]
+            if c.endswith("attitude"):                   # q and -q are one attitude
+                ref = ref * np.sign(np.sum(ref * got, axis=-1, keepdims=True) + 1e-300)
+            for k in range(got.shape[-1]):
+                axes[r, 0].plot(t, got[:, k], lw=1.2, color=f"C{k}", alpha=0.8 if s == 0 else 0.3,
+                                label=f"recorded [{k}]" if s == 0 else None)
+                axes[r, 0].plot(t, ref[:, k], "k:", lw=1.0, label="closed form" if (s == 0 and k == 0) else None)
+            err = np.linalg.norm(got - ref, axis=-1)
+            axes[r, 1].semilogy(t, np.maximum(err, 1e-18), label=f"sample {s}")
+        axes[r, 0].set_xlabel("time [s]")
+        axes[r, 0].set_ylabel(f"{c} [{unit}]")
+        axes[r, 0].legend(fontsize=7, loc="best")
+        axes[r, 1].set_xlabel("time [s]")
+        axes[r, 1].set_ylabel(f"|{c} - closed form| [{unit}]")
+        axes[r, 1].legend(fontsize=7)
+    fig.suptitle(f"{v.title}: against the closed form")
+    return fig
+
+
 KINDS: dict[str, Callable[..., Any]] = {
     "status": status, "settling-map": settling_map, "settling-3d": settling_3d, "distributions": distributions,
     "ellipses": ellipses, "energy": energy, "trajectories": trajectories, "sensitivity": sensitivity,
-    "finals": finals,
+    "finals": finals, "validation": validation, "contact-forces": contact_forces,
 }
 
 
