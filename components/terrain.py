@@ -426,6 +426,18 @@ class FBMNoise:
         """Peak-to-peak bound of the noise, ``Σ A_i`` [m] (eq 2.30): |d_fbm| <= max_height / 2."""
         return float(self.amplitude * sum(self.gain ** i for i in range(self.octaves)))
 
+    @property
+    def max_slope(self) -> float:
+        """A bound on ``|∇d_fbm|`` [1]: ``Σ A_i f_i`` times the interpolant's: along each axis the
+        quintic smoother's derivative (at most 15/8) times the largest lattice difference along
+        that axis, combined over the three axes. The seed's Itokawa relief (4.8 m high and wide,
+        5 octaves) gives ~9: the noise turns the distance into a field steeper than 1."""
+        lat = self.lattice
+        diffs = [float(np.max(np.abs(np.roll(lat, -1, axis=k) - lat))) for k in range(3)]
+        per_unit = 15.0 / 8.0 * math.sqrt(sum(d * d for d in diffs))
+        return float(per_unit * sum(self.amplitude * self.gain ** i * self.frequency * self.lacunarity ** i
+                                    for i in range(self.octaves)))
+
 
 @dataclass(eq=False)
 class PSRField:
@@ -496,6 +508,16 @@ class TerrainSDF:
             raise InputError("TerrainSDF.psr", type(self.psr).__name__, "must be a PSRField or None")
         if self.rocks is not None and not isinstance(self.rocks, RockField):
             raise InputError("TerrainSDF.rocks", type(self.rocks).__name__, "must be a RockField or None")
+
+    @property
+    def lipschitz(self) -> float:
+        """A bound L >= 1 on ``|∇d|`` of this terrain near its surface: 1 for a distance field,
+        plus :attr:`FBMNoise.max_slope` with fBm noise. Where L > 1, ``d`` overstates the clearance
+        by up to L: a flight step that trusts ``d`` can carry a vertex through a ridge thinner than
+        the step (seen as 2-240 mm penetrations on the seed's fBm relief); the flight phase divides
+        the clearance by L. The rock texture (PSR) is left at 1: its 5-50 cm rocks are within the
+        step's quarter-radius allowance (measured: max penetration 0.36 mm with rocks alone)."""
+        return 1.0 + (self.fbm.max_slope if self.fbm is not None and self.fbm.octaves > 0 else 0.0)
 
     def evaluate(self, points) -> tuple[np.ndarray, np.ndarray]:
         """Signed distance [m], shape (n,), and gradient, shape (n, 3), at ``points`` (n, 3) [m]."""

@@ -35,7 +35,7 @@ import math
 import numpy as np
 
 from components.deploy import DeployPhase
-from components.status import Status
+from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
@@ -53,11 +53,14 @@ _next = step_size.cpu
 _locate = locate_event.cpu
 _smooth = smooth_step.cpu
 _MODE_FLY = np.int64(0)
+_NONFINITE = np.int8(Reason.NONFINITE_STATE)
+_UNDERFLOW = np.int8(Reason.STEP_UNDERFLOW)
 _WHICH_ALL = np.int64(0)
 
 
-def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo,
-             ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen):
+def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
+             geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
+             max_pen):
     """Advance fly row ``rows[j]`` to ``t_end``, an event, or ``max_steps`` steps (module docstring)."""
     i = rows[j]
     w = work[i]
@@ -82,7 +85,7 @@ def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om
             w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
         hh = min(h, h_max, t_end - t)
         if sp > 0.0:
-            lim = (max(g0, 0.0) + 0.25 * bound_r) / sp
+            lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
             if lim < hh:
                 hh = lim
         hs = _smooth(ga, w, hh)          # end on a voxel cell face rather than step across it
@@ -93,12 +96,14 @@ def _fly_row(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om
         if not (err <= 1.0):
             if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
                 status[i] = Status.FAILED
+                reason[i] = _NONFINITE if not math.isfinite(err) else _UNDERFLOW
                 phase[i] = DeployPhase.ENDED
                 break
             h = _next(hh, err)
             continue
         if not _fin(w, Y1):
             status[i] = Status.FAILED
+            reason[i] = _NONFINITE
             phase[i] = DeployPhase.ENDED
             break
         g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
@@ -129,11 +134,13 @@ _fly_cpu = fly_row.cpu
 
 
 @cpu_jit(nogil=True)
-def fly_rows(n, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo, ga,
-             ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen):
+def fly_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
+             geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
+             max_pen):
     for j in range(n):
-        _fly_cpu(j, rows, t_end, work, status, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape, geo,
-                 ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, max_steps, distance, max_pen)
+        _fly_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+                 shape, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
+                 distance, max_pen)
 
 
 class FlyProbes(System):
@@ -154,7 +161,8 @@ class FlyProbes(System):
         t, st = ctx.table, ctx.settings
         fly_rows(len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
                     *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
-                    np.int64(st.steps_per_launch), t["probe_distance"], t["probe_max_penetration"])
+                    1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
+                    t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

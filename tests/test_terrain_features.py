@@ -231,3 +231,24 @@ def test_bodies_are_watertight_and_match_their_shapes(name):
     if name == "itokawa":  # within the 268 x 147 x 105 m semi-axis envelope, and filling it
         ext = np.max(np.abs(b.vertices), axis=0)
         assert np.all(ext <= [268.0, 147.0, 105.0 + 8.0]) and np.all(ext > 0.95 * np.array([268.0, 147.0, 105.0]))
+
+
+def test_fbm_slope_bound_holds():
+    """TerrainSDF.lipschitz bounds |∇d| of an fBm terrain: sampled gradients never exceed it
+    (the flight phase divides its clearance by it, so a step cannot tunnel through a ridge)."""
+    import numpy as np
+
+    from components.terrain import TerrainSDF
+    from scenes.assets.bodies import small_body
+    from scenes.assets.noise import fbm_noise
+
+    body = small_body("sphere", resolution=24)
+    f = fbm_noise(max_height=4.8, frequency=1 / 4.8, octaves=5, seed=0)
+    t = TerrainSDF(base=body.grid, fbm=f)
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(-520.0, 520.0, size=(20000, 3))
+    _, g = t.evaluate(pts)
+    slope = np.linalg.norm(g, axis=1)
+    assert slope.max() > 1.5                     # the relief makes the field steeper than a distance
+    assert slope.max() <= t.lipschitz
+    assert TerrainSDF(base=body.grid).lipschitz == 1.0
