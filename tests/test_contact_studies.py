@@ -23,8 +23,8 @@ pytestmark = pytest.mark.slow
 
 STUDIES = [
     *[(f"cube-L{lv}-psr", "deploy-cube", 1000, {"level": lv, "rocks": "psr"}) for lv in (1, 2, 3)],
-    ("shapes-L2-fbm-psr", "deploy-shapes", 10_000, {"level": 2, "rocks": "psr", "fbm": True}),
     *[(f"box-L{lv}-fbm-psr", "deploy-box", 2000, {"level": lv, "rocks": "psr", "fbm": True}) for lv in (1, 2, 3)],
+    ("shapes-L2-fbm-psr", "deploy-shapes", 10_000, {"level": 2, "rocks": "psr", "fbm": True}),
 ]
 
 #: Deepest acceptable vertex penetration [m] (the contact gap is 0.1 mm; 1 mm is the acceptance bound).
