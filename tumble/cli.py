@@ -287,6 +287,14 @@ def scenes(name: Optional[str] = typer.Argument(None, help="A built-in scene nam
             typer.echo(f"  {p['name']:<{w}}  {p['default']:<{wd}}  {p['type']:<{wt}}  {p['doc']}".rstrip())
 
 
+def _require(path: pathlib.Path) -> None:
+    """A store path given to a command must exist."""
+    if not path.exists():
+        from ecs.errors import InputError
+
+        raise InputError("path", os.fspath(path), "does not exist")
+
+
 def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     """Failure reasons, event-log overflow, repaired shards and a taken-over stale lock, one line each."""
     out = []
@@ -326,10 +334,7 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
     with _Errors(debug):
         from ecs.store import summarize
 
-        if not path.exists():
-            from ecs.errors import InputError
-
-            raise InputError("path", os.fspath(path), "does not exist")
+        _require(path)
         info = summarize(path)
         a = info["attrs"]
         sc = a.get("scene", {})
@@ -388,10 +393,7 @@ def plot(path: pathlib.Path = typer.Argument(..., help="A store written by `tumb
     with _Errors(debug):
         from .plots import plot as draw
 
-        if not path.exists():
-            from ecs.errors import InputError
-
-            raise InputError("path", os.fspath(path), "does not exist")
+        _require(path)
         for f in draw(path, list(kind or []) or None, out):
             typer.echo(os.fspath(f))
 
@@ -405,10 +407,7 @@ def report(path: pathlib.Path = typer.Argument(..., help="A store written by `tu
     with _Errors(debug):
         from .report import build_report
 
-        if not path.exists():
-            from ecs.errors import InputError
-
-            raise InputError("path", os.fspath(path), "does not exist")
+        _require(path)
         typer.echo(os.fspath(build_report(path, out)))
 
 
@@ -423,10 +422,7 @@ def animate(path: pathlib.Path = typer.Argument(..., help="A store written by `t
     with _Errors(debug):
         from .animate import animate as make
 
-        if not path.exists():
-            from ecs.errors import InputError
-
-            raise InputError("path", os.fspath(path), "does not exist")
+        _require(path)
         typer.echo(os.fspath(make(path, sample, out, fps=fps)))
 
 
@@ -444,10 +440,7 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
         from ecs.batch import rerun_sample
         from scenes.registry import load_scene
 
-        if not path.exists():
-            from ecs.errors import InputError
-
-            raise InputError("path", os.fspath(path), "does not exist")
+        _require(path)
         t0 = time.perf_counter()
         r = rerun_sample(path, sample, loader=load_scene)
         from components.status import Reason, Status
