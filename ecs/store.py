@@ -552,6 +552,10 @@ def _simple(v: Any, depth: int = 0) -> Any:
     if dataclasses.is_dataclass(v) and depth == 0:
         return {"type": type(v).__name__,
                 **{f.name: _simple(getattr(v, f.name), 1) for f in dataclasses.fields(v) if not f.name.startswith("_")}}
+    fields = {k: jsonable(x) for k, x in sorted(getattr(v, "__dict__", {}).items())
+              if not k.startswith("_") and isinstance(x, (bool, int, float, str, np.generic))}
+    if fields and depth <= 1:           # an object's scalar settings (a gravity field's mu, spacing, ...)
+        return {"type": type(v).__name__, **fields}
     return f"<{type(v).__module__}.{type(v).__qualname__}>"
 
 

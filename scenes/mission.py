@@ -130,6 +130,25 @@ def box_probe(size, *, mass: float, level: int = 1):
     return g, probe_mass_properties(g, mass=positive("mass", mass, "kg"))
 
 
+def mesh_probe(vertices, faces, *, mass: float, level: int = 1, units: str = "m"):
+    """A solid probe of any closed triangle mesh (``vertices`` [units] about any origin; re-centred
+    on its CoM) and ``mass`` [kg], tessellated to ``level``; or ``vertices`` = a shape file path
+    (OBJ, STL, PLY, ...) with ``faces=None``."""
+    from scenes.assets.mass_properties import solid_mesh
+    from scenes.assets.probes import mesh_probe as probe_from_mesh
+
+    if faces is None:
+        from scenes.assets.mesh_io import load_mesh
+
+        m = load_mesh(vertices, units=units)
+        vertices, faces = m.vertices, m.faces
+    v = np.asarray(vertices, float)
+    f = np.asarray(faces, np.int64)
+    com = solid_mesh(v, f, mass=positive("mass", mass, "kg")).com
+    g = probe_from_mesh(v - com, f, level=level)
+    return g, probe_mass_properties(g, mass=mass)
+
+
 def solid_probe(name: str, *, mass: float, density: float, level: int = 1):
     """A platonic solid (or ``"sphere"``) probe of ``mass`` [kg] and ``density`` [kg/m³]."""
     if name == "sphere":

@@ -89,3 +89,13 @@ def test_dispersion_laws():
     assert np.std(np.log(x)) == pytest.approx(0.3, rel=0.03)
     u = np.array([tumble.uniform(0.4, 0.6)(rng) for _ in range(20000)])
     assert u.min() >= 0.4 and u.max() < 0.6 and np.mean(u) == pytest.approx(0.5, abs=0.003)
+
+
+def test_mesh_probe_of_a_shifted_box_equals_the_box():
+    """Any closed mesh becomes a probe: a triangulated 0.3 x 0.28 x 0.2 m box (trimesh) shifted by
+    1 m is re-centred on its CoM and has the solid box's inertia m/12 (b² + c², ...)."""
+    m = trimesh.creation.box(extents=(0.3, 0.28, 0.2))
+    g, mp = tumble.mesh_probe(m.vertices + 1.0, m.faces, mass=10.0, level=1)
+    np.testing.assert_allclose(g.vertices.mean(axis=0), 0.0, atol=1e-12)
+    want = 10.0 / 12.0 * np.diag([0.28**2 + 0.2**2, 0.3**2 + 0.2**2, 0.3**2 + 0.28**2])
+    np.testing.assert_allclose(mp.inertia, want, rtol=1e-12, atol=1e-15)

@@ -217,3 +217,4 @@ def test_a_deployment_store_carries_its_target_shape(tmp_path):
     attrs = zarr.open_group(out, mode="r").attrs
     target = next(r for r in attrs["resources"] if r["type"] == "DeployTarget")
     assert target["rotation"][2] == pytest.approx(2 * np.pi / (12.132 * 3600))
+    assert target["gravity"]["type"] == "PointMass" and target["gravity"]["mu"] == pytest.approx(2.341)

@@ -23,12 +23,12 @@ from ecs.batch import last_summary
 from ecs.batch import run_batch as _run_batch
 from ecs.scene import lognormal, normal, uniform, uniform_quaternion
 from ecs.store import summarize, verify_store
-from scenes.mission import box_probe, deployment, release_above, small_body, solid_probe
+from scenes.mission import box_probe, deployment, mesh_probe, release_above, small_body, solid_probe
 from scenes.registry import describe_scenes, load_scene, scene_names
 
 __all__ = ["BackendError", "Dispersion", "InputError", "Phase", "Reason", "Scene", "Status", "System", "TumbleError",
            "World", "__version__", "box_probe", "column", "component", "deployment", "describe_scenes", "last_summary",
-           "load_scene", "lognormal", "normal", "release_above", "run_batch", "scene_names", "small_body",
+           "load_scene", "lognormal", "mesh_probe", "normal", "release_above", "run_batch", "scene_names", "small_body",
            "solid_probe", "summarize", "uniform", "uniform_quaternion", "verify_store"]
 
 
