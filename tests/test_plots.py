@@ -54,6 +54,9 @@ def test_every_deployment_kind_renders_with_units(deploy_store, tmp_path):
         fig = plots.KINDS[k](plots.StoreView.open(deploy_store))
         _check_units(fig)
         matplotlib.pyplot.close(fig)
+    fig = plots.distributions(plots.StoreView.open(deploy_store), by="contact_terrain[0]")   # by restitution
+    _check_units(fig)
+    matplotlib.pyplot.close(fig)
     files = plots.plot(deploy_store, out_dir=tmp_path / "figs")
     assert [f.stem for f in files] == kinds
     for f in files:

@@ -212,11 +212,23 @@ def settling_3d(store, ax=None):
     return fig
 
 
-def _split_input(v: StoreView):
-    """(name, values per sample, labels) of the input to split distributions by."""
+def _split_input(v: StoreView, by: str | None = None):
+    """(name, values per sample, labels) of the input to split distributions by: ``by`` (an
+    ``inputs/`` variable, ``name[k]`` for a component), else the probe shape when dispersed, else
+    the first scalar input."""
     inp = v.group("inputs")
     if inp is None:
         return None, None, None
+    if by is not None:
+        from ecs.errors import InputError
+
+        cols = _scalar_columns(inp, skip=("seed", "sample"))
+        if by == "probe_shape" and "probe_shape" in inp:
+            pass
+        elif by in cols:
+            return by, cols[by], None
+        else:
+            raise InputError("by", by, f"must be one of the store's inputs: {', '.join(cols)}")
     if "probe_shape" in inp:
         names = (v.attrs.get("resources") or [{}])
         shapes = next((r.get("names") for r in names if isinstance(r, dict) and r.get("type") == "ProbeShapes"), None)
@@ -228,8 +240,9 @@ def _split_input(v: StoreView):
     return None, None, None
 
 
-def distributions(store):
-    """Settling time and bounce count: overall histograms and split by a dispersed input."""
+def distributions(store, by: str | None = None):
+    """Settling time and bounce count: overall histograms and split by a dispersed input (``by``:
+    e.g. ``"contact_terrain[0]"`` for the restitution, ``"contact_terrain[1]"`` the friction)."""
     v = _view(store)
     plt = _mpl()
     f = v.final
@@ -246,7 +259,7 @@ def distributions(store):
         axes[0, 1].set_yscale("log")
     axes[0, 1].set_xlabel("bounces [1]")
     axes[0, 1].set_ylabel("samples [1]")
-    name, x, labels = _split_input(v)
+    name, x, labels = _split_input(v, by)
     if name is not None and labels is not None:          # categorical: box plots per category
         cats = sorted(set(x.tolist()))
         axes[1, 0].boxplot([t[(x == c) & ok] for c in cats], tick_labels=[labels[c] for c in cats])
@@ -259,9 +272,9 @@ def distributions(store):
     elif name is not None:
         axes[1, 0].scatter(x, t, s=8)
         axes[1, 1].scatter(x, b, s=8)
-        unit = v.group("inputs")[name].attrs.get("units", "")
+        unit = v.group("inputs")[name.split("[")[0]].attrs.get("units", "")
         for a in axes[1]:
-            a.set_xlabel(f"{name} [{unit}]" if unit and unit != "1" else name)
+            a.set_xlabel(f"{name} [{unit or '1'}]")
     axes[1, 0].set_ylabel("settling time [h]")
     axes[1, 1].set_ylabel("bounces [1]")
     fig.suptitle(v.title)
@@ -524,7 +537,8 @@ KINDS: dict[str, Callable[..., Any]] = {
 }
 
 
-def plot(store, kinds: list[str] | None = None, out_dir=None, *, fmt: str = "png") -> list[pathlib.Path]:
+def plot(store, kinds: list[str] | None = None, out_dir=None, *, fmt: str = "png",
+         by: str | None = None) -> list[pathlib.Path]:
     """Draw ``kinds`` (default: every kind this store can draw) into ``out_dir`` (default:
     ``<store>-plots/``); returns the files written."""
     from ecs.errors import InputError
@@ -542,7 +556,7 @@ def plot(store, kinds: list[str] | None = None, out_dir=None, *, fmt: str = "png
     plt = _mpl()
     files = []
     for k in kinds:
-        fig = KINDS[k](v)
+        fig = KINDS[k](v, by=by) if (k == "distributions" and by) else KINDS[k](v)
         f = out / f"{k}.{fmt}"
         fig.savefig(f, dpi=110)
         plt.close(fig)
