@@ -519,7 +519,8 @@ class World:
         ev, cnt = self.events.to_host()
         return RunResult(times=times, trajectories=trajs, finals=finals, status=status, events=ev,
                          event_count=cnt, dims={c: rec_tables[c].prefix for c in record + final},
-                         frames=done_at, reason=self.sample_reason())
+                         frames=done_at,
+                         reason=self.sample_reason() if (status == Status.FAILED).any() else np.zeros_like(status))
 
     def _any_running(self) -> bool:
         return any(bool((t.columns["row_status"] == Status.RUNNING).any()) for t in self.tables)
