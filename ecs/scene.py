@@ -8,6 +8,7 @@ never depend on block size, worker count or order, and stores every draw under `
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -102,7 +103,7 @@ class Scene:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-_EMPTY = __import__("inspect").Parameter.empty
+_EMPTY = inspect.Parameter.empty
 _NUMBER_WORDS = {"float": "a number", "int": "an integer", "bool": "true or false", "str": "a string"}
 
 
@@ -119,8 +120,6 @@ def coerce_params(builder: Callable[..., Any], params: dict[str, Any], where: st
         InputError: an unknown parameter (naming the accepted ones) or a value of the wrong type,
             naming the parameter, the value and the expected type with its default.
     """
-    import inspect
-
     try:
         sig = inspect.signature(builder)
     except (TypeError, ValueError):
