@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from components.status import REASON_MESSAGES, STATUS_LEGEND, Reason, Status
+from .status import REASON_MESSAGES, STATUS_LEGEND, Reason, Status
 
 from .errors import InputError, TumbleError
 
@@ -299,7 +299,7 @@ class Layout:
                              "flag_values": [int(s) for s in Status],
                              "flag_meanings": " ".join(s.name.lower() for s in Status)}))
         add(ArraySpec("final/failure_code", ("sample",), (), np.int8, "1",
-                      "why the sample failed (components.status.Reason; 0: it did not fail)", fill=0,
+                      "why the sample failed (ecs.status.Reason; 0: it did not fail)", fill=0,
                       attrs={"flag_values": [int(r) for r in Reason],
                              "flag_meanings": " ".join(r.name.lower() for r in Reason),
                              "messages": {r.name.lower(): REASON_MESSAGES[r] for r in Reason},

@@ -6,8 +6,8 @@ arrays on the CPU backend and cupy arrays on the GPU backend, with a leading row
 
 Engine columns present in every table:
 
-* ``row_status`` (int8, :class:`components.status.Status`): kernels skip rows that are not RUNNING.
-* ``row_reason`` (int8, :class:`components.status.Reason`): why a FAILED row failed (0 otherwise).
+* ``row_status`` (int8, :class:`ecs.status.Status`): kernels skip rows that are not RUNNING.
+* ``row_reason`` (int8, :class:`ecs.status.Reason`): why a FAILED row failed (0 otherwise).
 * ``row_time`` (float64, s): simulated time of the row (rows may step adaptively).
 * ``row_sample`` (int64): block-local sample index of the row.
 * ``row_entity`` (int64): index of the row's entity in :attr:`Table.entities`.
@@ -24,9 +24,9 @@ from .component import ColumnSpec
 from .kernels import to_host
 
 ENGINE_COLUMNS = {
-    "row_status": ColumnSpec("row_status", np.int8, (), "1", None, "row status code (components.status.Status)", None),
+    "row_status": ColumnSpec("row_status", np.int8, (), "1", None, "row status code (ecs.status.Status)", None),
     "row_reason": ColumnSpec("row_reason", np.int8, (), "1", None,
-                             "why a FAILED row failed (components.status.Reason)", None),
+                             "why a FAILED row failed (ecs.status.Reason)", None),
     "row_time": ColumnSpec("row_time", np.float64, (), "s", None, "simulated time of the row", None),
     "row_sample": ColumnSpec("row_sample", np.int64, (), "1", None, "block-local sample index", None),
     "row_entity": ColumnSpec("row_entity", np.int64, (), "1", None, "entity index within the table", None),

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 import esper
 import numpy as np
 
-from components.status import Reason, Status
+from .status import Reason, Status
 
 from .component import ENTITY, columns_of
 from .errors import BackendError, InputError
@@ -73,7 +73,7 @@ class RunResult:
         trajectories: column -> array [samples, time, entity_count, *shape] (host).
         finals: column -> array [samples, entity_count, *shape] (host).
         status: sample status (max over the sample's rows), shape [samples], int8.
-        reason: :class:`~components.status.Reason` of a FAILED sample (its first failed row's;
+        reason: :class:`~ecs.status.Reason` of a FAILED sample (its first failed row's;
             UNSPECIFIED when that row carries none), 0 otherwise, shape [samples], int8.
         events: event field -> array [samples, capacity, *shape]; ``event_count`` [samples].
         dims: column -> entity dimension name (the table prefix).
