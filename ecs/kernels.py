@@ -245,3 +245,75 @@ def launch_rows(backend: str, cpu_driver, row: DualKernel, n: int, *args) -> Non
         gpu_row_kernel(row, len(args))[blocks, threads](n, *args)
     else:
         cpu_driver(n, *args)
+
+
+# ------------------------------------------------------------------ relinking a kernel family
+def _is_dispatcher(v) -> bool:
+    return isinstance(v, numba.core.registry.CPUDispatcher)
+
+
+def reachable_kernels(*roots) -> list:
+    """Every CPU dispatcher reachable from ``roots`` through the globals their sources call."""
+    seen: dict[int, object] = {}
+    stack = list(roots)
+    while stack:
+        d = stack.pop()
+        if id(d) in seen:
+            continue
+        seen[id(d)] = d
+        py = d.py_func
+        for name in py.__code__.co_names:
+            v = py.__globals__.get(name)
+            if _is_dispatcher(v) and id(v) not in seen:
+                stack.append(v)
+    return list(seen.values())
+
+
+def relink(roots: dict, swap: dict, filename: str) -> dict:
+    """Copies of the kernels ``roots`` (name → CPU dispatcher) in which every callee ``old`` of
+    ``swap`` (old dispatcher → new dispatcher) is replaced, however deep it is called.
+
+    Each kernel on a path from a root to a swapped callee is recompiled from its own source with
+    the swapped globals, its code object re-homed to ``filename`` (a real generated ``.py`` file
+    whose name hashes everything the copies depend on), so numba's disk cache keys the copies by
+    that file and never hands one term set's machine code to another (docs/design.md §2: a
+    ``cache=True`` function goes stale silently when a callee in another file changes). Kernels
+    that reach no swapped callee are shared, not copied.
+    """
+    import types
+
+    memo: dict[int, object] = {id(k): v for k, v in swap.items()}
+    active: set[int] = set()
+
+    def visit(d):
+        key = id(d)
+        if key in memo:
+            return memo[key]
+        if key in active:        # recursion in the call graph (none today): keep the original
+            return d
+        active.add(key)
+        py = d.py_func
+        g = None
+        for name in py.__code__.co_names:
+            v = py.__globals__.get(name)
+            if _is_dispatcher(v):
+                nv = visit(v)
+                if nv is not v:
+                    if g is None:
+                        g = dict(py.__globals__)
+                    g[name] = nv
+        active.discard(key)
+        if g is None:
+            memo[key] = d
+            return d
+        code = py.__code__.replace(co_filename=filename)
+        fn = types.FunctionType(code, g, py.__name__, py.__defaults__, py.__closure__)
+        fn.__qualname__ = py.__qualname__
+        fn.__module__ = os.path.splitext(os.path.basename(filename))[0]
+        fn.__doc__ = py.__doc__
+        opts = {k: v for k, v in d.targetoptions.items() if k != "nopython"}   # njit implies it
+        new = numba.njit(cache=True, **opts)(fn)
+        memo[key] = new
+        return new
+
+    return {name: visit(d) for name, d in roots.items()}

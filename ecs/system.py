@@ -8,6 +8,15 @@ A :class:`System` is an ``esper.Processor`` that declares the columns it ``reads
 * ``SCHEDULED``  — once per frame, in dependency order (broadphase, the integrator, settling);
 * ``EVENT``      — when an integrator localises an event (impulsive collision, phase switch).
 
+A DERIVATIVE system takes part in a pipeline in one of two ways, and a world refuses to run one
+that no pipeline of it can call (:func:`check_derivatives`):
+
+* **launch** — its ``process`` adds into whole columns (``body_force``) at every stage of a
+  pipeline that steps all rows together (:class:`systems.integration.Integrator`);
+* **row term** — its :meth:`System.term` returns an :class:`ecs.terms.Term`, a row kernel that a
+  pipeline stepping each row on its own (per-row adaptive steps, events, modes: probe deployment)
+  calls inside its right-hand side.
+
 Within a phase the scheduler orders systems so that every writer of a column runs before its
 readers (accumulators: all adders before any reader), keeping registration order otherwise. It
 refuses, naming both systems, a read-before-write cycle and two systems that both ``write`` (not
@@ -24,6 +33,7 @@ import esper
 from .errors import ScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .terms import Term
     from .world import Frame
 
 
@@ -50,6 +60,9 @@ class System(esper.Processor):
     """
 
     phase: Phase = Phase.SCHEDULED
+    #: how this system calls the world's DERIVATIVE systems, if it does: "launch" (their
+    #: ``process`` at every stage) or "terms" (their :meth:`term` fused into its row kernels)
+    derivative_pipeline: str | None = None
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     accumulates: tuple[str, ...] = ()
@@ -71,8 +84,45 @@ class System(esper.Processor):
         ``world``). Raise :class:`~ecs.errors.InputError` naming the sample. Default: nothing.
         """
 
+    def term(self, world) -> "Term | None":
+        """The row term this DERIVATIVE system adds in per-row pipelines (:mod:`ecs.terms`), or
+        ``None`` (default: it only takes part through :meth:`process`)."""
+        return None
+
     def process(self, frame: "Frame") -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @property
+    def launches(self) -> bool:
+        """True when this system implements :meth:`process` (not only a row term)."""
+        return type(self).process is not System.process
+
+
+def check_derivatives(world, systems: Sequence[System]) -> None:
+    """Refuse DERIVATIVE systems that no pipeline of the world would call (module docstring).
+
+    Raises:
+        ScheduleError: naming the system and what it lacks, in one line.
+    """
+    derivs = [s for s in systems if s.phase == Phase.DERIVATIVE]
+    if not derivs:
+        return
+    pipes = [s for s in systems if s.derivative_pipeline]
+    if not pipes:
+        raise ScheduleError(
+            f"system {derivs[0].name} (phase DERIVATIVE) would never run: no system of world {world.name!r} "
+            f"integrates (add an integrator, e.g. systems.integration.Integrator, or a deployment loop)")
+    for p in pipes:
+        for s in derivs:
+            if p.derivative_pipeline == "terms" and s.term(world) is None:
+                raise ScheduleError(
+                    f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it steps each row on its "
+                    f"own and adds DERIVATIVE systems as row terms; give {s.name} a term() returning an "
+                    f"ecs.terms.Term (example: scenes/examples/deploy_thruster.py)")
+            if p.derivative_pipeline == "launch" and not s.launches:
+                raise ScheduleError(
+                    f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it has a row term but "
+                    f"no process() adding into body_force/body_torque, which {p.name} calls at every stage")
 
 
 def _matches(ref, system: System) -> bool:

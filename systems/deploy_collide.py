@@ -51,7 +51,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
-from systems.deploy_physics import K0, Y0, load_state, probe_rhs, terrain_at
+from systems.deploy_physics import K0, TS, Y0, load_state, probe_rhs, terrain_at
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -104,7 +104,7 @@ def declare_collision_events(events) -> None:
 
 
 def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair, sphere_vert,
                  sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
                  max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen):
     i = rows[j]
@@ -121,7 +121,8 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
     wx, wy, wz = om[i, 0], om[i, 1], om[i, 2]
     # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
     _load(i, w, pos, vel, att, om)
-    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    w[TS] = rtime[i]
+    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     best = -1
     bvn = 0.0
     ban = 0.0
@@ -253,12 +254,12 @@ _collide_cpu = collide_row.cpu
 
 @cpu_jit(nogil=True)
 def collide_rows(n, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair, sphere_vert,
                  sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
                  max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen):
     for j in range(n):
         _collide_cpu(j, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia,
-                     jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, touch, normal, cpair, sphere_vert,
+                     jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair, sphere_vert,
                      sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
                      max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen)
 
@@ -293,11 +294,11 @@ class CollideProbes(System):
         if len(rows) == 0:
             return
         t, st, ev = ctx.table, ctx.settings, ctx.events
-        collide_rows(len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
+        ctx.kernels["collide_rows"](len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
                     t["probe_phase"], t["row_time"], t["row_sample"], t["probe_position"], t["probe_velocity"],
                     t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"], ctx.jinv,
                     t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,
-                    *ctx.rotation, ctx.cs, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
+                    *ctx.rotation, ctx.cs, ctx.tt, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
                     self.sphere_dir, self.surface_type, self.ones3, self.status, self.count, st.contact_gap,
                     st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
                     tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,

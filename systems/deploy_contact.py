@@ -53,7 +53,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, Y0, Y1, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (K0, T0, TS, Y0, Y1, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     vertex_distance, vertex_world)
 
@@ -186,7 +186,7 @@ _active = active_set.cpu
 
 
 def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, sel, rtol, atol, h_max, h_min, event_tol,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
     i = rows[j]
     w = work[i]
@@ -229,7 +229,8 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
             if _sinking_c(i, w, ta, vpos, sphere_r, act, slot_vertex) < -SINK_SPEED:
                 phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
                 break
-            _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+            w[TS] = t
+            _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
             carrying = False
             for k in range(nslot):
                 if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
@@ -251,7 +252,9 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
         hh = min(h, h_max, t_end - t)
         if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
             hh = max(rest_since[i] + settle_hold - t, 1e-9)
-        err = _dp(i, w, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
+        w[T0] = t
+        err = _dp(i, w, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+                  atol)
         n += 1
         if not (err <= 1.0) and hh > h_min:
             if not math.isfinite(err):
@@ -272,7 +275,7 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
             g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)
             if g0 > 0.0:
                 a, fa = _locate(i, w, hh, g0, g1, 0.0, _WHICH_CONTACT, _MODE_CONTACT, ga, ta, ox, oy, oz, mass,
-                                inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, rtol, atol, event_tol,
+                                inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol, event_tol,
                                 contact_gap)
                 t += a
                 phase[i] = DeployPhase.COLLIDE
@@ -312,11 +315,11 @@ _contact_cpu = contact_row.cpu
 
 @cpu_jit(nogil=True)
 def contact_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, sel, rtol, atol, h_max, h_min, event_tol,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
     for j in range(n):
         _contact_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, sel, rtol, atol, h_max, h_min, event_tol,
+                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                      contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since)
 
 
@@ -350,8 +353,8 @@ class ContactProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        contact_rows(len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
-                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, self._scratch(ctx),
+        ctx.kernels["contact_rows"](len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
+                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt, self._scratch(ctx),
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
                     t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"])

@@ -39,7 +39,7 @@ from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
-from systems.deploy_physics import (K0, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
+from systems.deploy_physics import (K0, T0, TS, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -59,7 +59,7 @@ _WHICH_ALL = np.int64(0)
 
 
 def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
-             geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
+             geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
              max_pen):
     """Advance fly row ``rows[j]`` to ``t_end``, an event, or ``max_steps`` steps (module docstring)."""
     i = rows[j]
@@ -71,10 +71,11 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
     bound_r = shape_radius[s]
     sphere_r = bound_r if shape_kind[s] == 0 else 0.0
     _load(i, w, pos, vel, att, om)
-    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    t = rtime[i]
+    w[TS] = t
+    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
     thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
-    t = rtime[i]
     h = step[i]
     if not (h > 0.0):
         h = min(h_max, 1.0)
@@ -91,7 +92,8 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
         hs = _smooth(ga, w, hh)          # end on a voxel cell face rather than step across it
         face = hs < hh
         hh = hs
-        err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
+        w[T0] = t
+        err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
         n += 1
         if not (err <= 1.0):
             if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
@@ -110,7 +112,7 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
         if g1 <= thr:
             x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
             a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, _MODE_FLY, ga, ta, ox, oy, oz, mass,
-                            inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, rtol, atol, event_tol,
+                            inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, tt, rtol, atol, event_tol,
                             contact_gap)
             dx = w[Y0] - x0
             dy = w[Y0 + 1] - y0
@@ -135,11 +137,11 @@ _fly_cpu = fly_row.cpu
 
 @cpu_jit(nogil=True)
 def fly_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
-             geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
+             geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
              max_pen):
     for j in range(n):
         _fly_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, geo, ga, ta, ox, oy, oz, cs, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
+                 shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
                  distance, max_pen)
 
 
@@ -159,8 +161,8 @@ class FlyProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        fly_rows(len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
-                    *ctx.rotation, ctx.cs, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
+        ctx.kernels["fly_rows"](len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
+                    *ctx.rotation, ctx.cs, ctx.tt, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                     1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
                     t["probe_max_penetration"])
 

@@ -42,7 +42,7 @@ import numpy as np
 from components.gravity import (GravitySource, ellipsoid_field, point_mass_field, polyhedron_field,
                                 voxel_field)
 from ecs.errors import InputError
-from ecs.kernels import dual
+from ecs.kernels import cpu_jit, dual
 from systems.attitude import quat_derivative, quat_multiply, quat_normalize
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.sdf import eval_terrain_point, sample_sdf_grid
@@ -64,7 +64,11 @@ RS = _i(160)
 RK = _i(167)
 RKFSAL = _i(167 + 6 * 7)
 RH = _i(216)
-WORK_SIZE = 217
+# time [s] of the step's start (set by the phase kernels before a step) and of the stage being
+# evaluated (set by dp_attempt): what the row terms see as ``t``
+T0 = _i(217)
+TS = _i(218)
+WORK_SIZE = 219
 # state lengths / strides as int64 (a Python-int literal argument compiles a callee per value)
 _N6 = _i(6)
 _N7 = _i(7)
@@ -84,6 +88,7 @@ _terrain = eval_terrain_point.cpu
 _grid = sample_sdf_grid.cpu
 
 # Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (same tableau as systems.integration).
+C2, C3, C4, C5 = 1 / 5, 3 / 10, 4 / 5, 8 / 9
 A21 = 1 / 5
 A31, A32 = 3 / 40, 9 / 40
 A41, A42, A43 = 44 / 45, -56 / 15, 32 / 9
@@ -226,6 +231,45 @@ def gravity_args(source: GravitySource) -> tuple:
         vox = np.ascontiguousarray(p[0])
         gs[:15] = [float(a) for a in p[1:]]
     return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
+
+
+# ------------------------------------------------------------------------------------ row terms
+# What the DERIVATIVE systems of a deployment world add to the probe's wrench (ecs.terms): these
+# defaults (no terms) are what the hand-written kernels call; ecs.terms.fuse_terms links copies of
+# the phase kernels against a generated sum of the world's terms instead.
+@cpu_jit
+def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, columns, params):
+    """No terms: zero force and torque."""
+    return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+@cpu_jit
+def terms_couple_attitude_none():
+    """No terms: flight keeps the multirate attitude split."""
+    return False
+
+
+_terms = row_terms_none
+_couple = terms_couple_attitude_none
+
+
+def _term_wrench(i, w, ys, m, tt, full):
+    """The terms' force (target frame) [N] and torque (body, about the CoM) [N m] at the stage
+    state w[ys:] and stage time w[TS]; ``full`` False: the stage has no attitude (flight's
+    multirate translation step), which the terms receive as NaN."""
+    if full:
+        q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+        s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+        q0, q1, q2, q3 = q0 * s, q1 * s, q2 * s, q3 * s
+        wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
+    else:
+        q0 = q1 = q2 = q3 = wx = wy = wz = math.nan
+    return _terms(i, w[TS], w[ys], w[ys + 1], w[ys + 2], w[ys + 3], w[ys + 4], w[ys + 5], q0, q1, q2, q3,
+                  wx, wy, wz, m, tt[0], tt[1])
+
+
+term_wrench = dual_call(_term_wrench)
+_twrench = term_wrench.cpu
 
 
 # ------------------------------------------------------------------------------------ equations of motion
@@ -473,8 +517,9 @@ normal_and_rate = dual_call(_normal_and_rate)
 _nrate = normal_and_rate.cpu
 
 
-def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs):
-    """Contact force (target) and torque (body, about the CoM) at the stage state w[ys:].
+def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs, fx, fy, fz, lx, ly, lz):
+    """Contact force (target) and torque (body, about the CoM) at the stage state w[ys:], given the
+    other applied force F (target) [N] and torque L (body) [N m] (the row terms).
 
     The active slots ``cs.act[i]`` (vertex ``cs.slot_vertex[i, k]``, or the sphere's contact point)
     are frozen for the step; the force law is :data:`systems.contact_motion.contact_forces_row`
@@ -497,9 +542,10 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     cx, cy, cz = _cross(ox, oy, oz, x, y, z)
     ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
     kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
-    accel[i, 0] = g[1] - 2.0 * kx - ccx
-    accel[i, 1] = g[2] - 2.0 * ky - ccy
-    accel[i, 2] = g[3] - 2.0 * kz - ccz
+    m = mass[i]
+    accel[i, 0] = g[1] + fx / m - 2.0 * kx - ccx
+    accel[i, 1] = g[2] + fy / m - 2.0 * ky - ccy
+    accel[i, 2] = g[3] + fz / m - 2.0 * kz - ccz
     I = inertia[i]
     bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
     sx, sy, sz = wx + bx, wy + by, wz + bz
@@ -512,9 +558,9 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     ax_, ay_, az_ = _cross(wx, wy, wz, hwx, hwy, hwz)
     bx_, by_, bz_ = _cross(sx, sy, sz, hsx, hsy, hsz)
     px, py, pz = _cross(sx, sy, sz, wx, wy, wz)
-    torque[i, 0] = ax_ - bx_ - (I[0, 0] * px + I[0, 1] * py + I[0, 2] * pz)
-    torque[i, 1] = ay_ - by_ - (I[1, 0] * px + I[1, 1] * py + I[1, 2] * pz)
-    torque[i, 2] = az_ - bz_ - (I[2, 0] * px + I[2, 1] * py + I[2, 2] * pz)
+    torque[i, 0] = ax_ - bx_ - (I[0, 0] * px + I[0, 1] * py + I[0, 2] * pz) + lx
+    torque[i, 1] = ay_ - by_ - (I[1, 0] * px + I[1, 1] * py + I[1, 2] * pz) + ly
+    torque[i, 2] = az_ - bz_ - (I[2, 0] * px + I[2, 1] * py + I[2, 2] * pz) + lz
     nslot = act.shape[1]
     for k in range(nslot):
         if act[i, k] == 0:
@@ -539,11 +585,19 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     return (out_total[i, 0], out_total[i, 1], out_total[i, 2], out_total[i, 3], out_total[i, 4], out_total[i, 5])
 
 
-def _probe_rhs(i, w, ys, kout, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs):
-    """ẏ at w[ys:] into w[kout:]: flight (mode 0) or contact motion (mode 1); returns U(x)."""
-    fx = fy = fz = lx = ly = lz = 0.0
+def _probe_rhs(i, w, ys, kout, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt):
+    """ẏ at w[ys:] (time w[TS]) into w[kout:]: flight (mode 0) or contact motion (mode 1), with the
+    row terms ``tt`` (ecs.terms); returns U(x)."""
+    fx, fy, fz, lx, ly, lz = _twrench(i, w, ys, mass[i], tt, True)
     if mode == 1:
-        fx, fy, fz, lx, ly, lz = _cwrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs)
+        cx, cy, cz, cl, cm, cn = _cwrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs,
+                                          fx, fy, fz, lx, ly, lz)
+        fx += cx
+        fy += cy
+        fz += cz
+        lx += cl
+        ly += cm
+        lz += cn
     return _rates(w, ys, kout, ga, ox, oy, oz, mass[i], inertia[i], jinv[i], fx, fy, fz, lx, ly, lz)
 
 
@@ -669,8 +723,9 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     return True
 
 
-def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol):
-    """One Dormand–Prince 5(4) attempt of length h from w[Y0] (with K_1 = f(Y0) at w[K0], FSAL).
+def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol):
+    """One Dormand–Prince 5(4) attempt of length h from w[Y0] at time w[T0] (with K_1 = f(Y0) at w[K0],
+    FSAL).
 
     Writes Y1 and K_7 = f(Y1); returns the scaled error norm (accept when ≤ 1; NaN: failed).
 
@@ -680,41 +735,60 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
     and the attitude carried over the same interval by its own adaptive DP5(4) sub-steps under the
     same tolerances (:data:`advance_attitude`). A tumbling probe's attitude needs sub-second steps
     at rtol 1e-10 where its ballistic arc allows tens of seconds; stepping both together made every
-    gravity evaluation pay for the attitude's step size.
+    gravity evaluation pay for the attitude's step size. When a row term reads the attitude or
+    applies a torque (ecs.terms), the split does not hold and flight steps all 13 numbers too.
     """
-    if mode == 0:
+    t0 = w[T0]
+    if mode == 0 and not _couple():
         m = mass[i]
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
-        _trates(w, YS, K0 + 13, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        w[TS] = t0 + C2 * h
+        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        _trates(w, YS, K0 + 13, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
-        _trates(w, YS, K0 + 26, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        w[TS] = t0 + C3 * h
+        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        _trates(w, YS, K0 + 26, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
-        _trates(w, YS, K0 + 39, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        w[TS] = t0 + C4 * h
+        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        _trates(w, YS, K0 + 39, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A51, A52, A53, A54, 0.0, 0.0)
-        _trates(w, YS, K0 + 52, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        w[TS] = t0 + C5 * h
+        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        _trates(w, YS, K0 + 52, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A61, A62, A63, A64, A65, 0.0)
-        _trates(w, YS, K0 + 65, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        w[TS] = t0 + h
+        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        _trates(w, YS, K0 + 65, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, Y1, h, B1, 0.0, B3, B4, B5, B6)
-        _trates(w, Y1, KFSAL, ga, ox, oy, oz, m, 0.0, 0.0, 0.0)
+        fx, fy, fz, _l, _m, _n = _twrench(i, w, Y1, m, tt, False)
+        _trates(w, Y1, KFSAL, ga, ox, oy, oz, m, fx, fy, fz)
         err = _errn(w, Y0, Y1, K0, _N13, _N6, h, rtol, atol, 0.0, 0.0)
         if not _advance_att(w, h, ox, oy, oz, inertia[i], jinv[i], rtol, atol):
             return math.nan
         return err
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
-    _rhs(i, w, YS, K0 + 13, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    w[TS] = t0 + C2 * h
+    _rhs(i, w, YS, K0 + 13, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
-    _rhs(i, w, YS, K0 + 26, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    w[TS] = t0 + C3 * h
+    _rhs(i, w, YS, K0 + 26, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
-    _rhs(i, w, YS, K0 + 39, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    w[TS] = t0 + C4 * h
+    _rhs(i, w, YS, K0 + 39, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A51, A52, A53, A54, 0.0, 0.0)
-    _rhs(i, w, YS, K0 + 52, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    w[TS] = t0 + C5 * h
+    _rhs(i, w, YS, K0 + 52, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A61, A62, A63, A64, A65, 0.0)
-    _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    w[TS] = t0 + h
+    _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     _stage_c(w, Y0, K0, _N13, _N13, Y1, h, B1, 0.0, B3, B4, B5, B6)
-    _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs)
+    _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     I = inertia[i]
     gyration = math.sqrt((I[0, 0] + I[1, 1] + I[2, 2]) / (2.0 * mass[i]))   # radius of gyration [m]
-    return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, CONTACT_LENGTH, gyration)
+    lscale = CONTACT_LENGTH if mode == 1 else 0.0     # coupled flight: positions relative, as above
+    return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, lscale, gyration)
 
 
 def _accept(w):
@@ -851,7 +925,7 @@ _hroot = hermite_root.cpu
 
 
 def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
-                  sphere_r, bound_r, cs, rtol, atol, event_tol, gap):
+                  sphere_r, bound_r, cs, tt, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
 
     Every trial is a fresh DP5(4) step from Y0 (K_1 at K0 is kept), so each located state carries
@@ -892,7 +966,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, 
                 tau = lo
             if tau > hi:
                 tau = hi
-        _dpa(i, w, tau, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, rtol, atol)
+        _dpa(i, w, tau, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
         gt, st, dt, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
         gt -= thr
         st -= thr

@@ -45,12 +45,15 @@ from components.deploy import DeployPhase, DeploySettings, DeployTarget
 from components.probe import ProbeShapes
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
+from ecs.system import check_derivatives
 from ecs.kernels import cpu_jit
 from systems.attitude import quat_multiply, quat_rotate
-from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, declare_collision_events
-from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
-from systems.deploy_fly import FlyProbes
-from systems.deploy_physics import WORK_SIZE, contact_scratch, gravity_args
+from ecs.terms import fuse_terms, no_terms_args
+from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collide_rows, declare_collision_events
+from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
+from systems.deploy_fly import FlyProbes, fly_rows
+from systems.deploy_physics import (WORK_SIZE, contact_scratch, gravity_args, row_terms_none,
+                                    terms_couple_attitude_none)
 from systems.sdf import terrain_args
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
@@ -90,6 +93,11 @@ class DeployContext:
     events: object
     max_vertices: int
     escape_radius: float
+    #: the phase kernels ("fly_rows", "contact_rows", "collide_rows"): the hand-written ones, or
+    #: copies linked against the world's row terms (ecs.terms.fuse_terms)
+    kernels: dict
+    #: the row terms' argument (columns, parameters)
+    tt: tuple
 
     def row_args(self) -> tuple:
         """The leading arguments every phase kernel takes after its row list (and end time)."""
@@ -286,6 +294,7 @@ class DeploymentLoop(System):
     """
 
     phase = Phase.SCHEDULED
+    derivative_pipeline = "terms"
     writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase")
 
     def __init__(self, *, max_passes: int = 10_000):
@@ -353,6 +362,7 @@ class DeploymentLoop(System):
         geo = (np.ascontiguousarray(shapes.vertex_position), shapes.vertex_type.astype(np.int8),
                np.ascontiguousarray(shapes.vertex_direction), shapes.shape_start.astype(np.int64),
                shapes.shape_kind.astype(np.int8), shapes.shape_radius.astype(np.float64))
+        kernels, tt, self.terms = self._link_terms(world, table)
         self.ctx = DeployContext(
             table=table, settings=settings, target=target, work=np.zeros((n, WORK_SIZE)),
             jinv=np.ascontiguousarray(np.linalg.inv(table["probe_inertia"])) if n else np.zeros((0, 3, 3)),
@@ -360,11 +370,33 @@ class DeploymentLoop(System):
             rotation=tuple(float(v) for v in target.rotation),
             cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), vstar=settings.vstar, wstar=settings.wstar,
                                baumgarte=settings.contact_baumgarte),
-            events=world.events, max_vertices=kmax, escape_radius=escape)
+            events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt)
         self.collide.bind_context(self.ctx)
         self.timings = dict.fromkeys(self.timings, 0.0)
         self.end.check(self.ctx)       # rows released below the surface cap etc. end before the first frame
         self._inertial()
+
+    @staticmethod
+    def _link_terms(world, table) -> tuple:
+        """The phase kernels and their term argument for the world's DERIVATIVE systems.
+
+        Every DERIVATIVE system must contribute a row term (:mod:`ecs.terms`); one that has only a
+        ``process`` cannot take part and is refused (:func:`ecs.system.check_derivatives`). Without
+        terms the hand-written kernels run as they are.
+        """
+        check_derivatives(world, world.systems)
+        terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
+        defaults = {"fly_rows": fly_rows, "contact_rows": contact_rows, "collide_rows": collide_rows}
+        if not terms:
+            return defaults, no_terms_args(), ()
+        for term in terms:
+            for c in term.columns:
+                if c not in table:
+                    raise InputError(f"Term {term.name}: column", c,
+                                     "must be a column of the probe table (declare it on the probe entities)")
+        fused = fuse_terms(terms, defaults, {"row_terms": row_terms_none,
+                                             "terms_couple_attitude": terms_couple_attitude_none})
+        return fused.kernels, fused.args(table), tuple(terms)
 
     def process(self, frame) -> None:
         """Advance every running row to the frame end (module docstring).

@@ -351,6 +351,7 @@ class Integrator(System):
     """
 
     phase = Phase.SCHEDULED
+    derivative_pipeline = "launch"     # calls every DERIVATIVE system's process at each stage
     reads = STATE_COLUMNS + ("body_mass", "body_com", "body_inertia", "body_force", "body_torque")
     writes = STATE_COLUMNS + ("body_euler", "row_time")
 

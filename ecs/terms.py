@@ -1,0 +1,254 @@
+"""Row terms: the force and torque a DERIVATIVE system adds to a row, composed into one kernel.
+
+A pipeline that steps rows on their own (per-row adaptive steps, event location, modes: probe
+deployment) cannot call a system's ``process`` at every stage of every row. What composes there is
+the *row function*: a DERIVATIVE system returns a :class:`Term` from :meth:`ecs.System.term`, and
+the pipeline calls the fused sum of all terms inside its right-hand side (docs/design.md §8).
+
+The term kernel (a numba ``njit`` function, ``cache=True``)::
+
+    kernel(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, *columns, *params)
+        -> (fx, fy, fz, tx, ty, tz)
+
+* ``i`` the row, ``t`` [s] the stage time;
+* ``(x, y, z)`` [m], ``(vx, vy, vz)`` [m/s]: CoM position and velocity in the frame the pipeline
+  integrates in (deployment: the rotating target frame T, velocity relative to T);
+* ``(q0, q1, q2, q3)`` attitude body → that frame (scalar-first), ``(wx, wy, wz)`` [rad/s] the
+  body's rate relative to that frame in body axes, ``mass`` [kg];
+* ``columns``: the declared per-row columns, whole arrays (index them with ``i``);
+  ``params``: the declared named scalars, in order;
+* returns the force [N] in the integration frame and the torque [N·m] about the CoM in body axes.
+
+A term that declares ``attitude=False`` and ``torque=False`` lets flight keep the multirate split
+(the translation's step decides, the torque-free attitude follows on its own sub-steps): it is then
+called with NaN attitude and rate, so a term that reads them anyway fails its rows loudly
+(``nonfinite_state``) instead of using a stale attitude.
+
+:func:`fuse_terms` writes one ``.py`` module per distinct term set, named by a hash of the term
+sources, the declarations and the engine kernels it is linked into, with the columns and parameters
+unpacked into named locals; :func:`ecs.kernels.relink` then copies the pipeline's kernels with the
+fused function in place of the pipeline's default (no terms). numba's disk cache stays valid across
+processes because every generated function lives in a real file whose name changes with any of its
+inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import keyword
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numba
+import numpy as np
+
+from .errors import InputError
+from .kernels import reachable_kernels, relink
+
+__all__ = ["Term", "FusedTerms", "fuse_terms", "generated_dir", "TERM_ARGS"]
+
+#: The state arguments every term kernel takes before its columns and parameters.
+TERM_ARGS = ("i", "t", "x", "y", "z", "vx", "vy", "vz", "q0", "q1", "q2", "q3", "wx", "wy", "wz", "mass")
+
+
+@dataclass(frozen=True)
+class Term:
+    """What a DERIVATIVE system adds to every row's wrench (module docstring for the kernel's
+    signature, frames and units).
+
+    Attributes:
+        name: shown in errors and in the generated module (a Python identifier).
+        kernel: the numba ``njit`` row kernel.
+        columns: per-row columns passed to the kernel after ``mass`` (whole arrays).
+        params: named float scalars passed after the columns, e.g. ``{"thrust": 2.0}``.
+        torque: the kernel may return a non-zero torque.
+        attitude: the kernel reads the attitude or the angular rate.
+    """
+
+    name: str
+    kernel: Callable
+    columns: tuple[str, ...] = ()
+    params: dict[str, float] = field(default_factory=dict)
+    torque: bool = False
+    attitude: bool = False
+
+    def __post_init__(self):
+        if not self.name.isidentifier() or keyword.iskeyword(self.name):
+            raise InputError("Term.name", self.name, "must be a Python identifier")
+        if not isinstance(self.kernel, numba.core.registry.CPUDispatcher):
+            raise InputError(f"Term {self.name}: kernel", self.kernel,
+                             "must be a numba njit function (numba.njit(cache=True) or ecs.kernels.cpu_jit)")
+        mod = self.kernel.py_func.__module__
+        if mod not in sys.modules:
+            raise InputError(f"Term {self.name}: module of kernel {self.kernel.py_func.__name__}", mod,
+                             "must be importable (in sys.modules): numba's disk cache rebuilds the kernel's "
+                             "globals from it; load scene files with tumble.load_scene")
+        for c in self.columns:
+            if not str(c).isidentifier():
+                raise InputError(f"Term {self.name}: column", c, "must be a column name (an identifier)")
+        for k, v in self.params.items():
+            if not str(k).isidentifier() or keyword.iskeyword(k):
+                raise InputError(f"Term {self.name}: parameter", k, "must be a Python identifier")
+            if not math.isfinite(float(v)):
+                raise InputError(f"Term {self.name}: parameter {k}", v, "must be a finite number")
+        nargs = len(TERM_ARGS) + len(self.columns) + len(self.params)
+        try:
+            sig = inspect.signature(self.kernel.py_func)
+        except (TypeError, ValueError):  # pragma: no cover - a builtin
+            return
+        if len(sig.parameters) != nargs:
+            raise InputError(f"Term {self.name}: parameter count of kernel {self.kernel.py_func.__name__}",
+                             len(sig.parameters),
+                             f"must take {nargs}: the {len(TERM_ARGS)} state arguments "
+                             f"({', '.join(TERM_ARGS)}), then its {len(self.columns)} columns and "
+                             f"{len(self.params)} parameters")
+
+    @property
+    def couples_attitude(self) -> bool:
+        """True when flight must step the attitude together with the translation."""
+        return bool(self.torque or self.attitude)
+
+
+def generated_dir() -> Path:
+    """Where generated kernel modules are written: ``$TUMBLE_CACHE_DIR/generated`` (default
+    ``~/.cache/tumble/generated``; numba's ``__pycache__`` of them sits beside)."""
+    root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
+    d = Path(root) / "generated"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+#: Term kernels of generated modules, by module name (read once by the module at import).
+_TERM_KERNELS: dict[str, tuple] = {}
+
+
+def _source_of(fn) -> str:
+    """The whole source file a function comes from (its callees there included), or its code."""
+    try:
+        return Path(inspect.getsourcefile(fn)).read_text()
+    except (TypeError, OSError):
+        return repr(fn.__code__.co_code)
+
+
+@dataclass
+class FusedTerms:
+    """One term set fused into a generated module, and the pipeline kernels linked against it.
+
+    Attributes:
+        terms: the terms, in order.
+        kernels: the pipeline's kernels (name → dispatcher) calling the fused function.
+        columns: the distinct columns passed, in the order of :meth:`args`.
+        params: the terms' parameter values, in order (an argument: new values compile nothing).
+        couples_attitude: any term reads the attitude or applies a torque.
+        module: the generated module's name.
+    """
+
+    terms: tuple[Term, ...]
+    kernels: dict
+    columns: tuple[str, ...]
+    params: np.ndarray
+    couples_attitude: bool
+    module: str
+
+    def args(self, table) -> tuple:
+        """``(columns, params)``: what the kernels take as their term argument, for ``table``."""
+        cols = tuple(table[c] for c in self.columns) if self.columns else (np.zeros(1),)
+        return (cols, self.params)
+
+
+def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]) -> str:
+    names = ", ".join(t.name for t in terms)
+    lines = [f'"""Generated by ecs.terms: the row terms {names} fused into one function. Do not edit:',
+             'the file name hashes its inputs, a change writes a new file."""', "",
+             "import math", "", "from numba import njit", "", "from ecs.terms import _TERM_KERNELS", "",
+             f"_kernels = _TERM_KERNELS[{module!r}]"]
+    for k, t in enumerate(terms):
+        lines.append(f"term_{k}_{t.name} = _kernels[{k}]")
+    state = ", ".join(TERM_ARGS)
+    lines += ["", "", "@njit(cache=True)", f"def row_terms({state}, columns, params):",
+              '    """Sum of the terms\' force [N] (integration frame) and torque [N·m] (body axes)."""']
+    for j, c in enumerate(columns):
+        lines.append(f"    col_{c} = columns[{j}]")
+    p = 0
+    for k, t in enumerate(terms):
+        for name in t.params:
+            lines.append(f"    p{k}_{name} = params[{p}]")
+            p += 1
+    lines.append("    fx = fy = fz = tx = ty = tz = 0.0")
+    for k, t in enumerate(terms):
+        args = [state] + [f"col_{c}" for c in t.columns] + [f"p{k}_{n}" for n in t.params]
+        lines += [f"    r = term_{k}_{t.name}({', '.join(args)})",
+                  "    fx += r[0]", "    fy += r[1]", "    fz += r[2]"]
+        if t.torque:
+            lines += ["    tx += r[3]", "    ty += r[4]", "    tz += r[5]"]
+    lines += ["    return fx, fy, fz, tx, ty, tz", "", "",
+              "@njit(cache=True)", "def terms_couple_attitude():",
+              '    """Flight steps the attitude with the translation (a term reads it or applies a torque)."""',
+              f"    return {any(t.couples_attitude for t in terms)}", ""]
+    return "\n".join(lines)
+
+
+#: Linked kernels by generated module name (one link per term set and process).
+_LINKED: dict[str, dict] = {}
+
+
+def fuse_terms(terms, roots: dict, defaults: dict) -> FusedTerms:
+    """Generate the fused term function of ``terms`` and link ``roots`` against it.
+
+    Args:
+        terms: the :class:`Term` list, in system order.
+        roots: the pipeline's kernels (name → CPU dispatcher) to copy.
+        defaults: ``{"row_terms": d, "terms_couple_attitude": d}``: the pipeline's no-term
+            dispatchers that the generated ones replace.
+    """
+    terms = tuple(terms)
+    seen: set[str] = set()
+    for t in terms:
+        if t.name in seen:
+            raise InputError("Term.name", t.name, "must be unique among a world's terms")
+        seen.add(t.name)
+    columns = tuple(dict.fromkeys(c for t in terms for c in t.columns))
+    h = hashlib.sha256()
+    for t in terms:
+        h.update(repr((t.name, t.kernel.py_func.__qualname__, t.columns, tuple(t.params), t.torque,
+                       t.attitude)).encode())
+        h.update(_source_of(t.kernel.py_func).encode())
+    files = sorted({inspect.getsourcefile(d.py_func) or "" for d in reachable_kernels(*roots.values())})
+    for f in files:
+        h.update(f.encode())
+        try:
+            h.update(Path(f).read_bytes())
+        except OSError:
+            pass
+    h.update(numba.__version__.encode())
+    module = "tumble_terms_" + h.hexdigest()[:20]
+    params = np.array([float(v) for t in terms for v in t.params.values()] or [0.0], dtype=np.float64)
+    linked = _LINKED.get(module)
+    if linked is not None:      # the same term set again (other parameter values are arguments)
+        return FusedTerms(terms, linked, columns, params, any(t.couples_attitude for t in terms), module)
+    path = generated_dir() / f"{module}.py"
+    src = _fused_source(terms, module, columns)
+    if not path.exists() or path.read_text() != src:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(src)
+        os.replace(tmp, path)        # atomic: concurrent workers see a whole file or none
+    _TERM_KERNELS[module] = tuple(t.kernel for t in terms)
+    spec = importlib.util.spec_from_file_location(module, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod       # registered before exec_module (docs/design.md §2)
+    spec.loader.exec_module(mod)
+    swap = {defaults["row_terms"]: mod.row_terms, defaults["terms_couple_attitude"]: mod.terms_couple_attitude}
+    kernels = relink(roots, swap, str(path))
+    _LINKED[module] = kernels
+    return FusedTerms(terms, kernels, columns, params, any(t.couples_attitude for t in terms), module)
+
+
+def no_terms_args() -> tuple:
+    """The term argument of a pipeline without terms (the default kernels ignore it)."""
+    return ((np.zeros(1),), np.zeros(1))

@@ -1,0 +1,102 @@
+"""Add your own force to a deployment without touching the engine: solar radiation pressure.
+
+A cannonball model (Montenbruck & Gill, *Satellite Orbits*, 2000, §3.4): the Sun pushes the probe
+away from itself with ``F = P · C_R · A`` [N], ``P`` the solar pressure at the body's distance
+(4.56e-6 N/m² at 1 au), ``C_R`` the reflectivity coefficient (1: absorbing, 2: mirror), ``A`` the
+probe's cross-section [m²]. The Sun's direction ``s`` is fixed in the inertial frame N; the
+deployment integrates in the rotating target frame T, so the force is ``−F R_T/N(t)ᵀ s``: the
+target turns at Ω (``DeployTarget.rotation``, T components, q_T/N = identity at t = 0).
+
+The pattern for any force, sensor-free controller or torque on a lander:
+
+1. a numba row kernel with the :data:`ecs.terms.TERM_ARGS` state arguments, then your columns and
+   parameters, returning force (integration frame) and torque (body axes);
+2. a DERIVATIVE :class:`ecs.System` whose :meth:`term` returns an :class:`ecs.terms.Term`;
+3. ``scene.world.add_system(...)``: the deployment fuses it into its right-hand side in flight,
+   contact motion and collision set-up. ``attitude=False, torque=False`` (this force depends on
+   position and time only) keeps flight's fast multirate attitude split.
+
+Run it: ``tumble run scenes/examples/deploy_srp.py -n 20`` (``-p exaggerate=1000`` makes the
+effect visible at plot scale).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+import tumble
+from ecs import Phase, System
+from ecs.terms import Term
+
+#: Solar radiation pressure at 1 au [N/m²] (Montenbruck & Gill 2000, eq 3.69).
+P_1AU = 4.56e-6
+
+
+@njit(cache=True)
+def srp_force(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, pressure, cr, area, sx, sy, sz,
+              ox, oy, oz):
+    """Cannonball SRP force [N] in the target frame at time t; no torque."""
+    f = pressure * cr * area
+    w = math.sqrt(ox * ox + oy * oy + oz * oz)
+    ux, uy, uz = sx, sy, sz
+    if w > 0.0:            # s in T: s_N turned by −|Ω| t about Ω (Rodrigues)
+        kx, ky, kz = ox / w, oy / w, oz / w
+        c = math.cos(-w * t)
+        s = math.sin(-w * t)
+        kd = kx * sx + ky * sy + kz * sz
+        cx, cy, cz = ky * sz - kz * sy, kz * sx - kx * sz, kx * sy - ky * sx
+        ux = sx * c + cx * s + kx * kd * (1.0 - c)
+        uy = sy * c + cy * s + ky * kd * (1.0 - c)
+        uz = sz * c + cz * s + kz * kd * (1.0 - c)
+    return -f * ux, -f * uy, -f * uz, 0.0, 0.0, 0.0
+
+
+class SolarPressure(System):
+    """Cannonball solar radiation pressure on every probe (module docstring).
+
+    Args:
+        area: cross-section A [m²]; cr: reflectivity C_R; pressure: P [N/m²];
+        sun: direction to the Sun in the inertial frame (normalised here);
+        rotation: the target's rate Ω [rad/s] (T components) that turns the frame the force is
+            expressed in.
+    """
+
+    phase = Phase.DERIVATIVE
+
+    def __init__(self, *, area: float, cr: float = 1.3, pressure: float = P_1AU, sun=(1.0, 0.0, 0.0),
+                 rotation=(0.0, 0.0, 0.0)):
+        s = np.asarray(sun, float)
+        if s.shape != (3,) or not np.linalg.norm(s) > 0:
+            raise tumble.InputError("SolarPressure.sun", sun, "must be a non-zero 3-vector (inertial frame)")
+        for name, v in (("area", area), ("cr", cr), ("pressure", pressure)):
+            if not (math.isfinite(v) and v >= 0):
+                raise tumble.InputError(f"SolarPressure.{name}", v, "must be a finite number >= 0")
+        self.sun = s / np.linalg.norm(s)
+        self.params = dict(pressure=float(pressure), cr=float(cr), area=float(area))
+        self.rotation = np.asarray(rotation, float)
+
+    def term(self, world) -> Term:
+        sx, sy, sz = self.sun
+        ox, oy, oz = self.rotation
+        return Term("solar_pressure", srp_force,
+                    params=dict(self.params, sx=sx, sy=sy, sz=sz, ox=ox, oy=oy, oz=oz))
+
+
+def build(*, area: float = 0.06, cr: float = 1.3, exaggerate: float = 1.0, sun_longitude: float = 0.0,
+          period_h: float = 7.6, samples_spread: bool = True):
+    """A 10 kg box probe released 40 m above a spinning-top body, pushed by sunlight.
+
+    ``exaggerate`` multiplies the solar pressure (1: the real thing at 1 au).
+    """
+    body = tumble.small_body("spinning-top", radii=(250, 250, 220), gm=30.0, period_h=period_h,
+                             gravity="point_mass", resolution=48)
+    probe = tumble.box_probe((0.3, 0.28, 0.2), mass=10.0, level=0)
+    release = tumble.release_above(body, latitude=-22.0, longitude=0.0, altitude=40.0,
+                                   position_sigma3=2.0 if samples_spread else 0.0)
+    scene = tumble.deployment("deploy-srp", body, probe, release, restitution=0.5, friction=0.6,
+                              description="box probe pushed by solar radiation pressure (a user force)")
+    lon = math.radians(float(sun_longitude))
+    scene.world.add_system(SolarPressure(area=area, cr=cr, pressure=P_1AU * float(exaggerate),
+                                         sun=(math.cos(lon), math.sin(lon), 0.0), rotation=body.rotation))
+    return scene

@@ -1,0 +1,219 @@
+"""User forces in a deployment: DERIVATIVE systems contribute row terms (ecs.terms) that act in
+flight, contact motion and collision set-up; a system that cannot take part is refused.
+
+References: closed forms (a force cancelling gravity gives a straight line at constant velocity;
+a constant body torque on a probe with isotropic inertia gives ω(t) = ω₀ + L t / I; a constant
+inertial force adds ½ a t² and a t, up to the gravity gradient's share Γ t²/12 and Γ t²/6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+import tumble
+from components.deploy import DeployTarget
+from ecs import Phase, ScheduleError, System
+from ecs.terms import Term
+from scenes.registry import import_scene_file
+
+ROOT = Path(__file__).resolve().parents[1]
+MU = 5.0          # GM of the test body [m³/s²]
+COLS = ("probe_position", "probe_velocity", "probe_omega", "probe_phase")
+
+
+@njit(cache=True)
+def cancel_gravity(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, probe_mass, mu):
+    """F = −m g(x) of a point mass mu at the origin (reads the mass from its column)."""
+    r = math.sqrt(x * x + y * y + z * z)
+    k = probe_mass[i] * mu / (r * r * r)
+    return k * x, k * y, k * z, 0.0, 0.0, 0.0
+
+
+@njit(cache=True)
+def body_torque(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, lx, ly, lz):
+    """A constant torque [N m] in body axes."""
+    return 0.0, 0.0, 0.0, lx, ly, lz
+
+
+class CancelGravity(System):
+    phase = Phase.DERIVATIVE
+
+    def term(self, world):
+        return Term("cancel_gravity", cancel_gravity, columns=("probe_mass",), params={"mu": MU})
+
+
+class BodyTorque(System):
+    phase = Phase.DERIVATIVE
+
+    def __init__(self, torque):
+        self.torque = torque
+
+    def term(self, world):
+        lx, ly, lz = self.torque
+        return Term("body_torque", body_torque, params={"lx": lx, "ly": ly, "lz": lz}, torque=True)
+
+
+class LaunchOnlyDrag(System):
+    """The rigid-body pattern (scenes/examples/custom_force.py): a process, no row term."""
+
+    phase = Phase.DERIVATIVE
+    accumulates = ("body_force",)
+
+    def process(self, frame):  # pragma: no cover - must never be called
+        raise AssertionError("called")
+
+
+def _world(*systems, velocity=(0.3, -0.2, -0.1), omega=(0.0, 0.0, 0.0), rotating=False):
+    """A cube probe released 40 m above a 100 m sphere (point-mass gravity), identity attitude."""
+    body = tumble.small_body("sphere", radii=(100, 100, 100), gm=MU, period_h=4.0, gravity="point_mass",
+                             resolution=32)
+    if not rotating:
+        body = dataclasses.replace(body, rotation=np.zeros(3))
+    probe = tumble.box_probe((0.3, 0.3, 0.3), mass=10.0, level=0)
+    release = tumble.release_above(body, latitude=10.0, longitude=20.0, altitude=40.0)
+    scene = tumble.deployment("terms", body, probe, dataclasses.replace(release, velocity=np.asarray(velocity)),
+                              random_attitude=False)
+    world = scene.world
+    for s in systems:
+        world.add_system(s)
+    world.compile(samples=1)
+    world.tables[0]["probe_omega"][:] = omega
+    return world, release
+
+
+def test_a_force_cancelling_gravity_makes_the_probe_fly_a_straight_line():
+    world, release = _world(CancelGravity())
+    res = world.run(t_end=150.0, dt=10.0, record_every=1, record=COLS)
+    x = res.trajectories["probe_position"][0, :, 0]
+    v = res.trajectories["probe_velocity"][0, :, 0]
+    fly = res.trajectories["probe_phase"][0, :, 0] == 0
+    assert fly.sum() >= 10
+    t = res.times[fly]
+    exact = release.position + np.outer(t, (0.3, -0.2, -0.1))
+    # closed form: g + F/m = 0 up to round-off (|g| ~ 2e-4 m/s², relative 1e-16), steps at rtol 1e-10
+    assert np.max(np.abs(x[fly] - exact)) < 1e-9
+    assert np.max(np.abs(v[fly] - (0.3, -0.2, -0.1))) < 1e-12
+
+
+def test_without_the_term_the_same_release_falls():
+    """The check above can fail: without the term, gravity bends the path by ½ g t² ≈ 2 m at 150 s."""
+    world, release = _world()
+    res = world.run(t_end=150.0, dt=10.0, record_every=1, record=COLS)
+    x = res.trajectories["probe_position"][0, -1, 0]
+    assert np.linalg.norm(x - (release.position + 150.0 * np.array([0.3, -0.2, -0.1]))) > 0.5
+
+
+def test_a_body_torque_spins_up_an_isotropic_probe_linearly():
+    """Flight with a torque term steps the attitude with the translation (no multirate split):
+    ω̇ = I⁻¹(L − ω × Iω) = L / I for I = k·1 (a cube), so ω(t) = ω₀ + L t / I in body axes; the
+    frame does not rotate, so the recorded rate relative to T is the inertial one."""
+    L = np.array([2e-4, -1e-4, 3e-4])
+    w0 = np.array([0.01, 0.02, -0.01])
+    world, _ = _world(CancelGravity(), BodyTorque(L), omega=w0)
+    inertia = world.tables[0]["probe_inertia"][0]
+    k = inertia[0, 0]
+    assert np.allclose(inertia, k * np.eye(3), rtol=0, atol=1e-15 * k)
+    res = world.run(t_end=100.0, dt=10.0, record_every=1, record=COLS)
+    w = res.trajectories["probe_omega"][0, :, 0]
+    fly = res.trajectories["probe_phase"][0, :, 0] == 0
+    exact = w0 + np.outer(res.times, L / k)
+    # rtol 1e-10 per step on |ω| ~ 0.3 rad/s over ~100 steps
+    assert np.max(np.abs(w[fly] - exact[fly])) < 1e-8
+    # and the translation is still a straight line
+    x = res.trajectories["probe_position"][0, :, 0]
+    v = res.trajectories["probe_velocity"][0, :, 0]
+    assert np.max(np.abs(v[fly] - (0.3, -0.2, -0.1))) < 1e-12
+
+
+def test_a_derivative_system_without_a_term_is_refused_by_name():
+    with pytest.raises(ScheduleError, match=r"LaunchOnlyDrag \(phase DERIVATIVE\) cannot take part in DeploymentLoop"):
+        _world(LaunchOnlyDrag())
+
+
+def test_a_derivative_system_no_pipeline_calls_is_refused():
+    w = tumble.World("lonely")
+    w.add_system(CancelGravity())
+    w.compile(samples=1)
+    with pytest.raises(ScheduleError, match="CancelGravity .* would never run"):
+        w.run(t_end=1.0, dt=1.0)
+
+
+def test_a_term_kernel_with_the_wrong_arity_is_refused():
+    with pytest.raises(tumble.InputError, match="must take 17"):
+        Term("bad", body_torque, params={"lx": 1.0})
+
+
+def test_a_term_column_the_probe_table_lacks_is_refused():
+    class Missing(System):
+        phase = Phase.DERIVATIVE
+
+        def term(self, world):
+            return Term("missing", cancel_gravity, columns=("srp_area",), params={"mu": 1.0})
+
+    with pytest.raises(tumble.InputError, match="srp_area"):
+        _world(Missing())
+
+
+def _example():
+    return import_scene_file(ROOT / "scenes/examples/deploy_srp.py")
+
+
+def test_a_term_kernel_from_a_module_that_cannot_be_imported_is_refused():
+    """numba's disk cache re-imports a kernel's module by name: a module loaded without registering
+    it (spec_from_file_location alone) would poison the cache for the next process."""
+    spec = importlib.util.spec_from_file_location("not_registered", ROOT / "scenes/examples/deploy_srp.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(tumble.InputError, match="must be importable"):
+        mod.SolarPressure(area=1.0).term(None)
+
+
+def test_the_srp_example_moves_the_first_arc_as_its_closed_form_dv_predicts():
+    """scenes/examples/deploy_srp.py against the closed form of a constant inertial force.
+
+    In N the perturbation of a constant acceleration a is δx = ½ a t², δv = a t, corrected by the
+    gravity gradient Γ (|Γ| ≤ 2μ/r³ = 2.4e-6 s⁻² at r ≥ 290 m) by a relative Γt²/12 and Γt²/6:
+    ≤ 0.4 % at t ≤ 100 s. The target frame turns (7.6 h period), so the force's direction in T
+    is the term's own computation, checked here through δx_T = R(t)ᵀ δx_N and
+    δv_T = R(t)ᵀ δv_N − Ω × δx_T. Tolerance 1 % (2.5× the bound).
+    """
+    mod = _example()
+    runs = {}
+    for e in (0.0, 1000.0):
+        scene = mod.build(exaggerate=e, samples_spread=False, sun_longitude=60.0)
+        world = scene.world
+        world.compile(samples=1)
+        runs[e] = world.run(t_end=100.0, dt=10.0, record_every=1, record=COLS)
+        if e:
+            target = world.resource(DeployTarget)
+            m = float(world.tables[0]["probe_mass"][0])
+    assert np.all(runs[1000.0].trajectories["probe_phase"][0, :, 0] == 0)
+    t = runs[0.0].times
+    a = 1000.0 * mod.P_1AU * 1.3 * 0.06 / m
+    s = np.array([math.cos(math.radians(60.0)), math.sin(math.radians(60.0)), 0.0])
+    om = np.asarray(target.rotation)
+    wn = np.linalg.norm(om)
+    dx_n = -0.5 * a * t[:, None] ** 2 * s
+    dv_n = -a * t[:, None] * s
+    k = om / wn
+
+    def to_t(v, tt):   # R(t)ᵀ v: turn by −|Ω| t about Ω (Rodrigues)
+        c, sn = np.cos(-wn * tt)[:, None], np.sin(-wn * tt)[:, None]
+        return v * c + np.cross(k, v) * sn + np.outer(v @ k, k) * (1 - c)
+
+    dx_t = to_t(dx_n, t)
+    dv_t = to_t(dv_n, t) - np.cross(om, dx_t)
+    dx = runs[1000.0].trajectories["probe_position"][0, :, 0] - runs[0.0].trajectories["probe_position"][0, :, 0]
+    dv = runs[1000.0].trajectories["probe_velocity"][0, :, 0] - runs[0.0].trajectories["probe_velocity"][0, :, 0]
+    late = t >= 20.0
+    assert np.all(np.linalg.norm(dx[late] - dx_t[late], axis=1) < 1e-2 * np.linalg.norm(dx_t[late], axis=1))
+    assert np.all(np.linalg.norm(dv[late] - dv_t[late], axis=1) < 1e-2 * np.linalg.norm(dv_t[late], axis=1))
+    # the frame's rotation is resolved: read as T components, δx_N is off by more than the tolerance
+    assert np.linalg.norm(dx[-1] - dx_n[-1]) > 1e-2 * np.linalg.norm(dx_n[-1])
