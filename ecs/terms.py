@@ -117,11 +117,20 @@ class Term:
 
 def generated_dir() -> Path:
     """Where generated kernel modules are written: ``$TUMBLE_CACHE_DIR/generated`` (default
-    ``~/.cache/tumble/generated``; numba's ``__pycache__`` of them sits beside)."""
+    ``~/.cache/tumble/generated``, else a per-user temporary directory when that is not writable;
+    numba's ``__pycache__`` of them sits beside)."""
+    import tempfile
+
     root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
-    d = Path(root) / "generated"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    for base in (Path(root), Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"):
+        d = base / "generated"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            continue
+    raise InputError("TUMBLE_CACHE_DIR", root, "must be a writable directory (generated kernels are written there)")
 
 
 #: Term kernels of generated modules, by module name (read once by the module at import).
