@@ -42,12 +42,17 @@ class Frame:
         t: simulated time at the start of the frame [s].
         dt: frame length [s].
         index: frame number (0-based).
+        record_interval: time between two recorded frames [s] (0: this run records nothing).
+        recorded: this frame's end is recorded (a system stepping rows past the frame end shows
+            them at the frame end then: docs/design.md §8.2).
     """
 
     world: "World"
     t: float
     dt: float
     index: int
+    record_interval: float = 0.0
+    recorded: bool = False
 
     @property
     def backend(self) -> str:
@@ -485,7 +490,7 @@ class World:
             for c in record:
                 trajs[c][:, k] = to_host(rec_tables[c].by_sample(c))
 
-        frame = Frame(self, 0.0, dt, 0)
+        frame = Frame(self, 0.0, dt, 0, record_interval=float(record_every * dt) if n_rec else 0.0)
         if n_rec:
             take(0)
         scheduled = self._schedule[Phase.SCHEDULED]
@@ -496,6 +501,7 @@ class World:
                 frame.index = i
                 frame.t = i * dt
                 frame.dt = min(dt, t_end - frame.t) if i == n_frames - 1 else dt
+                frame.recorded = bool(n_rec and (i + 1) % record_every == 0)
                 for s in scheduled:
                     s.process(frame)
                 if on_frame is not None:

@@ -75,7 +75,7 @@ PARAMETERS = {
     "rocks": "false; 'psr' (procedurally seeded rock texture, §2.3.3); 'polyhedral' (explicit rocks, §2.3.1)",
     "fbm": "add fBm relief to the terrain (§2.3.2: up to 4.8 m, 5 octaves)",
     "t_cap": "[s] simulated-time cap: a probe not settled by then ends TIMED_OUT",
-    "frame": "[s] trajectory sampling and phase-loop synchronisation",
+    "frame": "[s] trajectory sampling (changes no step: dense output) and phase-loop synchronisation",
     "record_every": "[frames] trajectory decimation (default: finals and events only)",
     "restitution": "[1] probe-terrain restitution e in [0, 1]",
     "friction": "[1] probe-terrain friction coefficient f >= 0",
@@ -105,10 +105,11 @@ TRAJECTORY_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "pro
 
 #: Default frame length [s] of the deployment scenes: the trajectory sampling (with
 #: ``record_every``) and the phase loop's synchronisation (:class:`systems.deployment.DeploymentLoop`
-#: brings every row to each frame end). Every frame costs each flying row one step cut short at the
-#: frame end and each worker one wait for the slowest row of the frame; on 200 ``deploy-cube``
-#: trajectories (2 threads) a 300 s frame ran the batch in 0.80 s against 0.98 s with 60 s frames
-#: (600 s: 0.79 s). Pass ``frame=`` for finer trajectories.
+#: brings every row past each frame end). A frame changes no step (dense output), but costs each
+#: worker one wait for the slowest row of the frame and, when recorded, each row one extra trial
+#: step per record; round 1 measured, with steps still cut at frame ends, 0.80 s for 200
+#: ``deploy-cube`` trajectories (2 threads) with 300 s frames against 0.98 s with 60 s frames. Pass
+#: ``frame=`` for finer trajectories: the results stay the same bytes.
 DEFAULT_FRAME = 300.0
 
 
@@ -229,7 +230,8 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
         contact_dispersions: ``{field: draw}`` with ``field`` one of ``restitution``, ``friction``,
             ``rolling_resistance`` and ``draw(rng) -> value``.
         settings: :class:`DeploySettings` (defaults otherwise).
-        frame: frame length [s]: the output sampling of trajectories and the phase loop's sync
+        frame: frame length [s]: the output sampling of trajectories (dense output: it changes no
+            step or result) and the phase loop's sync
             (:data:`DEFAULT_FRAME`).
         record_every: trajectory decimation in frames (None: finals and events only).
     """

@@ -53,7 +53,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, T0, TS, Y0, Y1, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (K0, T0, TS, WARM, Y0, Y1, drop_snapshots_after, record_snapshots, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     vertex_distance, vertex_world)
 
@@ -72,6 +72,9 @@ _cclear = contact_clearance.cpu
 _locate = locate_event.cpu
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
+_snaps = record_snapshots.cpu
+_drop_snaps = drop_snapshots_after.cpu
+_PHASE_CONTACT = float(DeployPhase.CONTACT)
 _MODE_CONTACT = _i(1)
 _NONFINITE = np.int8(Reason.NONFINITE_STATE)
 _WHICH_CONTACT = _i(1)
@@ -187,7 +190,8 @@ _active = active_set.cpu
 
 def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
-                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
+                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
+                 t_cap, rec_dt, snap, save):
     i = rows[j]
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
@@ -203,6 +207,7 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
     rr = pair[i, PAIR_CRR] * rolling_radius[i]
     rolling[i, 0], rolling[i, 1], rolling[i, 2] = rr, rr, rr
     _load(i, w, pos, vel, att, om)
+    w[WARM] = 0.0           # a fly launch after this one starts afresh
     t = rtime[i]
     h = step[i]
     if not (h > 0.0):
@@ -210,7 +215,9 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
     n = 0
     dist = distance[i]
     fresh = True   # Y0 is new (launch start or an accepted step): set up its active set and rates
-    while t < t_end and n < max_steps:
+    while True:
+        # the decisions at a new Y0 (fly, collide, settle) are taken before the launch may end, so
+        # where a launch ends (frame end, steps_per_launch) changes no decision
         if fresh:
             fresh = False
             # ---- active set at the step's start
@@ -248,11 +255,15 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
                     break
             else:
                 rest_since[i] = math.nan
+        if not (t < t_end and n < max_steps):
+            break
         # ---- one step (after a rejected attempt Y0, its active set, K0 and the rest bookkeeping stand)
-        hh = min(h, h_max, t_end - t)
+        hh = min(h, h_max, t_cap - t)    # the frame end cuts no step: recording changes nothing
         if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
             hh = max(rest_since[i] + settle_hold - t, 1e-9)
         w[T0] = t
+        _snaps(i, w, t, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+               atol, rec_dt, snap, save, _PHASE_CONTACT)
         err = _dp(i, w, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
                   atol)
         n += 1
@@ -278,9 +289,10 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
                                 inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol, event_tol,
                                 contact_gap)
                 t += a
+                _drop_snaps(i, t, rec_dt, snap)
                 phase[i] = DeployPhase.COLLIDE
                 break
-        t, dist = _commit(w, t, hh, t_end, dist)
+        t, dist = _commit(w, t, hh, t_cap, dist)
         h = _next(hh, err)
         fresh = True
         # ---- drift: lift the deepest active point back to the surface
@@ -316,11 +328,13 @@ _contact_cpu = contact_row.cpu
 @cpu_jit(nogil=True)
 def contact_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
-                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since):
+                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
+                 t_cap, rec_dt, snap, save):
     for j in range(n):
         _contact_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                      shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
-                     contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since)
+                     contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
+                     t_cap, rec_dt, snap, save)
 
 
 class ContactProbes(System):
@@ -357,7 +371,8 @@ class ContactProbes(System):
                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt, self._scratch(ctx),
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
-                    t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"])
+                    t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap),
+                    *ctx.recording())
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

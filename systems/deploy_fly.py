@@ -2,7 +2,11 @@
 
 Seed 004 §2.7.1 and §2.7.3 (the "fly" kernel). Every row in :attr:`DeployPhase.FLY` is integrated
 by a per-row adaptive Dormand–Prince 5(4) (:mod:`systems.deploy_physics`: eqs 2.2–2.5, relative
-tolerance 1e-10 by default) up to the frame end, for at most ``steps_per_launch`` steps per launch.
+tolerance 1e-10 by default) past the frame end (a step is never cut there: the recording interval
+changes no step, docs/design.md §8.2; only the time cap ``t_cap`` cuts one), for at most
+``steps_per_launch`` steps per launch; a launch boundary changes nothing either (the next launch
+continues from the row's FSAL derivative, event threshold and value, ``WARM``). A row that escapes
+(:class:`systems.deployment.EndProbes`' rule) stops at the step that shows it.
 Flight has no torque, so the step is multirate (:data:`~systems.deploy_physics.dp_attempt`): the
 CoM's DP5(4) step decides its length, and the attitude follows over the same interval in adaptive
 Runge–Kutta–Munthe-Kaas sub-steps of its own in the inertial frame, under the same tolerances
@@ -39,7 +43,8 @@ from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
-from systems.deploy_physics import (K0, T0, TS, Y0, Y1, clearance, commit_step, dp_attempt, finish_row,
+from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
+                                    record_snapshots, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -56,12 +61,16 @@ _MODE_FLY = np.int64(0)
 _NONFINITE = np.int8(Reason.NONFINITE_STATE)
 _UNDERFLOW = np.int8(Reason.STEP_UNDERFLOW)
 _WHICH_ALL = np.int64(0)
+_PHASE_FLY = float(DeployPhase.FLY)
+_snaps = record_snapshots.cpu
+_drop_snaps = drop_snapshots_after.cpu
 
 
 def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
              geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
-             max_pen):
-    """Advance fly row ``rows[j]`` to ``t_end``, an event, or ``max_steps`` steps (module docstring)."""
+             max_pen, t_cap, rec_dt, snap, save, escape_r, mu):
+    """Advance fly row ``rows[j]`` past ``t_end`` (never past ``t_cap``), to an event, an escape, or
+    ``max_steps`` steps (module docstring)."""
     i = rows[j]
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
@@ -70,12 +79,17 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
     v1 = shape_start[s + 1]
     bound_r = shape_radius[s]
     sphere_r = bound_r if shape_kind[s] == 0 else 0.0
-    _load(i, w, pos, vel, att, om)
     t = rtime[i]
-    w[TS] = t
-    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
-    g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
-    thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
+    if w[WARM] == 1.0:      # continued from the previous launch: Y0, K0 (FSAL), thr and g0 as left
+        thr = w[THR]
+        g0 = w[G0]
+    else:
+        _load(i, w, pos, vel, att, om)
+        w[TS] = t
+        _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+        g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
+        thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
+    w[WARM] = 0.0
     h = step[i]
     if not (h > 0.0):
         h = min(h_max, 1.0)
@@ -84,7 +98,7 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
     while t < t_end and n < max_steps:
         sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2) + bound_r * math.sqrt(
             w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
-        hh = min(h, h_max, t_end - t)
+        hh = min(h, h_max, t_cap - t)    # the frame end cuts no step: recording changes nothing
         if sp > 0.0:
             lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
             if lim < hh:
@@ -93,6 +107,8 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
         face = hs < hh
         hh = hs
         w[T0] = t
+        _snaps(i, w, t, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol,
+               rec_dt, snap, save, _PHASE_FLY)
         err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
         n += 1
         if not (err <= 1.0):
@@ -119,15 +135,30 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
             dz = w[Y0 + 2] - z0
             dist += math.sqrt(dx * dx + dy * dy + dz * dz)
             t += a
+            _drop_snaps(i, t, rec_dt, snap)
             pen = -(fa + thr)
             if pen > max_pen[i]:
                 max_pen[i] = pen
             phase[i] = DeployPhase.COLLIDE
             break
-        t, dist = _commit(w, t, hh, t_end, dist)
+        t, dist = _commit(w, t, hh, t_cap, dist)
         g0 = g1
         hn = _next(hh, err)
         h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
+        if escape_r > 0.0:               # escaped (systems.deployment.EndProbes' rule): stop here
+            x, y, z = w[Y0], w[Y0 + 1], w[Y0 + 2]
+            r = math.sqrt(x * x + y * y + z * z)
+            if r > escape_r:
+                vx = w[Y0 + 3] + (oy * z - oz * y)
+                vy = w[Y0 + 4] + (oz * x - ox * z)
+                vz = w[Y0 + 5] + (ox * y - oy * x)
+                if (0.5 * (vx * vx + vy * vy + vz * vz) - mu / r > 0.0
+                        and x * w[Y0 + 3] + y * w[Y0 + 4] + z * w[Y0 + 5] > 0.0):
+                    break
+    if phase[i] == DeployPhase.FLY and status[i] == Status.RUNNING:
+        w[WARM] = 1.0
+        w[THR] = thr
+        w[G0] = g0
     _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
@@ -138,15 +169,15 @@ _fly_cpu = fly_row.cpu
 @cpu_jit(nogil=True)
 def fly_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
              geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
-             max_pen):
+             max_pen, t_cap, rec_dt, snap, save, escape_r, mu):
     for j in range(n):
         _fly_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
-                 distance, max_pen)
+                 distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu)
 
 
 class FlyProbes(System):
-    """FLY phase: advance every flying probe row to the frame end or its next event.
+    """FLY phase: advance every flying probe row past the frame end or to its next event.
 
     Owned and launched by :class:`systems.deployment.DeploymentLoop` (which passes the shared
     per-row context); ``process`` is not used directly by the world's frame loop.
@@ -164,7 +195,8 @@ class FlyProbes(System):
         ctx.kernels["fly_rows"](len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
                     *ctx.rotation, ctx.cs, ctx.tt, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                     1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
-                    t["probe_max_penetration"])
+                    t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
+                    float(ctx.target.gravity.mu))
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

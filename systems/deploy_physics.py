@@ -68,7 +68,14 @@ RH = _i(216)
 # evaluated (set by dp_attempt): what the row terms see as ``t``
 T0 = _i(217)
 TS = _i(218)
-WORK_SIZE = 219
+# a fly row continued by its next launch (1.0): Y0/K0 (FSAL), THR and G0 (the event threshold and
+# value at Y0) are the ones its previous launch left, so a launch boundary changes no bit
+WARM = _i(219)
+THR = _i(220)
+G0 = _i(221)
+WORK_SIZE = 222
+#: w[Y1:SNAP_SAVE_END] is what a dense-output trial step overwrites (:data:`record_snapshots`)
+SNAP_SAVE_END = 217
 # state lengths / strides as int64 (a Python-int literal argument compiles a callee per value)
 _N6 = _i(6)
 _N7 = _i(7)
@@ -999,6 +1006,59 @@ def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, 
     return a, fa
 
 
+def _record_snapshots(i, w, t, hh, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+                      atol, rec_dt, snap, save, phase_code):
+    """Dense output for recording: the state at every record time τ_k = k·rec_dt in (t, t + hh].
+
+    Called before the attempt [t, t + hh] from Y0 (at time w[T0] = t). Each τ_k gets a fresh
+    DP5(4) step of length τ_k − t from Y0 (5th order at τ_k, as in event location), written to
+    ``snap[i, k % M] = (k, phase, state, t)`` (once per Y0: a rejected attempt's retry reuses it; a
+    step that does not reach τ_k leaves it to a later step); everything the trial overwrote
+    (w[Y1:SNAP_SAVE_END], the attitude sub-steps' proposal included) is restored from ``save[i]``,
+    and the attempt that follows rewrites the contact scratch the trial used, so recording changes
+    no bit of the row's own steps or outputs. ``rec_dt`` ≤ 0: not recording.
+    """
+    if not (rec_dt > 0.0):
+        return
+    k = math.floor(t / rec_dt) + 1.0
+    tau = k * rec_dt
+    if not (tau <= t + hh):
+        return
+    m = snap.shape[1]
+    n = SNAP_SAVE_END - Y1
+    saved = False
+    while tau <= t + hh:
+        slot = int(k) % m
+        if tau > t and not (snap[i, slot, 0] == k and snap[i, slot, 15] == t):
+            if not saved:
+                for c in range(n):
+                    save[i, c] = w[Y1 + c]
+                saved = True
+            _dpa(i, w, tau - t, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
+            snap[i, slot, 0] = k
+            snap[i, slot, 1] = phase_code
+            snap[i, slot, 15] = t
+            q0, q1, q2, q3 = _qnorm(w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9])
+            for c in range(STATE):
+                snap[i, slot, 2 + c] = w[Y1 + c]
+            snap[i, slot, 8], snap[i, slot, 9], snap[i, slot, 10], snap[i, slot, 11] = q0, q1, q2, q3
+        k += 1.0
+        tau = k * rec_dt
+    if saved:
+        for c in range(n):
+            w[Y1 + c] = save[i, c]
+
+
+def _drop_snapshots_after(i, t, rec_dt, snap):
+    """Forget the snapshots of record times after ``t`` (an event cut the step there: the row's
+    state at those times comes from its next phase)."""
+    if not (rec_dt > 0.0):
+        return
+    for s in range(snap.shape[1]):
+        if snap[i, s, 0] * rec_dt > t:
+            snap[i, s, 0] = math.nan
+
+
 from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
 
 _cforces = contact_forces_row.cpu
@@ -1014,11 +1074,13 @@ dp_attempt = dual_call(_dp_attempt)
 _dpa = dp_attempt.cpu
 accept = dual_call(_accept)
 locate_event = dual_call(_locate_event)
+record_snapshots = dual_call(_record_snapshots)
+drop_snapshots_after = dual_call(_drop_snapshots_after)
 
 
 def _commit_step(w, t, hh, t_end, dist):
-    """Accept the step Y0 -> Y1 of length hh: returns the new time (snapped onto t_end within
-    round-off) and the path length plus the step's chord."""
+    """Accept the step Y0 -> Y1 of length hh: returns the new time (snapped onto t_end, the time
+    cap, within round-off) and the path length plus the step's chord."""
     dx = w[Y1] - w[Y0]
     dy = w[Y1 + 1] - w[Y0 + 1]
     dz = w[Y1 + 2] - w[Y0 + 2]

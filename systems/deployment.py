@@ -8,7 +8,10 @@ owns the stage loop, it owns the phase systems). Within a frame ``[t, t + dt]`` 
 3. :class:`systems.deploy_contact.ContactProbes` over the CONTACT rows not yet at the frame end,
 4. :class:`EndProbes` (settled, escaped, timed out; failed rows were flagged by the kernels),
 
-until every running row has reached the frame end. Each kernel is launched over the *index list*
+until every running row has reached the frame end. No step is cut at a frame end: a row's last
+step of a frame ends past it, and a recorded frame shows each row at the frame time through the
+kernels' dense output (:meth:`DeploymentLoop._show_snapshots`), so the recording interval changes
+no step, event or final value (docs/design.md §8.2). Each kernel is launched over the *index list*
 of the rows in its phase (``np.flatnonzero``), never over all rows with a branch inside: the
 seed's GPU design (§2.7.3), which keeps warps uniform; rows in other phases cost nothing. Kernels
 return after ``steps_per_launch`` steps, so one stiff row cannot hold a launch for long and a row
@@ -35,7 +38,7 @@ from __future__ import annotations
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from time import perf_counter_ns as time_ns
 
 import numba
@@ -52,7 +55,7 @@ from ecs.terms import fuse_terms, no_terms_args
 from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collide_rows, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deploy_fly import FlyProbes, fly_rows
-from systems.deploy_physics import (WORK_SIZE, contact_scratch, gravity_args, row_terms_none,
+from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args, row_terms_none,
                                     terms_couple_attitude_none)
 from systems.sdf import terrain_args
 
@@ -98,6 +101,16 @@ class DeployContext:
     kernels: dict
     #: the row terms' argument (columns, parameters)
     tt: tuple
+    #: dense output (docs/design.md §8.2): record interval [s] (0: not recording), the per-row
+    #: ring of snapshots [rows, slots, 16] = (record index, phase, state, time it was taken from) and
+    #: the trial steps' save area
+    rec_dt: float = 0.0
+    snap: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 16)))
+    save: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)))
+
+    def recording(self) -> tuple:
+        """``(rec_dt, snap, save)``: the dense-output arguments of the fly and contact kernels."""
+        return (self.rec_dt, self.snap, self.save)
 
     def row_args(self) -> tuple:
         """The leading arguments every phase kernel takes after its row list (and end time)."""
@@ -310,6 +323,7 @@ class DeploymentLoop(System):
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._lock = threading.Lock()
+        self._shown = None      # (rows, their own states) while the columns show the frame end
 
     @property
     def systems(self) -> tuple[System, ...]:
@@ -371,6 +385,7 @@ class DeploymentLoop(System):
             cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), vstar=settings.vstar, wstar=settings.wstar,
                                baumgarte=settings.contact_baumgarte),
             events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt)
+        self._shown = None
         self.collide.bind_context(self.ctx)
         self.timings = dict.fromkeys(self.timings, 0.0)
         self.end.check(self.ctx)       # rows released below the surface cap etc. end before the first frame
@@ -415,6 +430,8 @@ class DeploymentLoop(System):
         table.
         """
         ctx = self.ctx
+        self._restore()
+        self._prepare_recording(frame.record_interval)
         t_end = frame.t + frame.dt
         running = np.flatnonzero(ctx.table["row_status"] == Status.RUNNING)
         groups = min(numba.get_num_threads(), len(running))
@@ -431,7 +448,73 @@ class DeploymentLoop(System):
             self._advance(running[0::groups], t_end, share)       # the calling thread is worker 0
             for f in futures:
                 f.result()
+        if frame.recorded:
+            self._show_snapshots(t_end)
         self._inertial()
+
+    #: most dense-output slots per row (a record interval below h_max / (MAX_SNAP_SLOTS − 2) is refused)
+    MAX_SNAP_SLOTS = 256
+
+    def _prepare_recording(self, rec_dt: float) -> None:
+        """Size the snapshot ring for record interval ``rec_dt`` [s] (once per run)."""
+        ctx = self.ctx
+        if rec_dt == ctx.rec_dt:
+            return
+        if rec_dt > 0.0:
+            st = ctx.settings
+            longest = max(st.h_max, st.contact_h_max)
+            slots = int(math.ceil(longest / rec_dt)) + 2
+            if slots > self.MAX_SNAP_SLOTS:
+                raise InputError("record interval", rec_dt,
+                                 f"must be >= h_max / {self.MAX_SNAP_SLOTS - 2} = {longest / (self.MAX_SNAP_SLOTS - 2):.6g} s "
+                                 f"(one step may span that many records); lower DeploySettings.h_max for finer records")
+            n = ctx.table.row_count
+            ctx.snap = np.full((n, slots, 16), np.nan)
+            ctx.save = np.zeros((n, SNAP_SAVE_END - Y1))
+        else:
+            ctx.snap = np.zeros((1, 1, 16))
+            ctx.save = np.zeros((1, 1))
+        ctx.rec_dt = float(rec_dt)
+
+    #: the columns :meth:`_show_snapshots` sets to the frame-end state of rows already past it
+    SHOWN = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "row_time", "probe_phase")
+
+    def _show_snapshots(self, t_f: float) -> None:
+        """Show every running row that is past the frame end ``t_f`` at ``t_f`` (dense output).
+
+        Rows are never stopped at a frame end (a cut step would make the recording interval change
+        the physics); the kernels keep, for every record time a step crossed, the state there by a
+        fresh step from the step's start (:data:`systems.deploy_physics.record_snapshots`). Until
+        the next frame starts (:meth:`_restore`), the state columns show those states, so that
+        recorders and inertial views see every row at the frame end.
+        """
+        ctx = self.ctx
+        t = ctx.table
+        k = round(t_f / ctx.rec_dt)
+        slot = k % ctx.snap.shape[1]
+        ahead = (t["row_status"] == Status.RUNNING) & (t["row_time"] > t_f * (1.0 + 1e-12))
+        rows = np.flatnonzero(ahead & (ctx.snap[:, slot, 0] == k))
+        if not len(rows):
+            return
+        self._shown = (rows, {c: t[c][rows].copy() for c in self.SHOWN})
+        s = ctx.snap[rows, slot]
+        t["probe_position"][rows] = s[:, 2:5]
+        t["probe_velocity"][rows] = s[:, 5:8]
+        t["probe_attitude"][rows] = s[:, 8:12]
+        t["probe_omega"][rows] = s[:, 12:15]
+        t["row_time"][rows] = t_f
+        t["probe_phase"][rows] = s[:, 1].astype(t["probe_phase"].dtype)
+
+    def _restore(self) -> None:
+        """Put back the rows' own states that :meth:`_show_snapshots` replaced."""
+        shown = getattr(self, "_shown", None)
+        if shown is None:
+            return
+        rows, cols = shown
+        t = self.ctx.table
+        for c, v in cols.items():
+            t[c][rows] = v
+        self._shown = None
 
     def _advance(self, rows: np.ndarray, t_end: float, share: RowShare | None = None) -> None:
         """The phase loop of one worker over its rows (index array) up to ``t_end`` [s].
