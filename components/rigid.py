@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ecs import column, component
+from ecs.attitude import check_quaternion, dcm_to_euler, quat_to_dcm
+from ecs.errors import InputError
 from ecs.rules import physical_inertia, positive, unit_quaternion
 
 
@@ -86,9 +88,6 @@ def rigid_body(*, mass: float, inertia, position=(0.0, 0.0, 0.0), velocity=(0.0,
             the triangle inequality), non-unit quaternion, NaN anywhere.
     """
     from scenes.assets.mass_properties import validate_mass_properties
-    from systems.attitude import check_quaternion, dcm_to_euler, quat_to_dcm
-
-    from ecs.errors import InputError
 
     inertia = np.asarray(inertia, dtype=float)
     if inertia.shape == (3,):

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ecs import column, component
+from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
 
@@ -781,8 +782,6 @@ class RockField:
         if poly.shape != (K,) or (K and (poly.min() < 0 or poly.max() >= shapes.count)):
             raise InputError("RockField.polyhedron", poly.tolist() if K < 20 else f"shape {poly.shape}",
                              f"must give each of the {K} rocks a shape index in [0, {shapes.count})")
-        from systems.attitude import quat_to_dcm
-
         # each rock copies the vertex block its shape's triangles span, rotated and translated
         T = np.asarray(shapes.triangles, dtype=np.int64)
         ts = np.asarray(shapes.tri_start, dtype=np.int64)

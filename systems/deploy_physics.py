@@ -43,7 +43,7 @@ from components.gravity import (GravitySource, ellipsoid_field, point_mass_field
                                 voxel_field)
 from ecs.errors import InputError
 from ecs.kernels import dual
-from systems.attitude import quat_derivative, quat_multiply, quat_normalize
+from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.sdf import eval_terrain_point, sample_sdf_grid
 

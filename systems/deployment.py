@@ -46,7 +46,7 @@ from components.probe import ProbeShapes
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_jit
-from systems.attitude import quat_multiply, quat_rotate
+from ecs.attitude import quat_multiply, quat_rotate
 from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
 from systems.deploy_fly import FlyProbes

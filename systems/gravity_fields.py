@@ -29,7 +29,7 @@ from components.gravity import (GravitySource, ellipsoid_field, linearized_field
                                 polyhedron_field, voxel_field)
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, cuda_simulated, dual, launch_rows
-from systems.attitude import quat_rotate
+from ecs.attitude import quat_rotate
 from systems.gravity import add_weight
 
 _rot = quat_rotate.cpu

@@ -76,7 +76,7 @@ from numba import prange
 
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH, cpu_parallel, dual
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.broadphase import cell_hash
 
 __all__ = [

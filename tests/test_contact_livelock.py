@@ -33,7 +33,7 @@ from components.deploy import DeployPhase
 from components.probe import ProbeShapes
 from components.status import Status
 from scenes.deploy import build_cube
-from systems.attitude import quat_rotate
+from ecs.attitude import quat_rotate
 from systems.deploy_collide import APPROACH_TOL
 from systems.deploy_contact import SINK_SPEED
 from systems.deployment import DeploymentLoop

@@ -33,7 +33,7 @@ from scenes.assets import mesh_io
 from scenes.assets.star_meshes import bumpy_mesh, ellipsoid_mesh, sphere_mesh, two_lobed_mesh
 from scenes.assets.voxel import (build_voxel_field, choose_voxel_size, relative_errors, surface_error,
                                  voxel_error)
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.gravity_fields import GravitySystem
 from systems.integration import Integrator
 

@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField, TerrainSDF
+from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
 
@@ -167,8 +168,6 @@ def _random_rotations(rng, n: int) -> np.ndarray:
     """Uniformly random rotation matrices (n, 3, 3) (from uniform unit quaternions)."""
     q = rng.normal(size=(n, 4))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    from systems.attitude import quat_to_dcm
-
     return quat_to_dcm(q)
 
 
