@@ -65,7 +65,7 @@ Seed notes and corrected misprints
   ``atan2`` (the denominator is negative for facets seen under more than a hemisphere).
 * Eq. 2.43 omits the ½ of the second-order term: ``U(x) ≈ U(x0) + Δ·g(x0) + ½ Δ·Γ(x0)·Δ``.
 * Eq. 2.40 (edge dyads) needs *outward* facet normals and *outward* in-plane edge normals: mesh
-  checks and reorientation are in :func:`scenes.assets.mesh_io.check_polyhedron` (eqs 2.10–2.11).
+  checks and reorientation are in :func:`components.mesh.check_polyhedron` (eqs 2.10–2.11).
 
 Mass consistency: every source with an extent takes exactly one of ``density`` [kg/m³],
 ``mass`` [kg] or ``mu`` [m³/s²] and derives the others with ``μ = G M = G ρ V``.
@@ -79,7 +79,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import prange
 
-from ecs.errors import InputError
+from components.mesh import check_polyhedron, inertia_from_covariance, solid_moments
+from components.rigid import validate_mass_properties
+from ecs.errors import InputError, positive_number
 from ecs.kernels import cpu_jit, cpu_parallel_points, dual
 
 #: Newtonian constant of gravitation [m³ kg⁻¹ s⁻²] (CODATA 2018, the value polyhedral-gravity uses).
@@ -931,7 +933,7 @@ def polyhedron_tables(vertices: np.ndarray, faces: np.ndarray) -> dict[str, np.n
 class Polyhedron(GravitySource):
     """Constant-density polyhedron (Werner & Scheeres; seed 004 §2.4.1, eqs 2.40–2.42).
 
-    The mesh is checked first (:func:`scenes.assets.mesh_io.check_polyhedron`: closed two-manifold,
+    The mesh is checked first (:func:`components.mesh.check_polyhedron`: closed two-manifold,
     Euler's criterion eqs 2.10–2.11, consistent winding, no degenerate facets); a mesh wound
     entirely inward is reversed (``reoriented`` is then True), a mixed one is refused.
 
@@ -953,9 +955,6 @@ class Polyhedron(GravitySource):
     kind = "polyhedron"
 
     def __init__(self, vertices, faces, *, density=None, mass=None, mu=None):
-        from scenes.assets.mass_properties import solid_mesh
-        from scenes.assets.mesh_io import check_polyhedron
-
         v, f, self.reoriented = check_polyhedron(vertices, faces, field="Polyhedron")
         self.vertices = np.ascontiguousarray(v)
         self.faces = np.ascontiguousarray(f)
@@ -964,9 +963,12 @@ class Polyhedron(GravitySource):
         self.volume = float(np.sum(np.einsum("ij,ij->i", q0, np.cross(q1, q2)))) / 6.0
         self.density, self.mass, self.mu = resolve_mu(self.volume, density=density, mass=mass, mu=mu,
                                                       field="Polyhedron")
-        mp = solid_mesh(v, f, mass=self.mass)
-        self.center_of_mass = np.array(mp.com)
-        self.inertia = np.array(mp.inertia)
+        # the uniform solid's mass properties (as scenes.assets.mass_properties.solid_mesh computes them)
+        vol, com, second = solid_moments(v, f)
+        m = positive_number(self.mass, "solid_mesh.mass", "kg")
+        _, inertia = validate_mass_properties(m, inertia_from_covariance((m / vol) * second), field="solid_mesh")
+        self.center_of_mass = np.array(com)
+        self.inertia = np.array(inertia)
         self.quadrupole = np.trace(self.inertia) * np.eye(3) - 3.0 * self.inertia
         self.bounding_radius = float(np.max(np.linalg.norm(v - self.center_of_mass, axis=1)))
         self.volumetric_radius = (3.0 * self.volume / (4.0 * math.pi)) ** (1.0 / 3.0)

@@ -26,6 +26,7 @@ import trimesh
 
 from components.gravity import (G, Ellipsoid, LinearizedGravity, PointMass, Polyhedron, VoxelField,
                                 carlson_rd, carlson_rf)
+from components.mesh import check_polyhedron
 from components.rigid import rigid_body
 from ecs import Frame, World
 from ecs.errors import InputError
@@ -730,7 +731,7 @@ def test_inward_mesh_is_reoriented(tmp_path):
     mesh = mesh_io.load_mesh(path, units="m")
     assert mesh.reoriented and mesh.volume > 0
     with pytest.raises(InputError, match="inward"):
-        mesh_io.check_polyhedron(v, f[:, ::-1], fix_winding=False)
+        check_polyhedron(v, f[:, ::-1], fix_winding=False)
 
 
 def _tet():

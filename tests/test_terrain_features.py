@@ -14,10 +14,10 @@ import pytest
 import trimesh
 from scipy import stats
 
+from components.mesh import check_closed_mesh
 from ecs.errors import InputError
 from scenes.assets import bodies
 from scenes.assets import noise as nz
-from scenes.assets.mass_properties import check_closed_mesh
 from systems import sdf
 from systems.broadphase import SphereGrid, bounding_sphere, query_points, region_spheres
 

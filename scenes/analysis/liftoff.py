@@ -115,6 +115,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
 
@@ -768,7 +769,7 @@ def mesh_curvature(vertices, faces) -> SurfaceCurvature:
     Args:
         vertices: [m], shape (n, 3), target frame.
         faces: vertex indices, shape (m, 3), outward wound (checked by
-            :func:`scenes.assets.mass_properties.check_closed_mesh`).
+            :func:`components.mesh.check_closed_mesh`).
 
     Returns:
         :class:`SurfaceCurvature` at every vertex, with ``area`` the mixed Voronoi area.
@@ -776,8 +777,6 @@ def mesh_curvature(vertices, faces) -> SurfaceCurvature:
     Raises:
         InputError: the mesh is not closed, manifold and outward wound.
     """
-    from scenes.assets.mass_properties import check_closed_mesh
-
     v, f = check_closed_mesh(vertices, faces, field="mesh_curvature mesh")
     nv = len(v)
     x = [v[f[:, c]] for c in range(3)]
