@@ -47,6 +47,7 @@ from ecs import column, component
 from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
+from ecs.geometry import convex_violation
 
 __all__ = [
     "AnalyticShape",
@@ -685,8 +686,6 @@ class RockField:
         self.lower = used.min(axis=0) if len(used) else np.zeros(3)
         self.upper = used.max(axis=0) if len(used) else np.zeros(3)
         if K:
-            from systems.sdf import convex_violation
-
             worst, k = convex_violation(V, T, S, s)
             if worst > 1e-9:
                 raise InputError(f"RockField rock {k}", f"a vertex {worst:.3g} s outside a face plane",
