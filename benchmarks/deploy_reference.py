@@ -2,8 +2,8 @@
 
 One trajectory at a time, in plain Python: the rotating-frame equations of motion of
 :mod:`systems.deploy_physics` (seed 004 eqs 2.2–2.5) written again in numpy/float arithmetic and
-integrated with :func:`scipy.integrate.solve_ivp`; gravity through the source's numpy API
-(``DeployTarget.gravity.acceleration``), the terrain through ``TerrainSDF.evaluate``; collisions
+integrated with :func:`scipy.integrate.solve_ivp`; gravity through the sources' numpy API
+(:func:`systems.gravity_kernels.acceleration`), the terrain through ``TerrainSDF.evaluate``; collisions
 through the numpy API :func:`systems.collision.resolve_impacts` (one single-vertex Stronge impact
 per call); contact forces through the row kernel :func:`systems.contact_motion.contact_forces_rows`
 called for one row. None of the engine's phase kernels (fly / collide / contact / end) is used:
@@ -78,6 +78,7 @@ from components.probe import ProbeShape, ProbeShapes, ShapeKind
 from components.status import Status
 from systems.collision import IMPACT_RESOLVED, resolve_impacts
 from systems.contact_motion import CONTACT_ACTIVE, contact_forces_rows, contact_work_size
+from systems.gravity_kernels import acceleration, potential
 
 __all__ = ["ReferenceProbe", "ReferenceResult", "run_reference", "sample_states", "single_numba_thread"]
 
@@ -193,7 +194,7 @@ class ReferenceProbe:
         self._calls += 1
         x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2 = y
         o0, o1, o2 = self.Omega
-        g = self.gravity.acceleration(y[:3]).reshape(3)
+        g = acceleration(self.gravity, y[:3]).reshape(3)
         c0, c1, c2 = _cross(o0, o1, o2, x0, x1, x2)
         cc0, cc1, cc2 = _cross(o0, o1, o2, c0, c1, c2)
         k0, k1, k2 = _cross(o0, o1, o2, v0, v1, v2)
@@ -225,7 +226,7 @@ class ReferenceProbe:
         """Jacobi integral per unit mass [m²/s²] (``systems.deploy_physics.jacobi_integral``'s C)."""
         from systems.deploy_physics import jacobi_integral
 
-        u = self.gravity.potential(y[:3]).reshape(())
+        u = potential(self.gravity, y[:3]).reshape(())
         return float(jacobi_integral(y[:3], y[3:6], self.Omega, u))
 
     # ------------------------------------------------------------------ geometry
@@ -568,7 +569,7 @@ def sample_states(scene, samples, *, seed: int = 0) -> list[dict]:
 def single_numba_thread():
     """Run the block with one numba thread (restored after).
 
-    The numpy APIs the reference calls (``gravity.acceleration``, ``terrain.evaluate``,
+    The numpy APIs the reference calls (gravity ``acceleration``, ``terrain.evaluate``,
     ``resolve_impacts``, ``contact_forces_rows``) launch ``parallel=True`` numba kernels; for one
     point or one row a parallel launch costs more than the work (measured on a shared 2-core
     machine: 8 ms instead of 9 µs per voxel-gravity lookup when the second core is busy), and the

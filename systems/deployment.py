@@ -51,6 +51,7 @@ from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, declar
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
 from systems.deploy_fly import FlyProbes
 from systems.deploy_physics import WORK_SIZE, contact_scratch, gravity_args
+from systems.gravity_kernels import acceleration
 from systems.sdf import terrain_args
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
@@ -213,7 +214,7 @@ class EndProbes(System):
     def _slope(ctx: DeployContext, rows: np.ndarray) -> np.ndarray:
         t = ctx.table
         x = t["probe_position"][rows]
-        g = ctx.target.gravity.acceleration(x).reshape(-1, 3)
+        g = acceleration(ctx.target.gravity, x).reshape(-1, 3)
         w = ctx.target.rotation
         a = g - np.cross(w, np.cross(w, x))
         act, normals = ctx.cs[6][rows], ctx.cs[9][rows]

@@ -23,6 +23,7 @@ from scenes.assets.mass_properties import MassProperties
 from scenes.assets.probes import platonic, probe_mass_properties, sphere_probe
 from scenes.deploy import deployment_scene
 from systems.deploy_physics import jacobi_integral
+from systems.gravity_kernels import evaluate
 
 MU = 2.5          # m^3/s^2  (the seed's 200 m test sphere, ch. 3)
 R_BODY = 200.0    # m
@@ -228,7 +229,7 @@ def test_flight_through_voxel_cells_matches_scipy():
 
     def f(t, y):
         x, v = y[:3], y[3:]
-        g = vox.evaluate(x[None]).acceleration[0]
+        g = evaluate(vox, x[None]).acceleration[0]
         return np.concatenate([v, g - 2 * np.cross(om, v) - np.cross(om, np.cross(om, x))])
 
     ref = solve_ivp(f, (0.0, 3000.0), np.concatenate([x0, v0]), method="DOP853", rtol=1e-12, atol=1e-12)

@@ -115,9 +115,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.gravity import GravitySource
 from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
+from systems.gravity_kernels import acceleration
 
 __all__ = [
     "DEPARTURE_PLANES",
@@ -951,7 +953,9 @@ class LiftoffMap:
 
 
 def _gravity_at(gravity, p: np.ndarray) -> np.ndarray:
-    if hasattr(gravity, "acceleration") and callable(gravity.acceleration):
+    if isinstance(gravity, GravitySource):
+        a = acceleration(gravity, p)
+    elif hasattr(gravity, "acceleration") and callable(gravity.acceleration):
         a = gravity.acceleration(p)
     elif callable(gravity):
         a = gravity(p)
@@ -972,8 +976,9 @@ def liftoff_map(body, *, gravity, omega, points=None, directions="compass", depa
     Args:
         body: an :class:`components.terrain.AnalyticShape`, an :class:`components.terrain.SDFGrid`,
             a mesh ``(vertices, faces)``, or a :class:`scenes.assets.bodies.SmallBody`.
-        gravity: a_E in the target frame: a gravity source with ``.acceleration(points)``
-            (:mod:`components.gravity`), a callable ``points (n, 3) -> (n, 3)`` [m/s²], or a
+        gravity: a_E in the target frame: a gravity source (:mod:`components.gravity`, evaluated
+            by :func:`systems.gravity_kernels.acceleration`), an object with
+            ``.acceleration(points)``, a callable ``points (n, 3) -> (n, 3)`` [m/s²], or a
             constant vector.
         omega: Ω [rad/s], shape (3,), target frame.
         points: where to evaluate [m], (n, 3). Required for an SDF; for a mesh, None means every
