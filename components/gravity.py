@@ -257,7 +257,7 @@ class Polyhedron(GravitySource):
 
     Args:
         vertices: [m], shape (nv, 3), field frame. Load files with explicit units through
-            :func:`scenes.assets.mesh_io.load_mesh` (or :meth:`from_file`).
+            :func:`scenes.assets.mesh_io.load_mesh` (or :func:`scenes.assets.mesh_io.load_polyhedron`).
         faces: triangles, shape (nf, 3), integer, 0-based.
         density: ρ [kg/m³]; or ``mass`` [kg], or ``mu`` = GM [m³/s²] (exactly one).
 
@@ -295,14 +295,6 @@ class Polyhedron(GravitySource):
         self.edge_length, self.face_normal = t["edge_length"], t["face_normal"]
         for a in (self.vertices, self.faces, self.edges, self.edge_dyad, self.edge_length, self.face_normal):
             a.setflags(write=False)
-
-    @classmethod
-    def from_file(cls, path, *, units: str, density=None, mass=None, mu=None) -> "Polyhedron":
-        """Load a shape model (OBJ/PLY/STL/OFF, TetGen, plain text) with explicit ``units`` ('m'|'km')."""
-        from scenes.assets.mesh_io import load_mesh
-
-        mesh = load_mesh(path, units=units)
-        return cls(mesh.vertices, mesh.faces, density=density, mass=mass, mu=mu)
 
     @property
     def grho(self) -> float:

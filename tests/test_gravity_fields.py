@@ -721,7 +721,7 @@ def test_load_mesh_formats_in_km(tmp_path, fmt):
     assert math.isclose(mesh.volume, ref.volume, rel_tol=1e-6)
     assert mesh.faces.shape == f.shape and not mesh.reoriented
     assert np.allclose(np.sort(mesh.vertices, axis=0), np.sort(v * 1000.0, axis=0), rtol=1e-6, atol=1e-6)
-    poly = Polyhedron.from_file(path, units="km", density=RHO)
+    poly = mesh_io.load_polyhedron(path, units="km", density=RHO)
     assert math.isclose(poly.mass, RHO * ref.volume, rel_tol=1e-6)
 
 

@@ -37,10 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.gravity import Polyhedron
 from components.mesh import check_polyhedron
 from ecs.errors import InputError
 
-__all__ = ["ShapeMesh", "UNITS", "load_mesh", "read_plain", "read_tetgen"]
+__all__ = ["ShapeMesh", "UNITS", "load_mesh", "load_polyhedron", "read_plain", "read_tetgen"]
 
 #: Unit name -> metres per unit.
 UNITS = {"m": 1.0, "km": 1000.0}
@@ -278,3 +279,14 @@ def load_mesh(path, *, units: str, fmt: str | None = None, fix_winding: bool = T
     v = v * scale
     v, f, reoriented = check_polyhedron(v, f, field=f"mesh {path.name}", fix_winding=fix_winding)
     return ShapeMesh(vertices=v, faces=f, reoriented=reoriented, source=str(path), units=units)
+
+
+def load_polyhedron(path, *, units: str, density=None, mass=None, mu=None) -> Polyhedron:
+    """A constant-density :class:`components.gravity.Polyhedron` gravity source from a shape model
+    (OBJ/PLY/STL/OFF, TetGen, plain text) read by :func:`load_mesh` with explicit ``units`` ('m'|'km').
+
+    Args:
+        density, mass, mu: exactly one (as :class:`~components.gravity.Polyhedron`).
+    """
+    mesh = load_mesh(path, units=units)
+    return Polyhedron(mesh.vertices, mesh.faces, density=density, mass=mass, mu=mu)
