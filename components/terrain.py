@@ -521,11 +521,6 @@ class TerrainSDF:
         step's quarter-radius allowance (measured: max penetration 0.36 mm with rocks alone)."""
         return 1.0 + (self.fbm.max_slope if self.fbm is not None and self.fbm.octaves > 0 else 0.0)
 
-    def evaluate(self, points) -> tuple[np.ndarray, np.ndarray]:
-        """Signed distance [m], shape (n,), and gradient, shape (n, 3), at ``points`` (n, 3) [m]."""
-        from systems.sdf import eval_terrain
-
-        return eval_terrain(self, points)
 
 
 # --------------------------------------------------------------------------------------------------

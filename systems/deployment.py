@@ -52,7 +52,7 @@ from systems.deploy_contact import CONTACT_SLOTS, ContactProbes
 from systems.deploy_fly import FlyProbes
 from systems.deploy_physics import WORK_SIZE, contact_scratch, gravity_args
 from systems.gravity_kernels import acceleration
-from systems.sdf import terrain_args
+from systems.sdf import eval_terrain, terrain_args
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
 
@@ -221,7 +221,7 @@ class EndProbes(System):
         n = np.sum(normals * act[:, :, None], axis=1)
         nn = np.linalg.norm(n, axis=1)
         if np.any(nn == 0):  # no stored contact normal: the terrain normal under the CoM
-            d, grad = ctx.target.terrain.evaluate(x)
+            d, grad = eval_terrain(ctx.target.terrain, x)
             n = np.where((nn == 0)[:, None], grad, n)
             nn = np.linalg.norm(n, axis=1)
         c = -np.sum(n * a, axis=1) / (nn * np.linalg.norm(a, axis=1))
@@ -320,7 +320,7 @@ class DeploymentLoop(System):
         for j, e in enumerate(table.entities.tolist()):
             pos = np.asarray(overrides.get((e, "probe_position"), np.broadcast_to(authored[j], (count, 3))),
                              dtype=np.float64).reshape(count, 3)
-            d, _ = target.terrain.evaluate(np.ascontiguousarray(pos))
+            d, _ = eval_terrain(target.terrain, np.ascontiguousarray(pos))
             bad = np.flatnonzero(~(np.asarray(d) >= 0.0))
             if len(bad):
                 k = int(bad[0])
@@ -487,7 +487,7 @@ def _terrain_radius(target: DeployTarget) -> float:
     r = 1.0
     for _ in range(80):
         pts = r * np.vstack([np.eye(3), -np.eye(3)])
-        d, _ = target.terrain.evaluate(pts)
+        d, _ = eval_terrain(target.terrain, pts)
         if np.all(d > 0.5 * r):
             return r
         r *= 1.5

@@ -74,6 +74,7 @@ import numpy as np
 from numba import prange
 
 
+from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH, cpu_parallel, dual
 from ecs.attitude import quat_rotate, quat_rotate_inverse
@@ -1331,8 +1332,6 @@ def terrain_args(terrain) -> tuple:
     rock_index)`` (25 entries; the last five are :func:`rock_args`): unused parts are small dummy
     arrays, so one compiled signature serves every terrain. A contact system passes this tuple to its own kernel.
     """
-    from components.terrain import AnalyticShape, SDFGrid
-
     base = terrain.base
     if isinstance(base, SDFGrid):
         kind, grid, o, h, nodes = 0, base.values, base.origin, base.spacing, _DUMMY_NODES
