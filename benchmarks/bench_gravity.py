@@ -23,10 +23,11 @@ import time
 import numpy as np
 
 from benchmarks._common import RESULTS, machine_info, median_time, save
-from components.gravity import (Polyhedron, eval_polyhedron_points, eval_polyhedron_points_rowwise,
-                                eval_voxel_points)
+from components.gravity import Polyhedron
 from scenes.assets.star_meshes import bumpy_mesh, sphere_mesh
 from scenes.assets.voxel import build_voxel_field, choose_voxel_size, relative_errors
+from systems.gravity_kernels import (contains, eval_polyhedron_points, eval_polyhedron_points_rowwise, eval_voxel_points,
+                                     evaluate)
 
 RHO = 2000.0
 
@@ -106,14 +107,14 @@ def error_figures(etas, subdivisions: int) -> dict:
     poly = Polyhedron(v, f, density=RHO)
     R = poly.volumetric_radius
     pts = poly.face_centroids
-    g_ref = poly.evaluate(pts).acceleration
+    g_ref = evaluate(poly, pts).acceleration
     study = {}
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 8.0))
     for cont, style in ((False, "-"), (True, "--")):
         rows = []
         for eta in etas:
             vox = build_voxel_field(poly, eta * R, mode="g", continuation=cont)
-            err = relative_errors(vox.evaluate(pts).acceleration, g_ref)
+            err = relative_errors(evaluate(vox, pts).acceleration, g_ref)
             rows.append((eta, err.max, err.p99))
             e = np.sort(err.errors)
             ax1.plot(e, np.linspace(0, 1, e.size), style, label=f"η={eta:g}{' cont.' if cont else ''}")
@@ -150,12 +151,12 @@ def error_figures(etas, subdivisions: int) -> dict:
     n = 121
     gx, gy = np.meshgrid(np.linspace(-L, L, n), np.linspace(-L, L, n))
     plane = np.stack([gx.ravel(), gy.ravel(), np.full(gx.size, poly.center_of_mass[2])], axis=1)
-    outside = ~poly.contains(plane)
-    ref = poly.evaluate(plane).acceleration
+    outside = ~contains(poly, plane)
+    ref = evaluate(poly, plane).acceleration
     eg = np.full(plane.shape[0], np.nan)
     ed = np.full(plane.shape[0], np.nan)
-    eg[outside] = relative_errors(vg.evaluate(plane[outside]).acceleration, ref[outside]).errors
-    ed[outside] = relative_errors(vd.evaluate(plane[outside]).acceleration, ref[outside]).errors
+    eg[outside] = relative_errors(evaluate(vg, plane[outside]).acceleration, ref[outside]).errors
+    ed[outside] = relative_errors(evaluate(vd, plane[outside]).acceleration, ref[outside]).errors
     fig, axs = plt.subplots(1, 3, figsize=(13, 4))
     ext = [-L, L, -L, L]
     panels = ((axs[0], np.log10(eg), "log10 error, g voxels"), (axs[1], np.log10(ed), "log10 error, Δg voxels"),

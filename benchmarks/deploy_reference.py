@@ -2,8 +2,8 @@
 
 One trajectory at a time, in plain Python: the rotating-frame equations of motion of
 :mod:`systems.deploy_physics` (seed 004 eqs 2.2–2.5) written again in numpy/float arithmetic and
-integrated with :func:`scipy.integrate.solve_ivp`; gravity through the source's numpy API
-(``DeployTarget.gravity.acceleration``), the terrain through ``TerrainSDF.evaluate``; collisions
+integrated with :func:`scipy.integrate.solve_ivp`; gravity through the sources' numpy API
+(:func:`systems.gravity_kernels.acceleration`), the terrain through :func:`systems.sdf.eval_terrain`; collisions
 through the numpy API :func:`systems.collision.resolve_impacts` (one single-vertex Stronge impact
 per call); contact forces through the row kernel :func:`systems.contact_motion.contact_forces_rows`
 called for one row. None of the engine's phase kernels (fly / collide / contact / end) is used:
@@ -78,6 +78,8 @@ from components.probe import ProbeShape, ProbeShapes, ShapeKind
 from components.status import Status
 from systems.collision import IMPACT_RESOLVED, resolve_impacts
 from systems.contact_motion import CONTACT_ACTIVE, contact_forces_rows, contact_work_size
+from systems.gravity_kernels import acceleration, potential
+from systems.sdf import eval_terrain
 
 __all__ = ["ReferenceProbe", "ReferenceResult", "run_reference", "sample_states", "single_numba_thread"]
 
@@ -193,7 +195,7 @@ class ReferenceProbe:
         self._calls += 1
         x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2 = y
         o0, o1, o2 = self.Omega
-        g = self.gravity.acceleration(y[:3]).reshape(3)
+        g = acceleration(self.gravity, y[:3]).reshape(3)
         c0, c1, c2 = _cross(o0, o1, o2, x0, x1, x2)
         cc0, cc1, cc2 = _cross(o0, o1, o2, c0, c1, c2)
         k0, k1, k2 = _cross(o0, o1, o2, v0, v1, v2)
@@ -225,7 +227,7 @@ class ReferenceProbe:
         """Jacobi integral per unit mass [m²/s²] (``systems.deploy_physics.jacobi_integral``'s C)."""
         from systems.deploy_physics import jacobi_integral
 
-        u = self.gravity.potential(y[:3]).reshape(())
+        u = potential(self.gravity, y[:3]).reshape(())
         return float(jacobi_integral(y[:3], y[3:6], self.Omega, u))
 
     # ------------------------------------------------------------------ geometry
@@ -235,10 +237,10 @@ class ReferenceProbe:
 
     def clearance(self, y) -> float:
         """Smallest vertex terrain distance (the CoM bound far from the surface) [m]."""
-        dc = float(self.terrain.evaluate(y[None, :3])[0][0])
+        dc = float(eval_terrain(self.terrain, y[None, :3])[0][0])
         if dc > 2.0 * self.rb + 1.0:
             return dc - self.rb
-        return float(self.terrain.evaluate(self.vertex_points(y))[0].min())
+        return float(eval_terrain(self.terrain, self.vertex_points(y))[0].min())
 
     # ------------------------------------------------------------------ contact force
     def contact_wrench(self, y, active):
@@ -260,7 +262,7 @@ class ReferenceProbe:
         sp = np.linalg.norm(u, axis=1)
         dirs = np.where(sp[:, None] > 0, u / np.where(sp > 0, sp, 1.0)[:, None], 0.0)
         pts = np.concatenate([p, p + NORMAL_RATE_STEP * dirs, p - NORMAL_RATE_STEP * dirs])
-        _, grad = self.terrain.evaluate(pts)
+        _, grad = eval_terrain(self.terrain, pts)
         g0, gp, gm = grad[:na], grad[na:2 * na], grad[2 * na:]
         gn = np.linalg.norm(g0, axis=1)
         N = g0 / gn[:, None]
@@ -341,7 +343,7 @@ class ReferenceProbe:
         q = y[6:10] / np.linalg.norm(y[6:10])
         R = _rotation_matrix(q)
         pts = y[:3] + self.verts @ R.T
-        d, grad = self.terrain.evaluate(pts)
+        d, grad = eval_terrain(self.terrain, pts)
         touch = np.flatnonzero(d <= st.contact_gap)
         if len(touch) == 0:
             return y, "fly"
@@ -408,13 +410,13 @@ class ReferenceProbe:
         if len(free) == 0:
             return math.inf
         q = y[6:10]
-        return float(self.terrain.evaluate(y[:3] + self.verts[free] @ _rotation_matrix(q).T)[0].min())
+        return float(eval_terrain(self.terrain, y[:3] + self.verts[free] @ _rotation_matrix(q).T)[0].min())
 
     def _sinking(self, y, active) -> float:
         """Most negative normal velocity of the active vertices [m/s] (0 if none moves inwards)."""
         R = _rotation_matrix(y[6:10])
         r = self.verts[active]
-        _, grad = self.terrain.evaluate(y[:3] + r @ R.T)
+        _, grad = eval_terrain(self.terrain, y[:3] + r @ R.T)
         u = y[3:6] + np.cross(y[10:13], r) @ R.T
         vn = np.einsum("ij,ij->i", u, grad) / np.linalg.norm(grad, axis=1)
         return min(0.0, float(vn.min()))
@@ -434,7 +436,7 @@ class ReferenceProbe:
         while True:
             if t >= st.t_cap * (1 - 1e-12):
                 return t, y, "cap", rest_since
-            d = self.terrain.evaluate(self.vertex_points(y))[0]
+            d = eval_terrain(self.terrain, self.vertex_points(y))[0]
             active = np.flatnonzero(d <= st.contact_gap)[:self.slots]
             if len(active) == 0:
                 return t, y, "fly", rest_since
@@ -485,7 +487,7 @@ class ReferenceProbe:
             y[6:10] /= np.linalg.norm(y[6:10])
             # drift: lift the deepest active vertex back to the surface
             pts = y[:3] + self.verts[active] @ _rotation_matrix(y[6:10]).T
-            dd, gg = self.terrain.evaluate(pts)
+            dd, gg = eval_terrain(self.terrain, pts)
             j = int(np.argmin(dd))
             if dd[j] < 0.0:
                 y[:3] -= dd[j] * gg[j] / np.linalg.norm(gg[j])
@@ -568,7 +570,7 @@ def sample_states(scene, samples, *, seed: int = 0) -> list[dict]:
 def single_numba_thread():
     """Run the block with one numba thread (restored after).
 
-    The numpy APIs the reference calls (``gravity.acceleration``, ``terrain.evaluate``,
+    The numpy APIs the reference calls (gravity ``acceleration``, ``eval_terrain``,
     ``resolve_impacts``, ``contact_forces_rows``) launch ``parallel=True`` numba kernels; for one
     point or one row a parallel launch costs more than the work (measured on a shared 2-core
     machine: 8 ms instead of 9 µs per voxel-gravity lookup when the second core is busy), and the

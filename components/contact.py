@@ -51,6 +51,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ecs import InputError, column, component
+from ecs.attitude import check_quaternion
 from ecs.errors import positive_number
 from ecs.rules import nonnegative, positive
 
@@ -433,8 +434,6 @@ class EllipsoidGround:
     kind = GroundKind.ELLIPSOID
 
     def params(self) -> np.ndarray:
-        from systems.attitude import check_quaternion
-
         p = np.zeros(GROUND_PARAM_SIZE)
         p[:3] = _vec3("ellipsoid ground center", self.center)
         ax = _vec3("ellipsoid ground semi_axes", self.semi_axes)

@@ -1,4 +1,5 @@
-"""Rigid-body components: state, mass properties, force/torque accumulators, Euler-angle mode.
+"""Rigid-body components: state, mass properties, force/torque accumulators, Euler-angle mode, and
+the check of a mass and inertia tensor (:func:`validate_mass_properties`).
 
 Conventions, fixed here for the whole project:
 
@@ -16,10 +17,18 @@ Conventions, fixed here for the whole project:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ecs import column, component
-from ecs.rules import physical_inertia, positive, unit_quaternion
+from ecs.attitude import check_quaternion, dcm_to_euler, quat_to_dcm
+from ecs.errors import InputError
+from ecs.rules import INERTIA_RTOL, physical_inertia, positive, unit_quaternion
+
+#: A principal moment below this multiple of machine epsilon times the largest one is numerically
+#: zero (eigvalsh is accurate to about eps * |I|), so the tensor is not positive definite.
+_PD_EPS_FACTOR = 16.0
 
 
 @component("body")
@@ -66,6 +75,66 @@ class EulerAttitude:
     euler: np.ndarray = column("rad", shape=3, frame="body->inertial", doc="(roll φ, pitch θ, yaw ψ), 3-2-1 sequence")
 
 
+def validate_mass_properties(mass, inertia, *, field: str = "mass_properties") -> tuple[float, np.ndarray]:
+    """Check that a mass and an inertia tensor describe a physical rigid body.
+
+    Rules: mass finite and > 0; inertia a finite (3, 3) matrix, symmetric to a relative tolerance of
+    :data:`ecs.rules.INERTIA_RTOL` (1e-9 of its largest entry), positive definite, and its principal moments
+    obey the triangle inequality ``I3 <= I1 + I2`` (each moment at most the sum of the other two,
+    relative tolerance 1e-9 of the largest) which every real mass distribution satisfies because
+    ``I1 + I2 - I3 = 2 ∫ r3² dm >= 0``.
+
+    Args:
+        mass: total mass [kg].
+        inertia: inertia tensor about the CoM [kg m^2], shape (3, 3).
+        field: name of the quantity in error messages (``"body_inertia of entity 3"``).
+
+    Returns:
+        ``(mass, inertia)`` as a float and a symmetrised float64 (3, 3) array.
+
+    Raises:
+        InputError: naming ``field.mass`` or ``field.inertia``, the value and the broken rule.
+    """
+    try:
+        m = float(mass)
+    except (TypeError, ValueError):
+        raise InputError(f"{field}.mass", mass, "must be a finite number > 0 [kg]") from None
+    if not math.isfinite(m) or m <= 0.0:
+        raise InputError(f"{field}.mass", mass, "must be a finite number > 0 [kg]")
+    try:
+        inertia_arr = np.array(inertia, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{field}.inertia", inertia, "must be a (3, 3) matrix of numbers [kg m^2]") from None
+    if inertia_arr.shape != (3, 3):
+        raise InputError(f"{field}.inertia", inertia, "must be a (3, 3) matrix [kg m^2]")
+    if not np.all(np.isfinite(inertia_arr)):
+        raise InputError(f"{field}.inertia", inertia_arr.tolist(), "must be finite (no NaN or inf)")
+    scale = float(np.max(np.abs(inertia_arr)))
+    asym = float(np.max(np.abs(inertia_arr - inertia_arr.T)))
+    if asym > INERTIA_RTOL * scale:
+        raise InputError(
+            f"{field}.inertia",
+            inertia_arr.tolist(),
+            f"must be symmetric (max |I - I^T| = {asym:.3g} > {INERTIA_RTOL:g} * max |I|)",
+        )
+    sym = 0.5 * (inertia_arr + inertia_arr.T)
+    moments = np.linalg.eigvalsh(sym)
+    if moments[2] <= 0.0 or moments[0] <= _PD_EPS_FACTOR * np.finfo(np.float64).eps * moments[2]:
+        raise InputError(
+            f"{field}.inertia",
+            sym.tolist(),
+            f"must be positive definite (principal moments {moments.tolist()})",
+        )
+    if moments[2] - (moments[0] + moments[1]) > INERTIA_RTOL * moments[2]:
+        raise InputError(
+            f"{field}.inertia",
+            sym.tolist(),
+            f"principal moments {moments.tolist()} violate the triangle inequality "
+            f"(each must be <= the sum of the other two, rel tol {INERTIA_RTOL:g})",
+        )
+    return m, sym
+
+
 def rigid_body(*, mass: float, inertia, position=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0),
                attitude=(1.0, 0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), com=(0.0, 0.0, 0.0),
                euler_mode: bool = False, field: str = "body") -> tuple:
@@ -85,11 +154,6 @@ def rigid_body(*, mass: float, inertia, position=(0.0, 0.0, 0.0), velocity=(0.0,
         InputError: non-positive mass, bad inertia (asymmetric, not positive definite, violating
             the triangle inequality), non-unit quaternion, NaN anywhere.
     """
-    from scenes.assets.mass_properties import validate_mass_properties
-    from systems.attitude import check_quaternion, dcm_to_euler, quat_to_dcm
-
-    from ecs.errors import InputError
-
     inertia = np.asarray(inertia, dtype=float)
     if inertia.shape == (3,):
         inertia = np.diag(inertia)

@@ -44,8 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ecs import column, component
+from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
+from ecs.geometry import convex_violation
 
 __all__ = [
     "AnalyticShape",
@@ -519,11 +521,6 @@ class TerrainSDF:
         step's quarter-radius allowance (measured: max penetration 0.36 mm with rocks alone)."""
         return 1.0 + (self.fbm.max_slope if self.fbm is not None and self.fbm.octaves > 0 else 0.0)
 
-    def evaluate(self, points) -> tuple[np.ndarray, np.ndarray]:
-        """Signed distance [m], shape (n,), and gradient, shape (n, 3), at ``points`` (n, 3) [m]."""
-        from systems.sdf import eval_terrain
-
-        return eval_terrain(self, points)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -684,8 +681,6 @@ class RockField:
         self.lower = used.min(axis=0) if len(used) else np.zeros(3)
         self.upper = used.max(axis=0) if len(used) else np.zeros(3)
         if K:
-            from systems.sdf import convex_violation
-
             worst, k = convex_violation(V, T, S, s)
             if worst > 1e-9:
                 raise InputError(f"RockField rock {k}", f"a vertex {worst:.3g} s outside a face plane",
@@ -781,8 +776,6 @@ class RockField:
         if poly.shape != (K,) or (K and (poly.min() < 0 or poly.max() >= shapes.count)):
             raise InputError("RockField.polyhedron", poly.tolist() if K < 20 else f"shape {poly.shape}",
                              f"must give each of the {K} rocks a shape index in [0, {shapes.count})")
-        from systems.attitude import quat_to_dcm
-
         # each rock copies the vertex block its shape's triangles span, rotated and translated
         T = np.asarray(shapes.triangles, dtype=np.int64)
         ts = np.asarray(shapes.tri_start, dtype=np.int64)

@@ -38,7 +38,7 @@ from ecs import InputError
 from ecs.scene import Dispersion, normal, uniform_quaternion
 from scenes._common import RIGID_COLUMNS, attitude_columns, check_spread, positive, rigid_scene
 from scenes.assets.mass_properties import cubesat_3u
-from systems.attitude import quat_to_euler
+from ecs.attitude import quat_to_euler
 
 DESCRIPTION = "tumbling 3U CubeSat (asymmetric top): H and E conserved, rate on the ellipsoids' intersection"
 

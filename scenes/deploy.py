@@ -58,6 +58,7 @@ from scenes._common import check_spread, positive
 from scenes.assets.probes import add_probe_shape, box, platonic, probe_mass_properties, sphere_probe
 from systems.deploy_collide import declare_collision_events
 from systems.deployment import DeploymentLoop
+from systems.sdf import eval_terrain
 
 #: Itokawa (Table 4.1).
 ITOKAWA_MU = 2.341
@@ -199,14 +200,14 @@ def _surface_toward_com(terrain, point) -> np.ndarray:
         raise InputError("rock_centre", point.tolist(), "must not be the centre of mass")
     u = -point / L
     t = 0.0
-    d = float(terrain.evaluate(point)[0][0])
+    d = float(eval_terrain(terrain, point)[0][0])
     if d <= 0.0:
         raise InputError("rock_centre", point.tolist(), "must lie outside the body")
     for _ in range(500):
         if d <= 1e-6 or t >= L:
             break
         t = min(t + d, L)
-        d = float(terrain.evaluate(point + t * u)[0][0])
+        d = float(eval_terrain(terrain, point + t * u)[0][0])
     return point + t * u
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from components.loads import AppliedLoad, LoadFrame, LoadKind
 from ecs import InputError
 from scenes._common import RIGID_COLUMNS, rigid_scene
-from systems.attitude import quat_to_euler
+from ecs.attitude import quat_to_euler
 from systems.loads import ApplyLoads
 
 DESCRIPTION = "NASA GUNNS rigid-body validation case: 1e6 kg body, 3 kN force at an offset point (seed 003)"
@@ -65,7 +65,7 @@ def euler_123(attitude) -> np.ndarray:
     ``(c1c2c3 − s1s2s3, −(s1c2c3 + c1s2s3), −(c1s2c3 − s1c2s3), −(c1c2s3 + s1s2c3))``, the
     conjugate of ``q_x(φ) ⊗ q_y(θ) ⊗ q_z(ψ)``. That product is this project's ``body_attitude``
     for the intrinsic "123" angles (body reached from inertial by x, then the new y, then the new
-    z), so GUNNS' angles are :func:`systems.attitude.quat_to_euler` ``(body_attitude, "123")``.
+    z), so GUNNS' angles are :func:`ecs.attitude.quat_to_euler` ``(body_attitude, "123")``.
     """
     return quat_to_euler(np.asarray(attitude, float), "123")
 

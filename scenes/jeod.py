@@ -45,7 +45,7 @@ from components.contact import (LBF_PER_IN, LBF_S_PER_IN, Grounds, PairInteracti
 from components.rigid import rigid_body
 from ecs import InputError, Scene, World
 from scenes._common import method_name, positive
-from systems.attitude import euler_to_quat
+from ecs.attitude import euler_to_quat
 from systems.facet_contact import FacetContact
 from systems.gravity import UniformGravity
 from systems.integration import Integrator

@@ -33,6 +33,7 @@ from components.terrain import TerrainSDF
 from ecs import InputError, Scene
 from scenes._common import positive
 from scenes.assets.probes import box, platonic, probe_mass_properties, sphere_probe
+from systems.sdf import eval_terrain
 
 #: Shapes :func:`small_body` stretches to given radii: name -> built-in body of
 #: :mod:`scenes.assets.bodies`.
@@ -186,7 +187,7 @@ def release_above(target: DeployTarget, *, latitude: float, longitude: float, al
     if not (math.isfinite(alt) and alt > 0.0):
         raise InputError("altitude", altitude, "must be > 0 [m] (above the surface)")
     u = np.array([math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)])
-    dist = lambda t: float(target.terrain.evaluate(np.array([t * u]))[0][0])  # noqa: E731
+    dist = lambda t: float(eval_terrain(target.terrain, np.array([t * u]))[0][0])  # noqa: E731
     hi = 1.0
     while dist(hi) < alt:      # bracket: outside at distance >= altitude
         hi *= 2.0

@@ -130,7 +130,7 @@ from components.contact_params import (PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_
                                        PAIR_THETA_C)
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, dual, launch_rows
-from systems.attitude import cross, quat_rotate, quat_rotate_inverse
+from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
 
 
 def dual_call(fn):
@@ -1322,7 +1322,7 @@ class ResolveSurfaceImpacts(System):
                                         "body_mass", "body_inertia", "body_com")
 
     def process(self, frame) -> None:
-        from systems.attitude import quat_rotate as qrot
+        from ecs.attitude import quat_rotate as qrot
 
         for t in self.tables:
             n = t.row_count

@@ -104,8 +104,8 @@ from numba import prange
 from components.contact_params import BAUMGARTE_RATE, ContactParams
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel
-from systems.attitude import quat_rotate as _quat_rotate_np
-from systems.attitude import quat_rotate_inverse as _quat_rotate_inverse_np
+from ecs.attitude import quat_rotate as _quat_rotate_np
+from ecs.attitude import quat_rotate_inverse as _quat_rotate_inverse_np
 from systems.collision import (apply_coupling, cross_call, dual_call, inverse_sym3, quat_rotate_call,
                                quat_rotate_inverse_call, resolve_impacts, sym3_apply)
 

@@ -39,12 +39,12 @@ import math
 
 import numpy as np
 
-from components.gravity import (GravitySource, ellipsoid_field, point_mass_field, polyhedron_field,
-                                voxel_field)
+from components.gravity import GravitySource
 from ecs.errors import InputError
+from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
-from systems.attitude import quat_derivative, quat_multiply, quat_normalize
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
+from systems.gravity_kernels import ellipsoid_field, point_mass_field, polyhedron_field, voxel_field
 from systems.sdf import eval_terrain_point, sample_sdf_grid
 
 _i = np.int64

@@ -50,14 +50,15 @@ from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.kernels import cpu_jit
-from systems.attitude import quat_multiply, quat_rotate
+from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args
 from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collide_rows, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deploy_fly import FlyProbes, fly_rows
 from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args, row_terms_none,
                                     terms_couple_attitude_none)
-from systems.sdf import terrain_args
+from systems.gravity_kernels import acceleration
+from systems.sdf import eval_terrain, terrain_args
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
 
@@ -234,14 +235,14 @@ class EndProbes(System):
     def _slope(ctx: DeployContext, rows: np.ndarray) -> np.ndarray:
         t = ctx.table
         x = t["probe_position"][rows]
-        g = ctx.target.gravity.acceleration(x).reshape(-1, 3)
+        g = acceleration(ctx.target.gravity, x).reshape(-1, 3)
         w = ctx.target.rotation
         a = g - np.cross(w, np.cross(w, x))
         act, normals = ctx.cs[6][rows], ctx.cs[9][rows]
         n = np.sum(normals * act[:, :, None], axis=1)
         nn = np.linalg.norm(n, axis=1)
         if np.any(nn == 0):  # no stored contact normal: the terrain normal under the CoM
-            d, grad = ctx.target.terrain.evaluate(x)
+            d, grad = eval_terrain(ctx.target.terrain, x)
             n = np.where((nn == 0)[:, None], grad, n)
             nn = np.linalg.norm(n, axis=1)
         c = -np.sum(n * a, axis=1) / (nn * np.linalg.norm(a, axis=1))
@@ -342,7 +343,7 @@ class DeploymentLoop(System):
         for j, e in enumerate(table.entities.tolist()):
             pos = np.asarray(overrides.get((e, "probe_position"), np.broadcast_to(authored[j], (count, 3))),
                              dtype=np.float64).reshape(count, 3)
-            d, _ = target.terrain.evaluate(np.ascontiguousarray(pos))
+            d, _ = eval_terrain(target.terrain, np.ascontiguousarray(pos))
             bad = np.flatnonzero(~(np.asarray(d) >= 0.0))
             if len(bad):
                 k = int(bad[0])
@@ -601,7 +602,7 @@ def _terrain_radius(target: DeployTarget) -> float:
     r = 1.0
     for _ in range(80):
         pts = r * np.vstack([np.eye(3), -np.eye(3)])
-        d, _ = target.terrain.evaluate(pts)
+        d, _ = eval_terrain(target.terrain, pts)
         if np.all(d > 0.5 * r):
             return r
         r *= 1.5

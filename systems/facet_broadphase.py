@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from ecs.kernels import dual
-from systems.attitude import quat_rotate
+from ecs.attitude import quat_rotate
 
 _rot = quat_rotate.cpu
 

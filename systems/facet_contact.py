@@ -73,7 +73,7 @@ from components.contact import (GROUND_PARAM_SIZE, PARAM_SIZE, FacetKind, Ground
                                 PairInteractions, SdfGround, material_id, material_name)
 from ecs import InputError, Phase, System
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_host
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.facet_broadphase import body_bounding_spheres, cull_facets, sort_sweep_axis
 from systems.facet_geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 
 from ecs.kernels import dual
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu

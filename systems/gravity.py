@@ -12,7 +12,7 @@ from numba import prange
 
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, dual, launch_rows
-from systems.attitude import quat_rotate_inverse
+from ecs.attitude import quat_rotate_inverse
 
 _rot_inv = quat_rotate_inverse.cpu
 

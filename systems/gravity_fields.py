@@ -3,7 +3,7 @@
 For each row with mass, at every integrator stage:
 
 1. the centre of mass in the field frame, ``x = p + R(q) c`` (:data:`com_field_position`);
-2. the source's acceleration g(x) from its per-point kernel (:mod:`components.gravity`: point mass,
+2. the source's acceleration g(x) from its per-point kernel (:mod:`systems.gravity_kernels`: point mass,
    homogeneous ellipsoid, Werner–Scheeres polyhedron, voxel grid, linearised field — seed 004
    §2.4, eqs 2.40–2.43);
 3. the weight ``m g`` added to ``body_force`` and ``c × (m g_B)`` to ``body_torque`` through the very
@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from components.gravity import (GravitySource, ellipsoid_field, linearized_field, point_mass_field,
-                                polyhedron_field, voxel_field)
+from components.gravity import GravitySource
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, cuda_simulated, dual, launch_rows
-from systems.attitude import quat_rotate
+from ecs.attitude import quat_rotate
 from systems.gravity import add_weight
+from systems.gravity_kernels import ellipsoid_field, linearized_field, point_mass_field, polyhedron_field, voxel_field
 
 _rot = quat_rotate.cpu
 _weight = add_weight.cpu

@@ -35,7 +35,7 @@ from numba import prange
 from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
-from systems.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
+from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu

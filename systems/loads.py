@@ -14,7 +14,7 @@ from numba import prange
 from components.loads import LoadFunctions, LoadSeries
 from ecs import Phase, System
 from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu

@@ -30,7 +30,7 @@ import numpy as np
 from numba import prange
 
 from ecs.kernels import cpu_parallel, dual
-from systems.attitude import euler321_rates, euler321_to_quat, quat_derivative, quat_rotate, quat_rotate_inverse
+from ecs.attitude import euler321_rates, euler321_to_quat, quat_derivative, quat_rotate, quat_rotate_inverse
 
 STATE_SIZE = 16
 MASS_KEY_SIZE = 13

@@ -74,9 +74,11 @@ import numpy as np
 from numba import prange
 
 
+from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH, cpu_parallel, dual
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
+from ecs.geometry import face_plane
 from systems.broadphase import cell_hash
 
 __all__ = [
@@ -85,7 +87,7 @@ __all__ = [
     "eval_shape", "eval_terrain", "eval_terrain_point", "project_to_surface_grid", "sample_sdf_grid",
     "sample_sdf_grid_full", "sdf_grid_normal", "terrain_args",
     # numpy wrappers
-    "eval_rocks", "rock_args", "convex_violation",
+    "eval_rocks", "rock_args",
     "sample_grid", "sample_grid_hessian", "grid_normals", "surface_points", "eval_shape_points",
     "ellipsoid_closest_points", "fbm_points", "psr_points", "convex_distance_points", "rock_points",
     "rocks_brute_points",
@@ -860,25 +862,6 @@ closest_point_triangle = dual(_closest_point_triangle)
 _cpt = closest_point_triangle.cpu
 
 
-def _face_plane(vertices, triangles, t):
-    """First vertex a and (unnormalised, outward for outward winding) normal (b − a) × (c − a) of
-    triangle t: ``(ax, ay, az, nx, ny, nz)``."""
-    ia = triangles[t, 0]
-    ib = triangles[t, 1]
-    ic = triangles[t, 2]
-    ax = vertices[ia, 0]
-    ay = vertices[ia, 1]
-    az = vertices[ia, 2]
-    ex1 = vertices[ib, 0] - ax
-    ey1 = vertices[ib, 1] - ay
-    ez1 = vertices[ib, 2] - az
-    ex2 = vertices[ic, 0] - ax
-    ey2 = vertices[ic, 1] - ay
-    ez2 = vertices[ic, 2] - az
-    return ax, ay, az, ey1 * ez2 - ez1 * ey2, ez1 * ex2 - ex1 * ez2, ex1 * ey2 - ey1 * ex2
-
-
-face_plane = dual(_face_plane)
 _fplane = face_plane.cpu
 
 
@@ -1057,31 +1040,6 @@ def _eval_rocks_brute(d, gx, gy, gz, vertices, triangles, tri_start, x, y, z):
 
 eval_rocks_brute = dual(_eval_rocks_brute, inline=False)
 _rocks_brute = eval_rocks_brute.cpu
-
-
-@numba.njit(cache=True)
-def convex_violation(vertices, triangles, tri_start, size):
-    """Largest signed distance of a rock's vertex outside one of its own face planes, in units of the
-    rock's size, and that rock: ``(worst, k)``. <= 0 for convex, outward-wound rocks; +inf for a
-    degenerate (zero-area) triangle. Checks every vertex referenced by the rock's triangles.
-    """
-    worst = -math.inf
-    kw = 0
-    for k in range(tri_start.shape[0] - 1):
-        for t in range(tri_start[k], tri_start[k + 1]):
-            ax, ay, az, nx, ny, nz = _fplane(vertices, triangles, t)
-            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-            if not (nn > 0.0):
-                return math.inf, k
-            for t2 in range(tri_start[k], tri_start[k + 1]):
-                for j in range(3):
-                    v = triangles[t2, j]
-                    s = (nx * (vertices[v, 0] - ax) + ny * (vertices[v, 1] - ay) + nz * (vertices[v, 2] - az)) / nn
-                    s /= size[k]
-                    if s > worst:
-                        worst = s
-                        kw = k
-    return worst, kw
 
 
 # ==================================================================================================
@@ -1374,8 +1332,6 @@ def terrain_args(terrain) -> tuple:
     rock_index)`` (25 entries; the last five are :func:`rock_args`): unused parts are small dummy
     arrays, so one compiled signature serves every terrain. A contact system passes this tuple to its own kernel.
     """
-    from components.terrain import AnalyticShape, SDFGrid
-
     base = terrain.base
     if isinstance(base, SDFGrid):
         kind, grid, o, h, nodes = 0, base.values, base.origin, base.spacing, _DUMMY_NODES

@@ -1,4 +1,4 @@
-"""Tests of systems/attitude.py: quaternions, DCMs, Euler sequences, attitude kinematics.
+"""Tests of ecs/attitude.py: quaternions, DCMs, Euler sequences, attitude kinematics.
 
 Reference: ``scipy.spatial.transform.Rotation`` (an independent implementation: it extracts Euler
 angles from quaternions by Bernardes & Viollet's method, we go through the DCM), plus seed 002's
@@ -28,7 +28,7 @@ from scipy.spatial.transform import Rotation
 
 from ecs.errors import InputError
 from ecs.kernels import cuda_available, cuda_simulated
-from systems import attitude as att
+from ecs import attitude as att
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOL_ROUNDOFF = 1e-12
@@ -475,7 +475,7 @@ _GPU_SCRIPT = textwrap.dedent(
     import sys
     import numpy as np
     from numba import cuda
-    from systems.attitude import euler321_rates, quat_derivative, quat_multiply, quat_rotate
+    from ecs.attitude import euler321_rates, quat_derivative, quat_multiply, quat_rotate
 
     rotate = quat_rotate.gpu        # bind device functions to globals before the kernel
     derivative = quat_derivative.gpu

@@ -719,7 +719,7 @@ def test_plastic_impact_near_the_stick_limit_closes_its_slip():
     normal velocity ends at 0 (e = 0, to 1e-9 of the approach speed), kinetic energy does not rise,
     the normal impulse is positive and the total impulse satisfies Coulomb's cone on average
     (|P_t| <= f p)."""
-    from systems.attitude import quat_rotate
+    from ecs.attitude import quat_rotate
     from systems.collision import IMPACT_RESOLVED, kinetic_energy, resolve_impacts
 
     q = np.array([-0.6677701904597684, -0.07184492302068193, 0.49109562156868664, -0.5547489254117961])

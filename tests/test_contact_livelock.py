@@ -33,10 +33,11 @@ from components.deploy import DeployPhase
 from components.probe import ProbeShapes
 from components.status import Status
 from scenes.deploy import build_cube
-from systems.attitude import quat_rotate
+from ecs.attitude import quat_rotate
 from systems.deploy_collide import APPROACH_TOL
 from systems.deploy_contact import SINK_SPEED
 from systems.deployment import DeploymentLoop
+from systems.sdf import eval_terrain
 
 CASES = {
     "edge-slides-along-itself": dict(
@@ -82,7 +83,7 @@ def _touching_normal_velocities(w, loop, position, velocity, attitude, omega):
     a, b = shapes.shape_start[0], shapes.shape_start[1]
     r = shapes.vertex_position[a:b]
     pts = position + quat_rotate(attitude, r)
-    d, grad = loop.ctx.target.terrain.evaluate(pts)
+    d, grad = eval_terrain(loop.ctx.target.terrain, pts)
     n = grad / np.linalg.norm(grad, axis=1)[:, None]
     u = velocity + quat_rotate(attitude, np.cross(omega, r))
     touching = d <= loop.ctx.settings.contact_gap

@@ -23,6 +23,8 @@ from scenes.assets.mass_properties import MassProperties
 from scenes.assets.probes import platonic, probe_mass_properties, sphere_probe
 from scenes.deploy import deployment_scene
 from systems.deploy_physics import jacobi_integral
+from systems.gravity_kernels import evaluate
+from systems.sdf import eval_terrain
 
 MU = 2.5          # m^3/s^2  (the seed's 200 m test sphere, ch. 3)
 R_BODY = 200.0    # m
@@ -228,7 +230,7 @@ def test_flight_through_voxel_cells_matches_scipy():
 
     def f(t, y):
         x, v = y[:3], y[3:]
-        g = vox.evaluate(x[None]).acceleration[0]
+        g = evaluate(vox, x[None]).acceleration[0]
         return np.concatenate([v, g - 2 * np.cross(om, v) - np.cross(om, np.cross(om, x))])
 
     ref = solve_ivp(f, (0.0, 3000.0), np.concatenate([x0, v0]), method="DOP853", rtol=1e-12, atol=1e-12)
@@ -243,8 +245,8 @@ def test_flight_through_voxel_cells_matches_scipy():
 @pytest.mark.parametrize("features", ["grid", "fbm", "psr", "polyhedral", "analytic"])
 def test_kernel_terrain_query_equals_the_terrain_api(features):
     """The deployment kernels' inlined terrain query (systems.deploy_physics.terrain_at: a bare grid
-    sampled in place, any other terrain through terrain_at_any) against TerrainSDF.evaluate (the
-    numpy driver of systems.sdf) near the Itokawa-like surface, for every kind of terrain."""
+    sampled in place, any other terrain through terrain_at_any) against systems.sdf.eval_terrain (the
+    numpy driver) near the Itokawa-like surface, for every kind of terrain."""
     import dataclasses
 
     import numba
@@ -276,12 +278,12 @@ def test_kernel_terrain_query_equals_the_terrain_api(features):
     u /= np.linalg.norm(u, axis=1)[:, None]
     p = u * 150.0
     for _ in range(20):                                   # onto the surface, then scattered ±2 m
-        d, g = terrain.evaluate(p)
+        d, g = eval_terrain(terrain, p)
         p = p - d[:, None] * g
     if features == "polyhedral":                          # and around the rock region under the release point
         p[:200] = np.array([0.0, 0.0, 1.0]) * np.linalg.norm(p[:200], axis=1)[:, None] + rng.uniform(-10, 10, (200, 3))
     p = p + rng.uniform(-2.0, 2.0, p.shape)
-    d, g = terrain.evaluate(p)
+    d, g = eval_terrain(terrain, p)
     got = query(terrain_args(terrain), p)
     assert np.array_equal(got[:, 0], d) and np.array_equal(got[:, 1:], g)
 

@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 import trimesh
 
-from components.gravity import (G, Ellipsoid, LinearizedGravity, PointMass, Polyhedron, VoxelField,
-                                carlson_rd, carlson_rf)
+from components.gravity import G, Ellipsoid, PointMass, Polyhedron, VoxelField
+from components.mesh import check_polyhedron
 from components.rigid import rigid_body
 from ecs import Frame, World
 from ecs.errors import InputError
@@ -33,8 +33,9 @@ from scenes.assets import mesh_io
 from scenes.assets.star_meshes import bumpy_mesh, ellipsoid_mesh, sphere_mesh, two_lobed_mesh
 from scenes.assets.voxel import (build_voxel_field, choose_voxel_size, relative_errors, surface_error,
                                  voxel_error)
-from systems.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.gravity_fields import GravitySystem
+from systems.gravity_kernels import carlson_rd, carlson_rf, contains, evaluate, linearize, potential
 from systems.integration import Integrator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +175,7 @@ def test_ellipsoid_reduces_to_uniform_sphere():
     d /= np.linalg.norm(d, axis=1)[:, None]
     r = np.concatenate([rng.uniform(0.05, 0.99, 20), rng.uniform(1.01, 20.0, 20)]) * R
     x = d * r[:, None]
-    fv = sph.evaluate(x)
+    fv = evaluate(sph, x)
     inside = r < R
     u_ref = np.where(inside, gm * (3 * R * R - r * r) / (2 * R**3), gm / r)
     g_ref = np.where(inside[:, None], -gm * x / R**3, -gm * x / r[:, None] ** 3)
@@ -193,7 +194,7 @@ def test_ellipsoid_poisson_and_gradient_consistency():
     x = np.concatenate([rng.normal(size=(10, 3)) * 60.0, rng.normal(size=(10, 3)) * 900.0])
     inside = np.sum((x / ell.axes) ** 2, axis=1) < 1
     assert inside[:10].all() and not inside[10:].any()
-    fv = ell.evaluate(x)
+    fv = evaluate(ell, x)
     tr = np.trace(fv.gradient, axis1=1, axis2=2)
     four_pi_g_rho = 4 * math.pi * G * RHO
     # Poisson inside, Laplace outside, to rounding of the Carlson sums (~1e-15 of 4πGρ)
@@ -204,7 +205,7 @@ def test_ellipsoid_poisson_and_gradient_consistency():
     for k in range(3):
         e = np.zeros(3)
         e[k] = h
-        up, um = ell.evaluate(x + e), ell.evaluate(x - e)
+        up, um = evaluate(ell, x + e), evaluate(ell, x - e)
         assert np.max(np.abs((up.potential - um.potential) / (2 * h) - fv.acceleration[:, k])
                       / np.linalg.norm(fv.acceleration, axis=1)) < 1e-7
         assert np.max(np.linalg.norm((up.acceleration - um.acceleration) / (2 * h) - fv.gradient[:, :, k], axis=1)
@@ -223,7 +224,7 @@ def test_polyhedron_matches_polyhedral_gravity(name):
     assert poly.face_count == 20480
     pts = _test_points(poly, 20, seed=11)
     allp = np.concatenate(list(pts.values()))
-    ours = poly.evaluate(allp)
+    ours = evaluate(poly, allp)
     ref = pg.GravityEvaluable(pg.Polyhedron((poly.vertices, poly.faces), RHO, pg.NormalOrientation.OUTWARDS,
                                             pg.PolyhedronIntegrity.DISABLE))(allp, parallel=True)
     u_ref = np.array([r[0] for r in ref])
@@ -245,7 +246,7 @@ def test_polyhedron_matches_polyhedral_gravity(name):
     n = len(pts["outside"])
     assert np.max(_rel(ours.gradient[n:], gam_ref[n:])) < 1e-10
     # Poisson: the facet solid-angle sum tells inside (4π) from outside (0)
-    inside = poly.contains(allp)
+    inside = contains(poly, allp)
     assert not inside[:n].any() and inside[2 * n:].all()
     tr = np.trace(ours.gradient, axis1=1, axis2=2)
     assert np.max(np.abs(tr / scale + inside)) < 1e-12
@@ -257,7 +258,7 @@ def test_polyhedron_rounding_against_long_double(name):
     poly = body(name)
     pts = _test_points(poly, 3, seed=5)
     allp = np.concatenate(list(pts.values()))
-    ours = poly.evaluate(allp)
+    ours = evaluate(poly, allp)
     for k, x in enumerate(allp):
         u, g, gam = _long_double_reference(poly, x)
         # 30,720 edge and 20,480 facet terms summed in order: ~sqrt(n) eps of the largest term
@@ -274,11 +275,11 @@ def test_polyhedron_converges_to_sphere_and_ellipsoid():
     for axes in ((500.0, 500.0, 500.0), (600.0, 400.0, 300.0)):
         ell = Ellipsoid(*axes, density=RHO)
         x = np.concatenate([d[:6] * 0.5 * min(axes), d[6:] * 2.0 * max(axes)])
-        ref = ell.evaluate(x)
+        ref = evaluate(ell, x)
         errs = []
         for s in range(1, 5):  # 80 .. 5,120 facets
             v, f = ellipsoid_mesh(*axes, subdivisions=s)
-            fv = Polyhedron(v, f, density=RHO).evaluate(x)
+            fv = evaluate(Polyhedron(v, f, density=RHO), x)
             errs.append(max(np.max(np.abs(fv.potential / ref.potential - 1)),
                             np.max(_rel(fv.acceleration, ref.acceleration))))
         ratios = np.array(errs[:-1]) / np.array(errs[1:])
@@ -297,16 +298,16 @@ def test_polyhedron_laplacian_and_far_field():
     # inside/outside by the star-shaped radius: the mesh's radius along d is within ±40 % of 1000 m
     # for these bumps; points at 0.3R (inside) and 3R (outside) are unambiguous
     x = np.concatenate([c + 300.0 * d[:15], c + 3000.0 * d[15:]])
-    fv = poly.evaluate(x)
+    fv = evaluate(poly, x)
     inside = np.r_[np.ones(15, bool), np.zeros(15, bool)]
-    assert np.array_equal(poly.contains(x), inside)
+    assert np.array_equal(contains(poly, x), inside)
     tr = np.trace(fv.gradient, axis1=1, axis2=2)
     assert np.max(np.abs(tr / (4 * math.pi * G * RHO) + inside)) < 1e-12
     # mass consistency and far field: at 100 bounding radii the non-central part is ~(R/r)² J2 ≲ 1e-5
     # (measured 1e-6; float64 cancellation in the sums adds ~eps (r/R)³ ≈ 1e-10 there)
     far = c + 100.0 * poly.bounding_radius * d[:5]
     r = np.linalg.norm(far - c, axis=1)
-    assert np.max(np.abs(poly.potential(far) * r / poly.mu - 1)) < 1e-5
+    assert np.max(np.abs(potential(poly, far) * r / poly.mu - 1)) < 1e-5
     assert math.isclose(poly.mu, G * RHO * poly.volume, rel_tol=1e-15)
     tm = trimesh.Trimesh(poly.vertices, poly.faces, process=False)
     assert math.isclose(poly.volume, tm.volume, rel_tol=1e-12)
@@ -321,9 +322,9 @@ def test_model_resolution_error_and_sphericity():
     sphericity is 1 for a sphere and (π/6)^(1/3) for a cube."""
     fine = Polyhedron(*bumpy_mesh(1000.0, seed=3, subdivisions=4), density=RHO)
     pts = fine.face_centroids
-    ref = fine.evaluate(pts).acceleration
-    errs = [relative_errors(Polyhedron(*bumpy_mesh(1000.0, seed=3, subdivisions=s), density=RHO).evaluate(pts)
-                            .acceleration, ref).max for s in (1, 2, 3)]
+    ref = evaluate(fine, pts).acceleration
+    errs = [relative_errors(evaluate(Polyhedron(*bumpy_mesh(1000.0, seed=3, subdivisions=s), density=RHO),
+                                     pts).acceleration, ref).max for s in (1, 2, 3)]
     # facet size halves per subdivision; the error falls towards 4× per level once the bumps are
     # resolved (measured 0.27, 0.095, 0.023: 2.8× then 4.2×)
     assert errs[0] > 2.5 * errs[1] and errs[1] > 3.5 * errs[2], errs
@@ -438,17 +439,17 @@ def test_linearized_gravity_within_its_validity_radius():
     poly = body("small_bumpy")
     c = poly.center_of_mass
     x0 = c + np.array([900.0, 600.0, 300.0])
-    assert not poly.contains(x0)
+    assert not contains(poly, x0)
     tol = 1e-3
-    lin = LinearizedGravity(poly, x0, tol=tol)
+    lin = linearize(poly, x0, tol=tol)
     rng = np.random.default_rng(9)
     d = rng.normal(size=(200, 3))
     d /= np.linalg.norm(d, axis=1)[:, None]
     g0 = np.linalg.norm(lin.acceleration0)
     for scale, expect_within in ((1.0, True), (6.0, False)):
         x = x0 + d * lin.radius * scale * rng.uniform(0.2, 1.0, (200, 1)) ** (1 / 3)
-        ref = poly.evaluate(x)
-        got = lin.evaluate(x)
+        ref = evaluate(poly, x)
+        got = evaluate(lin, x)
         err = np.linalg.norm(got.acceleration - ref.acceleration, axis=1) / np.linalg.norm(ref.acceleration, axis=1)
         if expect_within:
             # the radius bounds the neglected term with the Frobenius norm of ∇Γ: errors stay ≤ tol
@@ -502,14 +503,14 @@ def test_voxel_lookup_is_exact_for_linear_fields_and_continuous_outside():
     vox = VoxelField(vals, origin, h, mu=1e-3, center_of_mass=(0.1, 0.2, -0.1), mode="g")
     rng = np.random.default_rng(10)
     x = origin + rng.uniform(0, 1, (500, 3)) * (vox.upper - origin)
-    fv = vox.evaluate(x)
+    fv = evaluate(vox, x)
     ref = x @ A.T + b
     assert np.max(np.abs(fv.acceleration - ref[:, :3])) < 1e-12
     assert np.max(np.abs(fv.potential - ref[:, 3])) < 1e-12
     # just outside vs just inside a face of the box: continuous (jump ~ gradient × 2e-9 m)
     xb = np.array([vox.upper[0], 0.3, -0.4])
-    a = vox.evaluate(xb - [1e-9, 0, 0]).acceleration
-    bb = vox.evaluate(xb + [1e-9, 0, 0]).acceleration
+    a = evaluate(vox, xb - [1e-9, 0, 0]).acceleration
+    bb = evaluate(vox, xb + [1e-9, 0, 0]).acceleration
     assert np.linalg.norm(a - bb) < 1e-7
 
 
@@ -559,9 +560,9 @@ def test_voxel_perturbation_beats_acceleration_away_from_the_surface():
     d /= np.linalg.norm(d, axis=1)[:, None]
     x = poly.center_of_mass + d * rng.uniform(1.3, 2.3, (400, 1)) * poly.bounding_radius
     assert np.all(np.abs(x - 0.5 * (g.origin + g.upper)) < 0.5 * (g.upper - g.origin))  # inside the grid
-    ref = poly.evaluate(x).acceleration
-    e_g = _rel(g.evaluate(x).acceleration, ref)
-    e_dg = _rel(dg.evaluate(x).acceleration, ref)
+    ref = evaluate(poly, x).acceleration
+    e_g = _rel(evaluate(g, x).acceleration, ref)
+    e_dg = _rel(evaluate(dg, x).acceleration, ref)
     # measured on this coarse grid (h = 0.3 R): median 3.5× and max 1.9× smaller; require 2× and 1.3×
     assert np.median(e_dg) < np.median(e_g) / 2 and e_dg.max() < e_g.max() / 1.3
 
@@ -576,9 +577,9 @@ def test_voxel_far_field_outside_the_grid():
     for k in (2.0, 4.0, 16.0):
         x = poly.center_of_mass + d * k * poly.bounding_radius
         assert not np.any(np.all((x > vox.origin) & (x < vox.upper), axis=1))
-        e = _rel(vox.evaluate(x).acceleration, poly.evaluate(x).acceleration).max()
-        pm = _rel(PointMass(mu=poly.mu, center=poly.center_of_mass).evaluate(x).acceleration,
-                  poly.evaluate(x).acceleration).max()
+        e = _rel(evaluate(vox, x).acceleration, evaluate(poly, x).acceleration).max()
+        pm = _rel(evaluate(PointMass(mu=poly.mu, center=poly.center_of_mass), x).acceleration,
+                  evaluate(poly, x).acceleration).max()
         # point mass + quadrupole + the r⁻⁵-decayed boundary residual beats the bare point mass
         # (measured 7×, 8×, 25× at 2, 4, 16 radii), and its error falls with distance
         assert e < pm / 5, (k, e, pm)
@@ -618,19 +619,20 @@ def test_choose_voxel_size_meets_the_target_and_is_not_oversized():
 _SIM = textwrap.dedent(
     """
     import json, numpy as np
-    from components.gravity import PointMass, Ellipsoid, Polyhedron, LinearizedGravity
+    from components.gravity import PointMass, Ellipsoid, Polyhedron
     from components.rigid import rigid_body
     from ecs import Frame, World
     from scenes.assets.star_meshes import bumpy_mesh
     from scenes.assets.voxel import build_voxel_field
     from systems.gravity_fields import GravitySystem
+    from systems.gravity_kernels import linearize
     from systems.integration import Integrator
 
     v, f = bumpy_mesh(1000.0, subdivisions=1, bumps=4)
     poly = Polyhedron(v, f, density=2000.0)
     sources = {"point_mass": PointMass(mu=poly.mu), "ellipsoid": Ellipsoid(1200.0, 1000.0, 900.0, density=2000.0),
                "polyhedron": poly, "voxel": build_voxel_field(poly, 400.0, cache=False),
-               "linearized": LinearizedGravity(poly, (1500.0, 200.0, 100.0))}
+               "linearized": linearize(poly, (1500.0, 200.0, 100.0))}
     v0 = np.array([0.0, 0.3, 0.1])
     w0 = np.array([0.01, 0.02, 0.03])
 
@@ -719,7 +721,7 @@ def test_load_mesh_formats_in_km(tmp_path, fmt):
     assert math.isclose(mesh.volume, ref.volume, rel_tol=1e-6)
     assert mesh.faces.shape == f.shape and not mesh.reoriented
     assert np.allclose(np.sort(mesh.vertices, axis=0), np.sort(v * 1000.0, axis=0), rtol=1e-6, atol=1e-6)
-    poly = Polyhedron.from_file(path, units="km", density=RHO)
+    poly = mesh_io.load_polyhedron(path, units="km", density=RHO)
     assert math.isclose(poly.mass, RHO * ref.volume, rel_tol=1e-6)
 
 
@@ -730,7 +732,7 @@ def test_inward_mesh_is_reoriented(tmp_path):
     mesh = mesh_io.load_mesh(path, units="m")
     assert mesh.reoriented and mesh.volume > 0
     with pytest.raises(InputError, match="inward"):
-        mesh_io.check_polyhedron(v, f[:, ::-1], fix_winding=False)
+        check_polyhedron(v, f[:, ::-1], fix_winding=False)
 
 
 def _tet():

@@ -15,6 +15,8 @@ import trimesh
 from scipy import integrate
 from scipy.spatial.transform import Rotation
 
+from components.mesh import check_closed_mesh
+from components.rigid import validate_mass_properties
 from ecs.errors import InputError
 from scenes.assets import mass_properties as mp
 
@@ -491,7 +493,7 @@ BAD = _bad_meshes()
 def test_check_closed_mesh_rejects(case):
     v, f, word = BAD[case]
     with pytest.raises(InputError) as err:
-        mp.check_closed_mesh(v, f, field="probe_mesh")
+        check_closed_mesh(v, f, field="probe_mesh")
     msg = str(err.value)
     assert "probe_mesh" in msg and word in msg
     # both mesh functions check first, naming themselves
@@ -504,7 +506,7 @@ def test_check_closed_mesh_rejects(case):
 def test_inward_message_is_the_documented_one():
     v, f, _ = BAD["inward"]
     with pytest.raises(InputError, match="faces wound inward; reverse them"):
-        mp.check_closed_mesh(v, f)
+        check_closed_mesh(v, f)
 
 
 @pytest.mark.parametrize(
@@ -551,7 +553,7 @@ def test_bad_inputs_name_field_and_rule(call, field, word):
 )
 def test_validate_mass_properties_rejects(mass, inertia, where, word):
     with pytest.raises(InputError) as err:
-        mp.validate_mass_properties(mass, inertia, field="body_inertia of entity 3")
+        validate_mass_properties(mass, inertia, field="body_inertia of entity 3")
     msg = str(err.value)
     assert f"body_inertia of entity 3.{where}" in msg and word in msg
     # constructing a MassProperties validates the same way
@@ -561,8 +563,8 @@ def test_validate_mass_properties_rejects(mass, inertia, where, word):
 
 def test_validate_accepts_the_edge_cases_it_should():
     # a thin disc: I3 = I1 + I2 exactly (perpendicular-axis theorem), on the triangle-inequality edge
-    m, sym = mp.validate_mass_properties(2.0, np.diag([1.0, 1.0, 2.0]), field="disc")
+    m, sym = validate_mass_properties(2.0, np.diag([1.0, 1.0, 2.0]), field="disc")
     assert m == 2.0 and np.array_equal(sym, np.diag([1.0, 1.0, 2.0]))
     # asymmetry below 1e-9 relative is rounding, accepted and symmetrised
-    _, sym = mp.validate_mass_properties(1.0, np.array([[1.0, 1e-12, 0], [0, 1, 0], [0, 0, 1]]), field="x")
+    _, sym = validate_mass_properties(1.0, np.array([[1.0, 1e-12, 0], [0, 1, 0], [0, 0, 1]]), field="x")
     assert sym[0, 1] == sym[1, 0] == 5e-13

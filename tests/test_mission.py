@@ -12,6 +12,7 @@ import xarray as xr
 import zarr
 
 import tumble
+from systems.sdf import eval_terrain
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -61,7 +62,7 @@ def test_release_point_is_40_m_above_the_surface_at_latitude_minus_22():
     mesh = trimesh.Trimesh(body.shape_vertices, body.shape_faces, process=False)
     _, dist, _ = trimesh.proximity.closest_point(mesh, [p])
     assert dist[0] == pytest.approx(40.0, abs=1.0)
-    assert float(body.terrain.evaluate(np.array([p]))[0][0]) == pytest.approx(40.0, abs=1e-6)
+    assert float(eval_terrain(body.terrain, np.array([p]))[0][0]) == pytest.approx(40.0, abs=1e-6)
 
 
 def test_same_mission_from_p_on_the_builtin_deploy_scene(tmp_path):

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import trimesh
 
+from components.mesh import check_closed_mesh
 from components.probe import ProbeShape, ProbeShapes, ShapeKind, VertexType
 from components.rigid import rigid_body
 from ecs import World
 from ecs.errors import InputError
 from scenes.assets import probes as pr
-from scenes.assets.mass_properties import check_closed_mesh
 
 # Table 4.7 as printed (r of the tetrahedron corrected from 0.2330 to 0.2691; the sphere's core j
 # printed 0.0133 is 2/15 = 0.1333 by the j_core = j_solid / 3 of every other row).

@@ -169,7 +169,7 @@ def test_terrain_union_min_and_gradient():
     u = rng.normal(size=(3000, 2)) * 1.5
     z = np.sqrt(R * R - np.sum(u * u, axis=1)) + rng.uniform(-0.3, 2.5, size=3000)
     p = np.column_stack([u, z])
-    d, g = terr.evaluate(p)
+    d, g = sdf.eval_terrain(terr, p)
     db = np.linalg.norm(p, axis=1) - R
     gb = p / np.linalg.norm(p, axis=1, keepdims=True)
     dr, gr = sdf.rocks_brute_points(rf, p)
@@ -183,13 +183,13 @@ def test_terrain_union_min_and_gradient():
     sel = ex & (np.abs(db - dr) > 1e-3) & (d > 1e-3) & (d < rf.reach - 1e-3)
     assert sel.sum() > 1000
     h = 1e-6
-    fd = np.column_stack([(terr.evaluate(p[sel] + h * e)[0] - terr.evaluate(p[sel] - h * e)[0]) / (2 * h)
+    fd = np.column_stack([(sdf.eval_terrain(terr, p[sel] + h * e)[0] - sdf.eval_terrain(terr, p[sel] - h * e)[0]) / (2 * h)
                           for e in np.eye(3)])
     assert np.max(np.abs(fd - g[sel])) < 1e-5
     assert np.allclose(np.linalg.norm(g[ex & (d > 0)], axis=1), 1.0, atol=1e-12)
     # 1-Lipschitz (a union of distances, and the far bound min(d, max(reach, d_box))): random pairs
     q = p + rng.normal(size=p.shape) * 0.5
-    dq, _ = terr.evaluate(q)
+    dq, _ = sdf.eval_terrain(terr, q)
     assert np.all(np.abs(dq - d) <= np.linalg.norm(q - p, axis=1) * (1 + 1e-12) + 1e-12)
 
 
@@ -197,8 +197,8 @@ def test_no_rock_field_is_the_bare_terrain(plane_field):
     """An empty rock field and no rock field give the bare terrain's bits."""
     p = np.random.default_rng(5).uniform(-3, 3, size=(500, 3))
     empty = RockField(np.zeros((0, 3)), np.zeros((0, 3), np.int64), [0], np.zeros((0, 3)), np.zeros(0))
-    d0, g0 = TerrainSDF(sdf_plane()).evaluate(p)
-    d1, g1 = TerrainSDF(sdf_plane(), rocks=empty).evaluate(p)
+    d0, g0 = sdf.eval_terrain(TerrainSDF(sdf_plane()), p)
+    d1, g1 = sdf.eval_terrain(TerrainSDF(sdf_plane(), rocks=empty), p)
     assert np.array_equal(d0, d1) and np.array_equal(g0, g1)
     assert sdf.terrain_args(TerrainSDF(sdf_plane()))[20] == 0
     assert sdf.terrain_args(TerrainSDF(sdf_plane(), rocks=plane_field))[20] == 1
@@ -426,6 +426,6 @@ def test_deploy_cube_on_polyhedral_rocks_runs(tmp_path):
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     terrain = sc.world.resource(DeployTarget).terrain
     dr, _ = sdf.rock_points(terrain.rocks, pts)
-    db, _ = TerrainSDF(terrain.base).evaluate(pts)
+    db, _ = sdf.eval_terrain(TerrainSDF(terrain.base), pts)
     assert len(pts) > 5 and np.sum(dr < db) >= 1       # contact points where a rock is the surface
     assert np.all(np.abs(np.minimum(dr, db)) < 1e-3)    # every contact point is on the united surface

@@ -115,8 +115,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.gravity import GravitySource
+from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
+from systems.gravity_kernels import acceleration
 
 __all__ = [
     "DEPARTURE_PLANES",
@@ -768,7 +771,7 @@ def mesh_curvature(vertices, faces) -> SurfaceCurvature:
     Args:
         vertices: [m], shape (n, 3), target frame.
         faces: vertex indices, shape (m, 3), outward wound (checked by
-            :func:`scenes.assets.mass_properties.check_closed_mesh`).
+            :func:`components.mesh.check_closed_mesh`).
 
     Returns:
         :class:`SurfaceCurvature` at every vertex, with ``area`` the mixed Voronoi area.
@@ -776,8 +779,6 @@ def mesh_curvature(vertices, faces) -> SurfaceCurvature:
     Raises:
         InputError: the mesh is not closed, manifold and outward wound.
     """
-    from scenes.assets.mass_properties import check_closed_mesh
-
     v, f = check_closed_mesh(vertices, faces, field="mesh_curvature mesh")
     nv = len(v)
     x = [v[f[:, c]] for c in range(3)]
@@ -952,7 +953,9 @@ class LiftoffMap:
 
 
 def _gravity_at(gravity, p: np.ndarray) -> np.ndarray:
-    if hasattr(gravity, "acceleration") and callable(gravity.acceleration):
+    if isinstance(gravity, GravitySource):
+        a = acceleration(gravity, p)
+    elif hasattr(gravity, "acceleration") and callable(gravity.acceleration):
         a = gravity.acceleration(p)
     elif callable(gravity):
         a = gravity(p)
@@ -973,8 +976,9 @@ def liftoff_map(body, *, gravity, omega, points=None, directions="compass", depa
     Args:
         body: an :class:`components.terrain.AnalyticShape`, an :class:`components.terrain.SDFGrid`,
             a mesh ``(vertices, faces)``, or a :class:`scenes.assets.bodies.SmallBody`.
-        gravity: a_E in the target frame: a gravity source with ``.acceleration(points)``
-            (:mod:`components.gravity`), a callable ``points (n, 3) -> (n, 3)`` [m/s²], or a
+        gravity: a_E in the target frame: a gravity source (:mod:`components.gravity`, evaluated
+            by :func:`systems.gravity_kernels.acceleration`), an object with
+            ``.acceleration(points)``, a callable ``points (n, 3) -> (n, 3)`` [m/s²], or a
             constant vector.
         omega: Ω [rad/s], shape (3,), target frame.
         points: where to evaluate [m], (n, 3). Required for an SDF; for a mesh, None means every

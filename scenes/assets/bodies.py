@@ -16,7 +16,7 @@ decomposition along its main diagonal, which neighbouring cells share face diago
 surface has no ambiguous cases and is closed and manifold by construction. A crossing point is placed
 by linear interpolation on its edge, kept at least :data:`EDGE_MARGIN` of the edge away from either
 node so no triangle degenerates; vertices are shared through their edge's node pair. The result
-passes :func:`scenes.assets.mass_properties.check_closed_mesh` (and trimesh's ``is_watertight``).
+passes :func:`components.mesh.check_closed_mesh` (and trimesh's ``is_watertight``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid, sdf_ellipsoid, sdf_sphere, sdf_torus
 from ecs.errors import InputError
-from scenes.assets.mass_properties import check_closed_mesh
 
 __all__ = ["BODIES", "SmallBody", "body_shape", "marching_tetrahedra", "small_body"]
 

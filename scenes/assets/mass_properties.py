@@ -12,7 +12,8 @@ and the parallel-axis theorem). This module provides it:
   :func:`box`, :func:`cylinder`, :func:`capsule`, and :func:`point_masses`.
 * Meshes: :func:`solid_mesh` (exact volume integrals of a closed polyhedron) and :func:`shell_mesh`
   (thin shell of given thickness, the MDC's vertices + facets + thickness + density input).
-* Checks: :func:`check_closed_mesh` and :func:`validate_mass_properties`.
+* Checks (from the layers below): :func:`components.mesh.check_closed_mesh` and
+  :func:`components.rigid.validate_mass_properties`.
 * The seed's example: :func:`cubesat_3u` (seed 002 §2.4.2.2, the asymmetric top).
 
 Conventions (seed 002 Eq. 1.13–1.15): the inertia tensor is the full matrix
@@ -34,6 +35,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from components.mesh import check_closed_mesh, inertia_from_covariance, solid_moments
+from components.rigid import validate_mass_properties
 from ecs.errors import InputError
 from ecs.errors import positive_number as _positive
 
@@ -41,7 +44,6 @@ __all__ = [
     "MassProperties",
     "box",
     "capsule",
-    "check_closed_mesh",
     "combine",
     "cubesat_3u",
     "cylinder",
@@ -51,17 +53,8 @@ __all__ = [
     "solid_mesh",
     "sphere",
     "spherical_shell",
-    "validate_mass_properties",
 ]
 
-#: Relative tolerance of the symmetry and triangle-inequality checks on an inertia tensor.
-INERTIA_RTOL = 1e-9
-#: A principal moment below this multiple of machine epsilon times the largest one is numerically
-#: zero (eigvalsh is accurate to about eps * |I|), so the tensor is not positive definite.
-_PD_EPS_FACTOR = 16.0
-#: A facet whose area is below this fraction of the squared bounding-box diagonal is degenerate
-#: (collinear or repeated vertices give areas of about 1e-16 of it after rounding).
-_DEGENERATE_AREA_RTOL = 1e-14
 #: Tolerance of the orthonormality check on a rotation matrix.
 _ROTATION_ATOL = 1e-9
 
@@ -106,75 +99,9 @@ def _vector3(value, field: str, unit: str) -> np.ndarray:
     return v
 
 
-def validate_mass_properties(mass, inertia, *, field: str = "mass_properties") -> tuple[float, np.ndarray]:
-    """Check that a mass and an inertia tensor describe a physical rigid body.
-
-    Rules: mass finite and > 0; inertia a finite (3, 3) matrix, symmetric to a relative tolerance of
-    :data:`INERTIA_RTOL` (1e-9 of its largest entry), positive definite, and its principal moments
-    obey the triangle inequality ``I3 <= I1 + I2`` (each moment at most the sum of the other two,
-    relative tolerance 1e-9 of the largest) which every real mass distribution satisfies because
-    ``I1 + I2 - I3 = 2 ∫ r3² dm >= 0``.
-
-    Args:
-        mass: total mass [kg].
-        inertia: inertia tensor about the CoM [kg m^2], shape (3, 3).
-        field: name of the quantity in error messages (``"body_inertia of entity 3"``).
-
-    Returns:
-        ``(mass, inertia)`` as a float and a symmetrised float64 (3, 3) array.
-
-    Raises:
-        InputError: naming ``field.mass`` or ``field.inertia``, the value and the broken rule.
-    """
-    try:
-        m = float(mass)
-    except (TypeError, ValueError):
-        raise InputError(f"{field}.mass", mass, "must be a finite number > 0 [kg]") from None
-    if not math.isfinite(m) or m <= 0.0:
-        raise InputError(f"{field}.mass", mass, "must be a finite number > 0 [kg]")
-    try:
-        inertia_arr = np.array(inertia, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"{field}.inertia", inertia, "must be a (3, 3) matrix of numbers [kg m^2]") from None
-    if inertia_arr.shape != (3, 3):
-        raise InputError(f"{field}.inertia", inertia, "must be a (3, 3) matrix [kg m^2]")
-    if not np.all(np.isfinite(inertia_arr)):
-        raise InputError(f"{field}.inertia", inertia_arr.tolist(), "must be finite (no NaN or inf)")
-    scale = float(np.max(np.abs(inertia_arr)))
-    asym = float(np.max(np.abs(inertia_arr - inertia_arr.T)))
-    if asym > INERTIA_RTOL * scale:
-        raise InputError(
-            f"{field}.inertia",
-            inertia_arr.tolist(),
-            f"must be symmetric (max |I - I^T| = {asym:.3g} > {INERTIA_RTOL:g} * max |I|)",
-        )
-    sym = 0.5 * (inertia_arr + inertia_arr.T)
-    moments = np.linalg.eigvalsh(sym)
-    if moments[2] <= 0.0 or moments[0] <= _PD_EPS_FACTOR * np.finfo(np.float64).eps * moments[2]:
-        raise InputError(
-            f"{field}.inertia",
-            sym.tolist(),
-            f"must be positive definite (principal moments {moments.tolist()})",
-        )
-    if moments[2] - (moments[0] + moments[1]) > INERTIA_RTOL * moments[2]:
-        raise InputError(
-            f"{field}.inertia",
-            sym.tolist(),
-            f"principal moments {moments.tolist()} violate the triangle inequality "
-            f"(each must be <= the sum of the other two, rel tol {INERTIA_RTOL:g})",
-        )
-    return m, sym
-
-
 # --------------------------------------------------------------------------------------------------
 # MassProperties
 # --------------------------------------------------------------------------------------------------
-
-
-def _inertia_from_covariance(cov: np.ndarray) -> np.ndarray:
-    """Inertia tensor ``tr(C) E - C`` from the second-moment matrix ``C = ∫ r rᵀ dm`` (Eq. 1.13–1.15)."""
-    inertia = np.trace(cov) * np.eye(3) - cov
-    return 0.5 * (inertia + inertia.T)
 
 
 def _parallel_axis(mass: float, offset: np.ndarray) -> np.ndarray:
@@ -517,110 +444,12 @@ def point_masses(points, masses) -> MassProperties:
     com = (w @ p) / total
     d = p - com
     cov = (w[:, None] * d).T @ d
-    return _make(total, com, _inertia_from_covariance(cov), "point_masses")
+    return _make(total, com, inertia_from_covariance(cov), "point_masses")
 
 
 # --------------------------------------------------------------------------------------------------
 # meshes
 # --------------------------------------------------------------------------------------------------
-
-
-def _mesh_arrays(vertices, faces, field: str) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        v = np.array(vertices, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"{field}.vertices", vertices, "must be an (n, 3) array of numbers [m]") from None
-    if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4:
-        raise InputError(f"{field}.vertices", f"array of shape {v.shape}", "must have shape (n, 3) with n >= 4")
-    bad = np.flatnonzero(~np.all(np.isfinite(v), axis=1))
-    if bad.size:
-        raise InputError(
-            f"{field}.vertices",
-            f"vertex {int(bad[0])} = {v[bad[0]].tolist()} ({bad.size} non-finite)",
-            "must be finite (no NaN or inf)",
-        )
-    f = np.asarray(faces)
-    if f.ndim != 2 or f.shape[1] != 3 or f.shape[0] < 4:
-        raise InputError(f"{field}.faces", f"array of shape {f.shape}", "must have shape (m, 3) with m >= 4")
-    if not np.issubdtype(f.dtype, np.integer):
-        raise InputError(f"{field}.faces", f"array of dtype {f.dtype}", "must hold integer vertex indices")
-    f = f.astype(np.int64)
-    out = np.flatnonzero(np.any((f < 0) | (f >= v.shape[0]), axis=1))
-    if out.size:
-        raise InputError(
-            f"{field}.faces",
-            f"face {int(out[0])} = {f[out[0]].tolist()} ({out.size} such faces)",
-            f"faces reference missing vertices (indices must be in [0, {v.shape[0]}))",
-        )
-    return v, f
-
-
-def check_closed_mesh(vertices, faces, *, field: str = "mesh") -> tuple[np.ndarray, np.ndarray]:
-    """Check that a triangle mesh bounds a solid: closed, manifold, consistently and outward wound.
-
-    Rules, in the order checked: vertices finite (no NaN), faces reference existing vertices, no
-    degenerate (zero-area) facet, no non-manifold edge (used by more than two faces), no boundary
-    edge (used by one face: the mesh is open), no edge traversed twice in the same direction
-    (inconsistent winding), and positive signed volume (outward winding; counter-clockwise seen from
-    outside). Inner components wound inward are cavities and are allowed as long as the total signed
-    volume is positive.
-
-    Args:
-        vertices: vertex positions [m], shape (n, 3).
-        faces: vertex indices of each triangle, shape (m, 3), integer.
-        field: name of the mesh in error messages.
-
-    Returns:
-        ``(vertices, faces)`` as float64 (n, 3) and int64 (m, 3) arrays.
-
-    Raises:
-        InputError: naming ``field.vertices`` or ``field.faces``, the offending value and the rule.
-    """
-    v, f = _mesh_arrays(vertices, faces, field)
-    p0, p1, p2 = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
-    diag2 = float(np.sum((v.max(axis=0) - v.min(axis=0)) ** 2))
-    area2 = np.linalg.norm(np.cross(p1 - p0, p2 - p0), axis=1)  # twice the area
-    degenerate = np.flatnonzero(0.5 * area2 <= _DEGENERATE_AREA_RTOL * diag2)
-    if degenerate.size:
-        i = int(degenerate[0])
-        raise InputError(
-            f"{field}.faces",
-            f"face {i} = {f[i].tolist()} with area {0.5 * area2[i]!r} ({degenerate.size} degenerate faces)",
-            "degenerate facet: zero area (repeated or collinear vertices)",
-        )
-    directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
-    undirected = np.sort(directed, axis=1)
-    edges, counts = np.unique(undirected, axis=0, return_counts=True)
-    if np.any(counts > 2):
-        k = np.flatnonzero(counts > 2)
-        raise InputError(
-            f"{field}.faces",
-            f"edge {edges[k[0]].tolist()} used by {int(counts[k[0]])} faces ({k.size} such edges)",
-            "non-manifold edge: every edge must be shared by exactly two faces",
-        )
-    if np.any(counts == 1):
-        k = np.flatnonzero(counts == 1)
-        raise InputError(
-            f"{field}.faces",
-            f"{k.size} boundary edges, e.g. {edges[k[0]].tolist()}",
-            f"mesh is open: {k.size} boundary edges (each edge must be shared by exactly two faces)",
-        )
-    dedges, dcounts = np.unique(directed, axis=0, return_counts=True)
-    if np.any(dcounts > 1):
-        k = np.flatnonzero(dcounts > 1)
-        raise InputError(
-            f"{field}.faces",
-            f"edge {dedges[k[0]].tolist()} traversed twice in the same direction ({k.size} such edges)",
-            "inconsistent winding: neighbouring faces must traverse their shared edge in opposite directions",
-        )
-    ref = v.mean(axis=0)
-    q0, q1, q2 = p0 - ref, p1 - ref, p2 - ref
-    volume = float(np.sum(np.einsum("ij,ij->i", q0, np.cross(q1, q2)))) / 6.0
-    if volume < 0.0:
-        raise InputError(f"{field}.faces", f"signed volume {volume!r} m^3", "faces wound inward; reverse them")
-    if volume <= _DEGENERATE_AREA_RTOL * diag2**1.5:
-        raise InputError(f"{field}.faces", f"signed volume {volume!r} m^3", "mesh encloses no volume")
-    return v, f
 
 
 def solid_mesh(vertices, faces, *, density: float | None = None, mass: float | None = None) -> MassProperties:
@@ -645,38 +474,11 @@ def solid_mesh(vertices, faces, *, density: float | None = None, mass: float | N
         InputError: from :func:`check_closed_mesh`, or for a bad density/mass.
     """
     v, f = check_closed_mesh(vertices, faces, field="solid_mesh")
-    ref = v.mean(axis=0)
-    p0, p1, p2 = v[f[:, 0]] - ref, v[f[:, 1]] - ref, v[f[:, 2]] - ref
-    n = np.cross(p1 - p0, p2 - p0)  # (d0, d1, d2) of Eberly: twice the area times the normal
-    # Eberly's per-coordinate subexpressions, column k is coordinate k (x, y, z)
-    t0 = p0 + p1
-    f1 = t0 + p2
-    t1 = p0 * p0
-    t2 = t1 + p1 * t0
-    f2 = t2 + p2 * f1
-    f3 = p0 * t1 + p1 * t2 + p2 * f2
-    g0 = f2 + p0 * (f1 + p0)
-    g1 = f2 + p1 * (f1 + p1)
-    g2 = f2 + p2 * (f1 + p2)
-    volume = float(np.sum(n[:, 0] * f1[:, 0])) / 6.0
-    first = np.sum(n * f2, axis=0) / 24.0  # ∫x, ∫y, ∫z dV
-    second = np.sum(n * f3, axis=0) / 60.0  # ∫x², ∫y², ∫z² dV
-    # ∫xy (from the x-term), ∫yz (y-term), ∫zx (z-term)
-    ixy = float(np.sum(n[:, 0] * (p0[:, 1] * g0[:, 0] + p1[:, 1] * g1[:, 0] + p2[:, 1] * g2[:, 0]))) / 120.0
-    iyz = float(np.sum(n[:, 1] * (p0[:, 2] * g0[:, 1] + p1[:, 2] * g1[:, 1] + p2[:, 2] * g2[:, 1]))) / 120.0
-    izx = float(np.sum(n[:, 2] * (p0[:, 0] * g0[:, 2] + p1[:, 0] * g1[:, 2] + p2[:, 0] * g2[:, 2]))) / 120.0
+    volume, com, second = solid_moments(v, f)
     m = _resolve_mass(volume, mass, density, "solid_mesh", volume_name="m^3")
     rho = m / volume
-    c_local = first / volume
-    cov = np.array(
-        [
-            [second[0], ixy, izx],
-            [ixy, second[1], iyz],
-            [izx, iyz, second[2]],
-        ]
-    )
-    cov_cm = rho * (cov - volume * np.outer(c_local, c_local))
-    return _make(m, c_local + ref, _inertia_from_covariance(cov_cm), "solid_mesh")
+    cov_cm = rho * second
+    return _make(m, com, inertia_from_covariance(cov_cm), "solid_mesh")
 
 
 def shell_mesh(
@@ -740,7 +542,7 @@ def shell_mesh(
     ) / 12.0
     c_local = first / total_area
     cov_cm = sigma * (cov - total_area * np.outer(c_local, c_local))
-    return _make(m, c_local + ref, _inertia_from_covariance(cov_cm), "shell_mesh")
+    return _make(m, c_local + ref, inertia_from_covariance(cov_cm), "shell_mesh")
 
 
 # --------------------------------------------------------------------------------------------------

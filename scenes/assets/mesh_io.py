@@ -20,14 +20,14 @@ Formats (chosen by file extension, or ``fmt=``):
 Units: every loader takes ``units="m"`` or ``units="km"`` (no default: shape models come in
 both, and a wrong guess is a factor 10⁹ in mass); vertices are returned in metres.
 
-Checks before use (:func:`check_polyhedron`), each failing with its own :class:`InputError`:
+Checks before use (:func:`components.mesh.check_polyhedron`), each failing with its own :class:`InputError`:
 finite vertices and valid indices, no unreferenced vertex, no duplicate vertex, no degenerate
 (zero-area) facet, every edge shared by exactly two facets (no non-manifold edge, no hole),
 consistent winding, Euler's criterion ``n_V − n_E + n_F = 2`` (seed 004 eq 2.10; with
 ``n_E = 3n_F/2`` this is eq 2.11, ``n_F = 2n_V − 4``, ``n_E = 3n_V − 6``) — failing it means several
 bodies, a handle (genus ≥ 1) or a non-manifold vertex, and the message says which — and outward
 winding: a mesh wound entirely inward is reversed (reported), a mixed one is refused. The
-closed-mesh part reuses :func:`scenes.assets.mass_properties.check_closed_mesh`.
+checks live in :mod:`components.mesh`, beside the gravity polyhedron resource that needs them.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from components.gravity import Polyhedron
+from components.mesh import check_polyhedron
 from ecs.errors import InputError
-from scenes.assets.mass_properties import check_closed_mesh
 
-__all__ = ["ShapeMesh", "UNITS", "check_polyhedron", "load_mesh", "read_plain", "read_tetgen"]
+__all__ = ["ShapeMesh", "UNITS", "load_mesh", "load_polyhedron", "read_plain", "read_tetgen"]
 
 #: Unit name -> metres per unit.
 UNITS = {"m": 1.0, "km": 1000.0}
@@ -81,120 +82,6 @@ def _units(units) -> float:
     if units not in UNITS:
         raise InputError("units", units, "must be given explicitly as 'm' or 'km' (the unit of the file's coordinates)")
     return UNITS[units]
-
-
-# --------------------------------------------------------------------------------------------------
-# checks
-# --------------------------------------------------------------------------------------------------
-
-
-def _component_labels(n: int, pairs: np.ndarray) -> np.ndarray:
-    """Connected-component label of each of ``n`` nodes joined by ``pairs`` (vectorised label
-    propagation with pointer jumping)."""
-    label = np.arange(n)
-    if pairs.size == 0:
-        return label
-    a, b = pairs[:, 0], pairs[:, 1]
-    while True:
-        m = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, m)
-        np.minimum.at(new, b, m)
-        new = new[new]  # pointer jumping
-        if np.array_equal(new, label):
-            return label
-        label = new
-
-
-def _well_formed(v: np.ndarray, f: np.ndarray) -> bool:
-    """Shapes, dtype, finiteness and index range fit for the topological checks."""
-    return (v.ndim == 2 and v.shape[1] == 3 and v.shape[0] >= 4 and f.ndim == 2 and f.shape[1] == 3
-            and f.shape[0] >= 4 and np.issubdtype(f.dtype, np.integer) and bool(np.all(np.isfinite(v)))
-            and bool(np.all((f >= 0) & (f < v.shape[0]))))
-
-
-def check_polyhedron(vertices, faces, *, field: str = "mesh", fix_winding: bool = True
-                     ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Check a triangle mesh before it is used as a solid body (seed 004 §2.2.2, eqs 2.10–2.11).
-
-    Args:
-        vertices: [m], shape (nv, 3).
-        faces: 0-based vertex indices, shape (nf, 3), integer.
-        field: name of the mesh in error messages.
-        fix_winding: reverse a mesh wound entirely inward instead of refusing it.
-
-    Returns:
-        ``(vertices float64 (nv, 3), faces int64 (nf, 3) outward, reoriented)``.
-
-    Raises:
-        InputError: one distinct message per defect (module docstring), naming the offending
-            vertex, facet or edge and the count of such defects.
-    """
-    try:
-        v = np.array(vertices, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"{field}.vertices", vertices, "must be an (n, 3) array of numbers [m]") from None
-    f = np.asarray(faces)
-    if f.ndim == 2 and np.issubdtype(f.dtype, np.floating) and np.all(np.isfinite(f)) and np.all(f == np.round(f)):
-        f = f.astype(np.int64)  # integral floats from text readers
-    reoriented = False
-    if _well_formed(v, f):
-        # shape, finiteness and index errors are left to check_closed_mesh's messages
-        f = f.astype(np.int64)
-        used = np.zeros(v.shape[0], bool)
-        used[f.reshape(-1)] = True
-        if not used.all():
-            k = np.flatnonzero(~used)
-            raise InputError(f"{field}.vertices", f"vertex {int(k[0])} ({k.size} unreferenced vertices)",
-                             "unreferenced vertex: every vertex must belong to a facet (remove it; "
-                             "Euler's criterion, seed 004 eq 2.10, counts it)")
-        order = np.lexsort(v.T[::-1])
-        same = np.flatnonzero(np.all(v[order[1:]] == v[order[:-1]], axis=1))
-        if same.size:
-            a, b = sorted((int(order[same[0]]), int(order[same[0] + 1])))
-            raise InputError(f"{field}.vertices", f"vertices {a} and {b} at {v[a].tolist()} ({same.size} duplicates)",
-                             "duplicate vertices: facets must share vertices by index (merge them)")
-        ref = v.mean(axis=0)
-        q0, q1, q2 = v[f[:, 0]] - ref, v[f[:, 1]] - ref, v[f[:, 2]] - ref
-        if fix_winding and float(np.sum(np.einsum("ij,ij->i", q0, np.cross(q1, q2)))) < 0.0:
-            # wound inward: reversing every facet is the only fix; if the winding is also
-            # inconsistent, check_closed_mesh refuses the reversed mesh just as the original
-            f = f[:, ::-1].copy()
-            reoriented = True
-    v, f = check_closed_mesh(v, f, field=field)
-    nv, nf = v.shape[0], f.shape[0]
-    ne = 3 * nf // 2  # every edge shared by exactly two facets (checked above)
-    chi = nv - ne + nf
-    if chi != 2:
-        edges = np.unique(np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1), axis=0)
-        comp = _component_labels(nv, edges)
-        ncomp = int(np.unique(comp).size)
-        # non-manifold vertices: the facets around a vertex must form one fan; link edges (b, c)
-        # of facet (a, b, c) around a join the corner nodes (a, b) and (a, c)
-        corners = np.concatenate([f[:, [0, 1, 2]], f[:, [1, 2, 0]], f[:, [2, 0, 1]]])  # (a, b, c) per corner
-        keys_b = corners[:, 0] * nv + corners[:, 1]
-        keys_c = corners[:, 0] * nv + corners[:, 2]
-        ukeys, inv = np.unique(np.concatenate([keys_b, keys_c]), return_inverse=True)
-        inv = inv.reshape(-1)
-        m = corners.shape[0]
-        fan = _component_labels(ukeys.size, np.stack([inv[:m], inv[m:]], axis=1))
-        owner = ukeys // nv
-        fans = np.unique(np.stack([owner, fan], axis=1), axis=0)
-        per_vertex = np.bincount(fans[:, 0], minlength=nv)
-        bad = np.flatnonzero(per_vertex > 1)
-        counts = f"n_V = {nv}, n_E = {ne}, n_F = {nf}: n_V - n_E + n_F = {chi}"
-        if bad.size:
-            why = (f"non-manifold vertex {int(bad[0])} ({bad.size} such vertices): its facets form "
-                   f"{int(per_vertex[bad[0]])} separate fans (surfaces touching at a point)")
-        elif ncomp > 1:
-            why = f"{ncomp} separate bodies (disconnected components); load one body per mesh"
-        else:
-            genus = (2 - chi) // 2
-            why = f"a closed surface with {genus} handle(s) (genus {genus}, torus-like)"
-        raise InputError(f"{field}.faces", counts,
-                         f"Euler's criterion (seed 004 eq 2.10-2.11) requires n_V - n_E + n_F = 2, "
-                         f"n_F = 2 n_V - 4 = {2 * nv - 4}: found {why}")
-    return v, f, reoriented
 
 
 # --------------------------------------------------------------------------------------------------
@@ -392,3 +279,14 @@ def load_mesh(path, *, units: str, fmt: str | None = None, fix_winding: bool = T
     v = v * scale
     v, f, reoriented = check_polyhedron(v, f, field=f"mesh {path.name}", fix_winding=fix_winding)
     return ShapeMesh(vertices=v, faces=f, reoriented=reoriented, source=str(path), units=units)
+
+
+def load_polyhedron(path, *, units: str, density=None, mass=None, mu=None) -> Polyhedron:
+    """A constant-density :class:`components.gravity.Polyhedron` gravity source from a shape model
+    (OBJ/PLY/STL/OFF, TetGen, plain text) read by :func:`load_mesh` with explicit ``units`` ('m'|'km').
+
+    Args:
+        density, mass, mu: exactly one (as :class:`~components.gravity.Polyhedron`).
+    """
+    mesh = load_mesh(path, units=units)
+    return Polyhedron(mesh.vertices, mesh.faces, density=density, mass=mass, mu=mu)

@@ -44,8 +44,10 @@ import numba
 import numpy as np
 
 from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField, TerrainSDF
+from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
+from systems.sdf import eval_terrain
 
 __all__ = ["GDF_NORMALS", "LACUNARITY", "HURST", "bounded_pareto", "calibrate_k0", "fbm_amplitude", "fbm_noise",
            "icosahedron", "polyhedral_rocks", "project_to_surface", "psr_field", "rock_density", "pareto_mean",
@@ -167,8 +169,6 @@ def _random_rotations(rng, n: int) -> np.ndarray:
     """Uniformly random rotation matrices (n, 3, 3) (from uniform unit quaternions)."""
     q = rng.normal(size=(n, 4))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    from systems.attitude import quat_to_dcm
-
     return quat_to_dcm(q)
 
 
@@ -377,13 +377,13 @@ def project_to_surface(terrain, points, *, tol: float = 1e-10, max_iter: int = 5
     t = _bare(terrain)
     x = np.array(points, dtype=np.float64).reshape(-1, 3)
     for _ in range(int(max_iter)):
-        d, g = t.evaluate(x)
+        d, g = eval_terrain(t, x)
         g2 = np.sum(g * g, axis=1)
         if np.all(np.abs(d) <= tol):
             break
         step = np.where(g2 > 0, d / np.where(g2 > 0, g2, 1.0), 0.0)
         x = x - step[:, None] * g
-    d, g = t.evaluate(x)
+    d, g = eval_terrain(t, x)
     gn = np.linalg.norm(g, axis=1)
     bad = ~((np.abs(d) <= tol) & (gn > 0))
     if np.any(bad):
@@ -481,14 +481,14 @@ def terrain_rocks(terrain, *, centre, region_radius: float, seed: int = 0, rocks
     t = np.zeros(len(p0))
     ok = np.ones(len(p0), bool)
     for _ in range(60):
-        d, g = bare.evaluate(p0 + t[:, None] * n)
+        d, g = eval_terrain(bare, p0 + t[:, None] * n)
         dn = g @ n
         ok = dn > 0.05
         if np.all(np.abs(d[ok]) <= 1e-10) or not np.any(ok):
             break
         t = np.where(ok, t - d / np.where(ok, dn, 1.0), t)
     p = p0 + t[:, None] * n
-    d, g = bare.evaluate(p)
+    d, g = eval_terrain(bare, p)
     gn = np.linalg.norm(g, axis=1)
     N = g / np.where(gn > 0, gn, 1.0)[:, None]
     cos = N @ n

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from components.mesh import check_closed_mesh
 from components.probe import ProbeShapes, ShapeKind, VertexType
 from ecs.errors import InputError
 from scenes.assets import mass_properties as mp
@@ -210,7 +211,7 @@ def mesh_probe(vertices, faces, *, level: int = 0, name: str = "mesh", feature_a
     Edges whose dihedral angle exceeds ``feature_angle`` [deg] are the solid's edges; a mesh vertex is a
     CORNER unless it lies on none (FACE) or on exactly two collinear feature edges (EDGE).
     """
-    v, f = mp.check_closed_mesh(vertices, faces, field=f"mesh_probe {name}")
+    v, f = check_closed_mesh(vertices, faces, field=f"mesh_probe {name}")
     fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
     fn /= np.linalg.norm(fn, axis=1, keepdims=True)
     faces_of: dict[tuple, list] = {}

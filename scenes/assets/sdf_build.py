@@ -41,10 +41,10 @@ import numba
 import numpy as np
 from numba import prange
 
+from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH
-from scenes.assets.mass_properties import check_closed_mesh
 from systems.sdf import closest_point_triangle, eval_shape_grid
 
 __all__ = ["BVH", "build_bvh", "cache_dir", "grid_for_bounds", "grid_from_shape", "mesh_signed_distance",

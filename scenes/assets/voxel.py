@@ -50,9 +50,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import prange
 
-from components.gravity import G, Polyhedron, VoxelField, eval_point_mass_points, eval_polyhedron_points
+from components.gravity import G, Polyhedron, VoxelField
 from ecs.errors import InputError
 from ecs.kernels import cpu_jit
+from systems.gravity_kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
 from systems.sdf import closest_point_triangle
 
 __all__ = ["VoxelChoice", "VoxelError", "build_voxel_field", "cache_dir", "choose_voxel_size", "relative_errors",
@@ -295,7 +296,7 @@ def _surface_reference(poly: Polyhedron, sample: int | None, seed: int) -> tuple
     pts = poly.face_centroids
     if sample is not None and sample < pts.shape[0]:
         pts = pts[np.sort(np.random.default_rng(seed).choice(pts.shape[0], sample, replace=False))]
-    return pts, poly.evaluate(pts).acceleration
+    return pts, acceleration(poly, pts)
 
 
 def relative_errors(g: np.ndarray, g_ref: np.ndarray) -> VoxelError:
@@ -323,8 +324,8 @@ def surface_error(model, poly: Polyhedron, *, points=None, sample: int | None = 
         pts, g_ref = _surface_reference(poly, sample, seed)
     else:
         pts = np.asarray(points, dtype=np.float64)
-        g_ref = poly.evaluate(pts).acceleration
-    return relative_errors(model.evaluate(pts).acceleration, g_ref)
+        g_ref = acceleration(poly, pts)
+    return relative_errors(acceleration(model, pts), g_ref)
 
 
 def voxel_error(vox: VoxelField, poly: Polyhedron, **kw) -> VoxelError:
@@ -392,7 +393,7 @@ def choose_voxel_size(poly: Polyhedron, target_error: float, *, statistic: str =
 
     def run(h):
         vox = build_voxel_field(poly, h, mode=mode, margin=margin, continuation=continuation, cache=cache)
-        err = relative_errors(vox.evaluate(pts).acceleration, g_ref)
+        err = relative_errors(acceleration(vox, pts), g_ref)
         trials.append((h, err.max, err.p99))
         return (err.max if statistic == "max" else err.p99), err, vox
 

@@ -25,9 +25,9 @@ import math
 import numpy as np
 from numba import njit
 
-import tumble
-from ecs import Phase, System
+from ecs import InputError, Phase, System
 from ecs.terms import Term
+from scenes.mission import box_probe, deployment, release_above, small_body
 
 #: Solar radiation pressure at 1 au [N/m²] (Montenbruck & Gill 2000, eq 3.69).
 P_1AU = 4.56e-6
@@ -68,10 +68,10 @@ class SolarPressure(System):
                  rotation=(0.0, 0.0, 0.0)):
         s = np.asarray(sun, float)
         if s.shape != (3,) or not np.linalg.norm(s) > 0:
-            raise tumble.InputError("SolarPressure.sun", sun, "must be a non-zero 3-vector (inertial frame)")
+            raise InputError("SolarPressure.sun", sun, "must be a non-zero 3-vector (inertial frame)")
         for name, v in (("area", area), ("cr", cr), ("pressure", pressure)):
             if not (math.isfinite(v) and v >= 0):
-                raise tumble.InputError(f"SolarPressure.{name}", v, "must be a finite number >= 0")
+                raise InputError(f"SolarPressure.{name}", v, "must be a finite number >= 0")
         self.sun = s / np.linalg.norm(s)
         self.params = dict(pressure=float(pressure), cr=float(cr), area=float(area))
         self.rotation = np.asarray(rotation, float)
@@ -89,13 +89,13 @@ def build(*, area: float = 0.06, cr: float = 1.3, exaggerate: float = 1.0, sun_l
 
     ``exaggerate`` multiplies the solar pressure (1: the real thing at 1 au).
     """
-    body = tumble.small_body("spinning-top", radii=(250, 250, 220), gm=30.0, period_h=period_h,
-                             gravity="point_mass", resolution=48)
-    probe = tumble.box_probe((0.3, 0.28, 0.2), mass=10.0, level=0)
-    release = tumble.release_above(body, latitude=-22.0, longitude=0.0, altitude=40.0,
-                                   position_sigma3=2.0 if samples_spread else 0.0)
-    scene = tumble.deployment("deploy-srp", body, probe, release, restitution=0.5, friction=0.6,
-                              description="box probe pushed by solar radiation pressure (a user force)")
+    body = small_body("spinning-top", radii=(250, 250, 220), gm=30.0, period_h=period_h, gravity="point_mass",
+                      resolution=48)
+    probe = box_probe((0.3, 0.28, 0.2), mass=10.0, level=0)
+    release = release_above(body, latitude=-22.0, longitude=0.0, altitude=40.0,
+                            position_sigma3=2.0 if samples_spread else 0.0)
+    scene = deployment("deploy-srp", body, probe, release, restitution=0.5, friction=0.6,
+                       description="box probe pushed by solar radiation pressure (a user force)")
     lon = math.radians(float(sun_longitude))
     scene.world.add_system(SolarPressure(area=area, cr=cr, pressure=P_1AU * float(exaggerate),
                                          sun=(math.cos(lon), math.sin(lon), 0.0), rotation=body.rotation))

@@ -1,0 +1,847 @@
+"""Per-point kernels of the gravity sources of :mod:`components.gravity`, their CPU bulk drivers,
+and host-side evaluation (seed 004 §2.4, eqs 2.40–2.45).
+
+* Scalar device kernels, written once (plain Python on scalars, :func:`ecs.kernels.dual`) and
+  compiled for the CPU and the GPU; every kernel is a function of the position in the field frame
+  only, its other arguments are the source's ``kernel_params()``. The gravity systems
+  (:mod:`systems.gravity_fields`, :mod:`systems.deploy_physics`) and the voxel grid builder
+  (:mod:`scenes.assets.voxel`) call them.
+* Bulk drivers over (n, 3) points (``eval_*_points``), parallel on the CPU.
+* Host-side evaluation, numpy in, numpy out: :func:`evaluate` (U [m²/s²], g [m/s²] and, where
+  defined, Γ = ∇∇U [1/s²] at points in the field frame [m], as a
+  :class:`components.gravity.FieldValues`), :func:`acceleration`, :func:`potential`,
+  :func:`solid_angle` and :func:`contains` (polyhedron), and :func:`linearize`, which builds a
+  :class:`components.gravity.LinearizedGravity` about a point.
+
+Conventions (those of Werner & Scheeres 1997 and of ESA's ``polyhedral-gravity``): the potential
+is positive, ``U = GM/r`` far away; ``g = ∇U`` points towards the mass; ``Γ = ∇∇U`` is symmetric
+with trace ``−4πGρ`` inside matter and 0 outside (Poisson/Laplace).
+
+Sources
+-------
+* :class:`~components.gravity.PointMass` (:data:`point_mass_field`) — ``U = μ/r``.
+* :class:`~components.gravity.Ellipsoid` (:data:`ellipsoid_field`) — the homogeneous triaxial
+  ellipsoid in closed form through Carlson's symmetric elliptic integrals R_F and R_D
+  (B. C. Carlson, "Numerical computation of real or complex elliptic integrals", Numer. Algorithms
+  10 (1995) 13–26: duplication algorithm, our own implementation, checked against
+  ``scipy.special.elliprf/elliprd`` in the tests). With
+  ``A_i = a_i² + λ`` and ``Δ = √(A_1 A_2 A_3)``, λ = 0 inside and the largest root of
+  ``Σ x_i²/A_i = 1`` outside (MacMillan, *The Theory of the Potential*, §§ 39–42)::
+
+      U = (3/2) GM [R_F(A_1, A_2, A_3) − (1/3) Σ x_i² R_D(A_j, A_k, A_i)]
+      g_i = −GM x_i R_D(A_j, A_k, A_i)
+      Γ_ij = −GM [δ_ij R_D(A_j, A_k, A_i) − (outside only) 3 x_i x_j / (A_i A_j Δ Σ_k x_k²/A_k²)]
+
+* :class:`~components.gravity.Polyhedron` (:data:`polyhedron_field`) — Werner & Scheeres, "Exterior
+  gravitation of a polyhedron derived and compared with harmonic and mascon gravitation
+  representations of asteroid 4769 Castalia",
+  Celest. Mech. Dyn. Astron. 65 (1997) 313–344; seed 004 eqs 2.40–2.42. Edge dyads
+  ``E_e = n_A n_{A,e}ᵀ + n_B n_{B,e}ᵀ`` (n the outward facet normals, n_{F,e} the outward normal of
+  edge e in the plane of facet F) and facet dyads ``F_f = n_f n_fᵀ`` are precomputed: E_e is
+  symmetric and traceless and is stored as its 6 unique entries; F_f is stored as n_f. With
+  ``r_i = P_i − x`` (vertex minus field point — see the note on eq 2.41 below)::
+
+      L_e = ln((r_i + r_j + e_ij)/(r_i + r_j − e_ij))
+      ω_f = 2 atan2(r_i · (r_j × r_k), r_i r_j r_k + r_i (r_j·r_k) + r_j (r_k·r_i) + r_k (r_i·r_j))
+      U = ½Gρ Σ_e r_eᵀ E_e r_e L_e − ½Gρ Σ_f r_fᵀ F_f r_f ω_f
+      g = −Gρ Σ_e E_e r_e L_e + Gρ Σ_f F_f r_f ω_f
+      Γ = Gρ Σ_e E_e L_e − Gρ Σ_f F_f ω_f,       ∇²U = −Gρ Σ_f ω_f
+
+  Σ_f ω_f is the solid angle the surface subtends at x: 4π inside, 2π on a facet, 0 outside
+  (:func:`contains`). Far from the body the sums cancel to GM/r: float64 rounding
+  then costs ~1e-16 (r/R)³ relative (1e-7 at r = 1000 R, measured), so beyond a few hundred radii
+  a point mass (or the voxel field's far field) is the better model.
+* :class:`~components.gravity.VoxelField` (:data:`voxel_field`) — trilinear interpolation in a
+  precomputed grid (seed 004 §2.4.4), the exact far field to degree 2 outside it
+  (:data:`quadrupole_field`).
+* :class:`~components.gravity.LinearizedGravity` (:data:`linearized_field`) — first-order expansion
+  about a reference point (eq 2.43).
+
+Seed notes and corrected misprints
+----------------------------------
+* Eq. 2.41 defines ``r_i = x − P_i`` while eq. 2.42 says r_e, r_f point "from x to any vertex".
+  The signs of eq. 2.42 hold for the latter, ``r_i = P_i − x`` (Werner & Scheeres), which is what
+  is used here; with ``x − P_i`` both ω_f and g change sign.
+* Eq. 2.41 writes ω_f with a plain arctan of the ratio; the solid angle needs the two-argument
+  ``atan2`` (the denominator is negative for facets seen under more than a hemisphere).
+* Eq. 2.43 omits the ½ of the second-order term: ``U(x) ≈ U(x0) + Δ·g(x0) + ½ Δ·Γ(x0)·Δ``.
+* Eq. 2.40 (edge dyads) needs *outward* facet normals and *outward* in-plane edge normals: mesh
+  checks and reorientation are in :func:`components.mesh.check_polyhedron` (eqs 2.10–2.11).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.gravity import FieldValues, GravitySource, LinearizedGravity, Polyhedron, as_points
+from ecs.errors import InputError, positive_number
+from ecs.kernels import cpu_jit, cpu_parallel_points, dual
+
+__all__ = [
+    "acceleration",
+    "carlson_rd",
+    "carlson_rf",
+    "contains",
+    "ellipsoid_field",
+    "evaluate",
+    "linearize",
+    "linearized_field",
+    "point_mass_field",
+    "polyhedron_field",
+    "potential",
+    "quadrupole_field",
+    "solid_angle",
+    "voxel_field",
+]
+
+
+# ================================================================================================
+# scalar device kernels (one source, CPU and GPU)
+# ================================================================================================
+
+
+def _point_mass_field(x, y, z, cx, cy, cz, mu):
+    """Point mass μ at c: ``(U, gx, gy, gz, Γxx, Γyy, Γzz, Γxy, Γxz, Γyz)`` at (x, y, z).
+
+    At the centre itself (r = 0) every output is 0 (the field is singular there).
+    """
+    dx = x - cx
+    dy = y - cy
+    dz = z - cz
+    r2 = dx * dx + dy * dy + dz * dz
+    if r2 == 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    r = math.sqrt(r2)
+    u = mu / r
+    k = u / r2  # μ/r³
+    k5 = 3.0 * k / r2  # 3μ/r⁵
+    return (u, -k * dx, -k * dy, -k * dz, k5 * dx * dx - k, k5 * dy * dy - k, k5 * dz * dz - k,
+            k5 * dx * dy, k5 * dx * dz, k5 * dy * dz)
+
+
+point_mass_field = dual(_point_mass_field)
+
+
+def _carlson_rf(x, y, z):
+    """Carlson's R_F(x, y, z) = ½∫₀^∞ dt / √((t+x)(t+y)(t+z)), x, y, z ≥ 0, at most one zero.
+
+    Duplication algorithm (Carlson 1995, Algorithm 1); stops when the relative spread of the
+    arguments is below 0.0025, where the 5th-order series is accurate to ~1e-16. (Loops here are
+    ``while`` loops on purpose: numba 0.68 miscompiles a ``for … break`` loop of a kernel inlined
+    into a ``prange`` body — results off by ~1e-10, found by the Poisson test.)
+    """
+    ave = (x + y + z) / 3.0
+    dx = (ave - x) / ave
+    dy = (ave - y) / ave
+    dz = (ave - z) / ave
+    it = 0
+    while max(abs(dx), max(abs(dy), abs(dz))) >= 0.0025 and it < 100:
+        sx = math.sqrt(x)
+        sy = math.sqrt(y)
+        sz = math.sqrt(z)
+        lam = sx * (sy + sz) + sy * sz
+        x = 0.25 * (x + lam)
+        y = 0.25 * (y + lam)
+        z = 0.25 * (z + lam)
+        ave = (x + y + z) / 3.0
+        dx = (ave - x) / ave
+        dy = (ave - y) / ave
+        dz = (ave - z) / ave
+        it += 1
+    e2 = dx * dy - dz * dz
+    e3 = dx * dy * dz
+    return (1.0 + (e2 / 24.0 - 0.1 - 3.0 * e3 / 44.0) * e2 + e3 / 14.0) / math.sqrt(ave)
+
+
+def _carlson_rd(x, y, z):
+    """Carlson's R_D(x, y, z) = (3/2)∫₀^∞ dt / ((t+z)^{3/2} √((t+x)(t+y))), z > 0.
+
+    Duplication algorithm (Carlson 1995, Algorithm 4); stops when the relative spread of the
+    arguments is below 0.0015 (series error ~1e-17).
+    """
+    s = 0.0
+    fac = 1.0
+    ave = 0.2 * (x + y + 3.0 * z)
+    dx = (ave - x) / ave
+    dy = (ave - y) / ave
+    dz = (ave - z) / ave
+    it = 0
+    while max(abs(dx), max(abs(dy), abs(dz))) >= 0.0015 and it < 100:
+        sx = math.sqrt(x)
+        sy = math.sqrt(y)
+        sz = math.sqrt(z)
+        lam = sx * (sy + sz) + sy * sz
+        s += fac / (sz * (z + lam))
+        fac *= 0.25
+        x = 0.25 * (x + lam)
+        y = 0.25 * (y + lam)
+        z = 0.25 * (z + lam)
+        ave = 0.2 * (x + y + 3.0 * z)
+        dx = (ave - x) / ave
+        dy = (ave - y) / ave
+        dz = (ave - z) / ave
+        it += 1
+    ea = dx * dy
+    eb = dz * dz
+    ec = ea - eb
+    ed = ea - 6.0 * eb
+    ee = ed + ec + ec
+    c1 = 3.0 / 14.0
+    c2 = 1.0 / 6.0
+    c3 = 9.0 / 22.0
+    c4 = 3.0 / 26.0
+    c5 = 0.25 * c3
+    c6 = 1.5 * c4
+    series = 1.0 + ed * (-c1 + c5 * ed - c6 * dz * ee) + dz * (c2 * ee + dz * (-c3 * ec + dz * c4 * ea))
+    return 3.0 * s + fac * series / (ave * math.sqrt(ave))
+
+
+carlson_rf = dual(_carlson_rf)
+carlson_rd = dual(_carlson_rd)
+_rf = carlson_rf.cpu
+_rd = carlson_rd.cpu
+
+
+def _ellipsoid_field(x, y, z, a2, b2, c2, gm):
+    """Homogeneous ellipsoid x²/a² + y²/b² + z²/c² ≤ 1 of GM = ``gm`` [m³/s²], centred, axis-aligned.
+
+    Args:
+        a2, b2, c2: squared semi-axes [m²].
+
+    Returns:
+        ``(U, gx, gy, gz, Γxx, Γyy, Γzz, Γxy, Γxz, Γyz)`` (module docstring formulas).
+    """
+    q = x * x / a2 + y * y / b2 + z * z / c2
+    lam = 0.0
+    outside = q > 1.0
+    if outside:
+        # largest root of F(λ) = Σ x_i²/(a_i²+λ) − 1: F is convex and decreasing, F ≥ 0 at the start
+        # point max(0, r² − max a_i²), so Newton's iterates rise monotonically to the root.
+        lam = max(0.0, x * x + y * y + z * z - max(a2, max(b2, c2)))
+        step = 1.0
+        it = 0
+        while step > 1e-16 * (lam + min(a2, min(b2, c2))) and it < 200:
+            pa = x * x / (a2 + lam)
+            pb = y * y / (b2 + lam)
+            pc = z * z / (c2 + lam)
+            step = (pa + pb + pc - 1.0) / (pa / (a2 + lam) + pb / (b2 + lam) + pc / (c2 + lam))
+            lam += step
+            it += 1
+    aa = a2 + lam
+    bb = b2 + lam
+    cc = c2 + lam
+    rf = _rf(aa, bb, cc)
+    da = _rd(bb, cc, aa)
+    db = _rd(aa, cc, bb)
+    dc = _rd(aa, bb, cc)
+    u = 1.5 * gm * (rf - (x * x * da + y * y * db + z * z * dc) / 3.0)
+    txx = -gm * da
+    tyy = -gm * db
+    tzz = -gm * dc
+    txy = 0.0
+    txz = 0.0
+    tyz = 0.0
+    if outside:
+        s = x * x / (aa * aa) + y * y / (bb * bb) + z * z / (cc * cc)
+        k = 3.0 * gm / (math.sqrt(aa * bb * cc) * s)
+        px = x / aa
+        py = y / bb
+        pz = z / cc
+        txx += k * px * px
+        tyy += k * py * py
+        tzz += k * pz * pz
+        txy = k * px * py
+        txz = k * px * pz
+        tyz = k * py * pz
+    return u, -gm * x * da, -gm * y * db, -gm * z * dc, txx, tyy, tzz, txy, txz, tyz
+
+
+ellipsoid_field = dual(_ellipsoid_field)
+
+
+def _edge_log(ra, rb, length):
+    """Werner–Scheeres per-edge factor L_e (eq 2.41); 0 on the edge itself, where the terms that
+    multiply it vanish (E_e r_e = 0 for x on the edge line)."""
+    s = ra + rb
+    d = s - length
+    if d > 0.0:
+        return math.log((s + length) / d)
+    return 0.0
+
+
+def _facet_angle(ax, ay, az, ra, bx, by, bz, rb, cx, cy, cz, rc):
+    """Signed solid angle ω_f of the facet (a, b, c) seen from the field point (eq 2.41, atan2 form).
+
+    Arguments are the vertex vectors r = P − x and their lengths.
+    """
+    num = ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)
+    den = ra * rb * rc + ra * (bx * cx + by * cy + bz * cz) + rb * (cx * ax + cy * ay + cz * az) \
+        + rc * (ax * bx + ay * by + az * bz)
+    return 2.0 * math.atan2(num, den)
+
+
+edge_log = dual(_edge_log)
+facet_angle = dual(_facet_angle)
+_L = edge_log.cpu
+_omega = facet_angle.cpu
+
+
+def _polyhedron_field(x, y, z, verts, edges, edge_dyad, edge_length, faces, face_normal, grho):
+    """Constant-density polyhedron at (x, y, z), field frame (eq 2.42).
+
+    Args:
+        verts: vertices [m], shape (nv, 3).
+        edges: vertex pairs (i, j) of every edge, shape (ne, 2), int64.
+        edge_dyad: E_e as (xx, yy, zz, xy, xz, yz), shape (ne, 6).
+        edge_length: |P_j − P_i| [m], shape (ne,).
+        faces: vertex triples, outward counter-clockwise, shape (nf, 3), int64.
+        face_normal: outward unit normals, shape (nf, 3).
+        grho: G ρ [1/s²].
+
+    Returns:
+        ``(U, gx, gy, gz, Γxx, Γyy, Γzz, Γxy, Γxz, Γyz, Ω)`` with Ω = Σ_f ω_f the solid angle [sr].
+        Needs no scratch memory (GPU-friendly); :func:`eval_polyhedron_points` is the faster bulk
+        CPU evaluation with per-point vertex tables.
+    """
+    u = 0.0
+    gx = 0.0
+    gy = 0.0
+    gz = 0.0
+    txx = 0.0
+    tyy = 0.0
+    tzz = 0.0
+    txy = 0.0
+    txz = 0.0
+    tyz = 0.0
+    om = 0.0
+    for e in range(edges.shape[0]):
+        i = edges[e, 0]
+        j = edges[e, 1]
+        ax = verts[i, 0] - x
+        ay = verts[i, 1] - y
+        az = verts[i, 2] - z
+        bx = verts[j, 0] - x
+        by = verts[j, 1] - y
+        bz = verts[j, 2] - z
+        le = _L(math.sqrt(ax * ax + ay * ay + az * az), math.sqrt(bx * bx + by * by + bz * bz), edge_length[e])
+        exx = edge_dyad[e, 0]
+        eyy = edge_dyad[e, 1]
+        ezz = edge_dyad[e, 2]
+        exy = edge_dyad[e, 3]
+        exz = edge_dyad[e, 4]
+        eyz = edge_dyad[e, 5]
+        ex = exx * ax + exy * ay + exz * az
+        ey = exy * ax + eyy * ay + eyz * az
+        ez = exz * ax + eyz * ay + ezz * az
+        u += (ax * ex + ay * ey + az * ez) * le
+        gx -= ex * le
+        gy -= ey * le
+        gz -= ez * le
+        txx += exx * le
+        tyy += eyy * le
+        tzz += ezz * le
+        txy += exy * le
+        txz += exz * le
+        tyz += eyz * le
+    for f in range(faces.shape[0]):
+        i = faces[f, 0]
+        j = faces[f, 1]
+        k = faces[f, 2]
+        ax = verts[i, 0] - x
+        ay = verts[i, 1] - y
+        az = verts[i, 2] - z
+        bx = verts[j, 0] - x
+        by = verts[j, 1] - y
+        bz = verts[j, 2] - z
+        cx = verts[k, 0] - x
+        cy = verts[k, 1] - y
+        cz = verts[k, 2] - z
+        w = _omega(ax, ay, az, math.sqrt(ax * ax + ay * ay + az * az), bx, by, bz,
+                   math.sqrt(bx * bx + by * by + bz * bz), cx, cy, cz, math.sqrt(cx * cx + cy * cy + cz * cz))
+        nx = face_normal[f, 0]
+        ny = face_normal[f, 1]
+        nz = face_normal[f, 2]
+        nr = (nx * ax + ny * ay + nz * az) * w
+        u -= (nx * ax + ny * ay + nz * az) * nr
+        gx += nx * nr
+        gy += ny * nr
+        gz += nz * nr
+        txx -= nx * nx * w
+        tyy -= ny * ny * w
+        tzz -= nz * nz * w
+        txy -= nx * ny * w
+        txz -= nx * nz * w
+        tyz -= ny * nz * w
+        om += w
+    return (0.5 * grho * u, grho * gx, grho * gy, grho * gz, grho * txx, grho * tyy, grho * tzz,
+            grho * txy, grho * txz, grho * tyz, om)
+
+
+polyhedron_field = dual(_polyhedron_field)
+
+
+def _trilinear4(values, fx, fy, fz):
+    """Trilinear interpolation of the 4 channels of ``values[nx, ny, nz, 4]`` at fractional node
+    coordinates (fx, fy, fz), clamped into the grid."""
+    nx = values.shape[0]
+    ny = values.shape[1]
+    nz = values.shape[2]
+    fx = min(max(fx, 0.0), nx - 1.0)
+    fy = min(max(fy, 0.0), ny - 1.0)
+    fz = min(max(fz, 0.0), nz - 1.0)
+    i = min(int(fx), nx - 2)
+    j = min(int(fy), ny - 2)
+    k = min(int(fz), nz - 2)
+    tx = fx - i
+    ty = fy - j
+    tz = fz - k
+    sx = 1.0 - tx
+    sy = 1.0 - ty
+    sz = 1.0 - tz
+    w000 = sx * sy * sz
+    w100 = tx * sy * sz
+    w010 = sx * ty * sz
+    w110 = tx * ty * sz
+    w001 = sx * sy * tz
+    w101 = tx * sy * tz
+    w011 = sx * ty * tz
+    w111 = tx * ty * tz
+    c0 = (w000 * values[i, j, k, 0] + w100 * values[i + 1, j, k, 0] + w010 * values[i, j + 1, k, 0]
+          + w110 * values[i + 1, j + 1, k, 0] + w001 * values[i, j, k + 1, 0] + w101 * values[i + 1, j, k + 1, 0]
+          + w011 * values[i, j + 1, k + 1, 0] + w111 * values[i + 1, j + 1, k + 1, 0])
+    c1 = (w000 * values[i, j, k, 1] + w100 * values[i + 1, j, k, 1] + w010 * values[i, j + 1, k, 1]
+          + w110 * values[i + 1, j + 1, k, 1] + w001 * values[i, j, k + 1, 1] + w101 * values[i + 1, j, k + 1, 1]
+          + w011 * values[i, j + 1, k + 1, 1] + w111 * values[i + 1, j + 1, k + 1, 1])
+    c2 = (w000 * values[i, j, k, 2] + w100 * values[i + 1, j, k, 2] + w010 * values[i, j + 1, k, 2]
+          + w110 * values[i + 1, j + 1, k, 2] + w001 * values[i, j, k + 1, 2] + w101 * values[i + 1, j, k + 1, 2]
+          + w011 * values[i, j + 1, k + 1, 2] + w111 * values[i + 1, j + 1, k + 1, 2])
+    c3 = (w000 * values[i, j, k, 3] + w100 * values[i + 1, j, k, 3] + w010 * values[i, j + 1, k, 3]
+          + w110 * values[i + 1, j + 1, k, 3] + w001 * values[i, j, k + 1, 3] + w101 * values[i + 1, j, k + 1, 3]
+          + w011 * values[i, j + 1, k + 1, 3] + w111 * values[i + 1, j + 1, k + 1, 3])
+    return c0, c1, c2, c3
+
+
+trilinear4 = dual(_trilinear4)
+_tri4 = trilinear4.cpu
+_pm = point_mass_field.cpu
+
+
+def _quadrupole_field(dx, dy, dz, qxx, qyy, qzz, qxy, qxz, qyz):
+    """Degree-2 (MacCullagh) field of G·Q at the offset d from the centre of mass.
+
+    With the traceless quadrupole ``Q = ∫ρ (3 s sᵀ − |s|² E) dV = tr(I) E − 3 I`` (I the inertia
+    tensor about the CoM) and ``q = G Q`` [m⁵/s²]: ``U₂ = dᵀ q d / (2 r⁵)``,
+    ``g₂ = q d / r⁵ − (5/2) (dᵀ q d) d / r⁷``. Returns ``(U₂, g₂x, g₂y, g₂z)``; zeros at d = 0.
+    """
+    r2 = dx * dx + dy * dy + dz * dz
+    if r2 == 0.0:
+        return 0.0, 0.0, 0.0, 0.0
+    qdx = qxx * dx + qxy * dy + qxz * dz
+    qdy = qxy * dx + qyy * dy + qyz * dz
+    qdz = qxz * dx + qyz * dy + qzz * dz
+    dqd = dx * qdx + dy * qdy + dz * qdz
+    ir5 = 1.0 / (r2 * r2 * math.sqrt(r2))
+    k = 2.5 * dqd * ir5 / r2
+    return 0.5 * dqd * ir5, qdx * ir5 - k * dx, qdy * ir5 - k * dy, qdz * ir5 - k * dz
+
+
+quadrupole_field = dual(_quadrupole_field)
+_quad = quadrupole_field.cpu
+
+
+def _voxel_field(x, y, z, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz, perturbation):
+    """Voxelised field at (x, y, z), field frame (seed 004 §2.4.4).
+
+    ``values[nx, ny, nz, 4]`` holds at node (i, j, k) = origin + h (i, j, k) either (g, U)
+    (``perturbation = False``) or (g − g_pm, U − U_pm) (``perturbation = True``), where _pm is the
+    point mass μ at the centre of mass c. Inside the grid box: trilinear interpolation (plus the
+    point mass in perturbation mode). Outside it: the far field of :class:`VoxelField` (point
+    mass, quadrupole q = G Q, and the boundary residual decayed as r⁻⁵).
+
+    Returns:
+        ``(U, gx, gy, gz)``.
+    """
+    nx = values.shape[0]
+    ny = values.shape[1]
+    nz = values.shape[2]
+    hx = ox + (nx - 1) * h
+    hy = oy + (ny - 1) * h
+    hz = oz + (nz - 1) * h
+    inside = ox <= x <= hx and oy <= y <= hy and oz <= z <= hz
+    t = 1.0
+    px = x
+    py = y
+    pz = z
+    if not inside:
+        # radial projection from c onto the grid box: x_b = c + t (x − c), 0 < t < 1
+        dx = x - cx
+        dy = y - cy
+        dz = z - cz
+        if dx > 0.0:
+            t = min(t, (hx - cx) / dx)
+        elif dx < 0.0:
+            t = min(t, (ox - cx) / dx)
+        if dy > 0.0:
+            t = min(t, (hy - cy) / dy)
+        elif dy < 0.0:
+            t = min(t, (oy - cy) / dy)
+        if dz > 0.0:
+            t = min(t, (hz - cz) / dz)
+        elif dz < 0.0:
+            t = min(t, (oz - cz) / dz)
+        px = cx + t * dx
+        py = cy + t * dy
+        pz = cz + t * dz
+    inv_h = 1.0 / h
+    v0, v1, v2, v3 = _tri4(values, (px - ox) * inv_h, (py - oy) * inv_h, (pz - oz) * inv_h)
+    if inside and not perturbation:
+        return v3, v0, v1, v2
+    if inside:
+        u, gx, gy, gz, _a, _b, _c, _d, _e, _f = _pm(x, y, z, cx, cy, cz, mu)
+        return u + v3, gx + v0, gy + v1, gz + v2
+    if not perturbation:  # stored g, U: the perturbation at the boundary point
+        pu, pgx, pgy, pgz, _a, _b, _c, _d, _e, _f = _pm(px, py, pz, cx, cy, cz, mu)
+        v0 -= pgx
+        v1 -= pgy
+        v2 -= pgz
+        v3 -= pu
+    # residual of degrees >= 3 at the boundary point, decayed along the ray: ∝ r⁻⁴ (U), r⁻⁵ (g)
+    qu, qgx, qgy, qgz = _quad(px - cx, py - cy, pz - cz, qxx, qyy, qzz, qxy, qxz, qyz)
+    t4 = t * t * t * t
+    t5 = t4 * t
+    u, gx, gy, gz, _a, _b, _c, _d, _e, _f = _pm(x, y, z, cx, cy, cz, mu)
+    fu, fgx, fgy, fgz = _quad(x - cx, y - cy, z - cz, qxx, qyy, qzz, qxy, qxz, qyz)
+    return (u + fu + t4 * (v3 - qu), gx + fgx + t5 * (v0 - qgx), gy + fgy + t5 * (v1 - qgy),
+            gz + fgz + t5 * (v2 - qgz))
+
+
+voxel_field = dual(_voxel_field)
+
+
+def _linearized_field(x, y, z, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy, txz, tyz):
+    """Eq 2.43 (with the ½ restored): ``(U, gx, gy, gz)`` from U, g, Γ at (x0, y0, z0)."""
+    dx = x - x0
+    dy = y - y0
+    dz = z - z0
+    tdx = txx * dx + txy * dy + txz * dz
+    tdy = txy * dx + tyy * dy + tyz * dz
+    tdz = txz * dx + tyz * dy + tzz * dz
+    u = u0 + g0x * dx + g0y * dy + g0z * dz + 0.5 * (dx * tdx + dy * tdy + dz * tdz)
+    return u, g0x + tdx, g0y + tdy, g0z + tdz
+
+
+linearized_field = dual(_linearized_field)
+
+
+# ================================================================================================
+# host-side bulk evaluation (CPU, parallel over points)
+# ================================================================================================
+
+_pmf = point_mass_field.cpu
+_ell = ellipsoid_field.cpu
+_vox = voxel_field.cpu
+_lin = linearized_field.cpu
+
+
+@cpu_parallel_points
+def eval_point_mass_points(points, cx, cy, cz, mu, out):
+    """``out[p] = (U, g, Γ6)`` of a point mass at ``points[p]``; out shape (n, 10)."""
+    for p in prange(points.shape[0]):
+        r = _pmf(points[p, 0], points[p, 1], points[p, 2], cx, cy, cz, mu)
+        for k in range(10):
+            out[p, k] = r[k]
+
+
+@cpu_parallel_points
+def eval_ellipsoid_points(points, a2, b2, c2, gm, out):
+    """``out[p] = (U, g, Γ6)`` of a homogeneous ellipsoid; out shape (n, 10)."""
+    for p in prange(points.shape[0]):
+        r = _ell(points[p, 0], points[p, 1], points[p, 2], a2, b2, c2, gm)
+        for k in range(10):
+            out[p, k] = r[k]
+
+
+@cpu_parallel_points
+def eval_voxel_points(points, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz, perturbation, out):
+    """``out[p] = (U, g)`` of a voxel field; out shape (n, 4)."""
+    for p in prange(points.shape[0]):
+        r = _vox(points[p, 0], points[p, 1], points[p, 2], values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy,
+                 qxz, qyz, perturbation)
+        for k in range(4):
+            out[p, k] = r[k]
+
+
+@cpu_parallel_points
+def eval_linearized_points(points, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy, txz, tyz, out):
+    """``out[p] = (U, g)`` of a linearised field; out shape (n, 4)."""
+    for p in prange(points.shape[0]):
+        r = _lin(points[p, 0], points[p, 1], points[p, 2], x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy,
+                 txz, tyz)
+        for k in range(4):
+            out[p, k] = r[k]
+
+
+#: Points per scratch allocation in :func:`eval_polyhedron_points` (amortises the vertex table).
+_POLY_CHUNK = 16
+
+
+@cpu_parallel_points(min_rows=2)   # ~1 ms per point on a large mesh: two points pay for a launch
+def eval_polyhedron_points(points, verts, edges, edge_dyad, edge_length, faces, face_normal, grho, out):
+    """Bulk polyhedron evaluation: ``out[p] = (U, g, Γ6, Ω)``, out shape (n, 11).
+
+    Same sums as :data:`polyhedron_field` (and the same per-edge/per-facet kernels
+    :data:`edge_log`, :data:`facet_angle`), but each thread first tabulates ``P_v − x`` and
+    ``|P_v − x|`` for every vertex once per point (a vectorisable pass), so the edge and facet
+    loops gather instead of recomputing square roots: ~1.5× faster on a CPU. Points are split in
+    chunks of ``_POLY_CHUNK`` sharing one scratch table per thread; every point is summed by one
+    thread in a fixed order, so results do not depend on the thread count.
+    """
+    n = points.shape[0]
+    nv = verts.shape[0]
+    nchunks = (n + _POLY_CHUNK - 1) // _POLY_CHUNK
+    for c in prange(nchunks):
+        rt = np.empty((nv, 4))
+        for p in range(c * _POLY_CHUNK, min(n, (c + 1) * _POLY_CHUNK)):
+            x = points[p, 0]
+            y = points[p, 1]
+            z = points[p, 2]
+            for v in range(nv):
+                ax = verts[v, 0] - x
+                ay = verts[v, 1] - y
+                az = verts[v, 2] - z
+                rt[v, 0] = ax
+                rt[v, 1] = ay
+                rt[v, 2] = az
+                rt[v, 3] = math.sqrt(ax * ax + ay * ay + az * az)
+            u = 0.0
+            gx = 0.0
+            gy = 0.0
+            gz = 0.0
+            txx = 0.0
+            tyy = 0.0
+            tzz = 0.0
+            txy = 0.0
+            txz = 0.0
+            tyz = 0.0
+            om = 0.0
+            for e in range(edges.shape[0]):
+                i = edges[e, 0]
+                ax = rt[i, 0]
+                ay = rt[i, 1]
+                az = rt[i, 2]
+                le = _L(rt[i, 3], rt[edges[e, 1], 3], edge_length[e])
+                exx = edge_dyad[e, 0]
+                eyy = edge_dyad[e, 1]
+                ezz = edge_dyad[e, 2]
+                exy = edge_dyad[e, 3]
+                exz = edge_dyad[e, 4]
+                eyz = edge_dyad[e, 5]
+                ex = exx * ax + exy * ay + exz * az
+                ey = exy * ax + eyy * ay + eyz * az
+                ez = exz * ax + eyz * ay + ezz * az
+                u += (ax * ex + ay * ey + az * ez) * le
+                gx -= ex * le
+                gy -= ey * le
+                gz -= ez * le
+                txx += exx * le
+                tyy += eyy * le
+                tzz += ezz * le
+                txy += exy * le
+                txz += exz * le
+                tyz += eyz * le
+            for f in range(faces.shape[0]):
+                i = faces[f, 0]
+                j = faces[f, 1]
+                k = faces[f, 2]
+                ax = rt[i, 0]
+                ay = rt[i, 1]
+                az = rt[i, 2]
+                w = _omega(ax, ay, az, rt[i, 3], rt[j, 0], rt[j, 1], rt[j, 2], rt[j, 3], rt[k, 0], rt[k, 1], rt[k, 2],
+                           rt[k, 3])
+                nx = face_normal[f, 0]
+                ny = face_normal[f, 1]
+                nz = face_normal[f, 2]
+                nr = (nx * ax + ny * ay + nz * az) * w
+                u -= (nx * ax + ny * ay + nz * az) * nr
+                gx += nx * nr
+                gy += ny * nr
+                gz += nz * nr
+                txx -= nx * nx * w
+                tyy -= ny * ny * w
+                tzz -= nz * nz * w
+                txy -= nx * ny * w
+                txz -= nx * nz * w
+                tyz -= ny * nz * w
+                om += w
+            out[p, 0] = 0.5 * grho * u
+            out[p, 1] = grho * gx
+            out[p, 2] = grho * gy
+            out[p, 3] = grho * gz
+            out[p, 4] = grho * txx
+            out[p, 5] = grho * tyy
+            out[p, 6] = grho * tzz
+            out[p, 7] = grho * txy
+            out[p, 8] = grho * txz
+            out[p, 9] = grho * tyz
+            out[p, 10] = om
+
+
+_polyf = polyhedron_field.cpu
+
+
+@cpu_jit(parallel=True)
+def eval_polyhedron_points_rowwise(points, verts, edges, edge_dyad, edge_length, faces, face_normal, grho, out):
+    """Bulk evaluation through the scratch-free per-point kernel :data:`polyhedron_field` (the one
+    the gravity system runs per row on CPU and GPU); out shape (n, 11). For benchmarks and tests."""
+    for p in prange(points.shape[0]):
+        r = _polyf(points[p, 0], points[p, 1], points[p, 2], verts, edges, edge_dyad, edge_length, faces,
+                   face_normal, grho)
+        for k in range(11):
+            out[p, k] = r[k]
+
+
+# ================================================================================================
+# host-side evaluation (numpy in, numpy out)
+# ================================================================================================
+
+
+def _gradient_from6(t6: np.ndarray) -> np.ndarray:
+    """(n, 6) (xx, yy, zz, xy, xz, yz) -> (n, 3, 3)."""
+    out = np.empty((t6.shape[0], 3, 3))
+    out[:, 0, 0], out[:, 1, 1], out[:, 2, 2] = t6[:, 0], t6[:, 1], t6[:, 2]
+    out[:, 0, 1] = out[:, 1, 0] = t6[:, 3]
+    out[:, 0, 2] = out[:, 2, 0] = t6[:, 4]
+    out[:, 1, 2] = out[:, 2, 1] = t6[:, 5]
+    return out
+
+
+def _values(out: np.ndarray, single: bool, with_gradient: bool) -> FieldValues:
+    grad = _gradient_from6(out[:, 4:10]) if with_gradient else None
+    fv = FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), grad)
+    if single:
+        return FieldValues(fv.potential[0], fv.acceleration[0], None if grad is None else grad[0])
+    return fv
+
+
+def _eval_point_mass(src, points) -> FieldValues:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 10))
+    eval_point_mass_points(p, *src.kernel_params(), out)
+    return _values(out, single, True)
+
+
+def _eval_ellipsoid(src, points) -> FieldValues:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 10))
+    eval_ellipsoid_points(p, *src.kernel_params(), out)
+    return _values(out, single, True)
+
+
+def _polyhedron_raw(src, points) -> tuple[np.ndarray, bool]:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 11))
+    eval_polyhedron_points(p, *src.kernel_params(), out)
+    return out, single
+
+
+def _eval_polyhedron(src, points) -> FieldValues:
+    out, single = _polyhedron_raw(src, points)
+    return _values(out, single, True)
+
+
+def _eval_voxel(src, points) -> FieldValues:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 4))
+    eval_voxel_points(p, *src.kernel_params(), out)
+    if single:
+        return FieldValues(out[0, 0], out[0, 1:4].copy(), None)
+    return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), None)
+
+
+def _eval_linearized(src, points) -> FieldValues:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 4))
+    eval_linearized_points(p, *src.kernel_params(), out)
+    grad = np.broadcast_to(src.gradient0, (p.shape[0], 3, 3)).copy()
+    if single:
+        return FieldValues(out[0, 0], out[0, 1:4].copy(), grad[0])
+    return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), grad)
+
+
+#: source kind -> host evaluator.
+_EVALUATORS = {"point_mass": _eval_point_mass, "ellipsoid": _eval_ellipsoid, "polyhedron": _eval_polyhedron,
+               "voxel": _eval_voxel, "linearized": _eval_linearized}
+
+
+def evaluate(source: GravitySource, points) -> FieldValues:
+    """U, g (and Γ where the source defines it: not the voxel field) of ``source`` at ``points`` [m],
+    shape (3,) or (n, 3), field frame."""
+    fn = _EVALUATORS.get(getattr(source, "kind", None)) if isinstance(source, GravitySource) else None
+    if fn is None:
+        raise InputError("gravity source", type(source).__name__,
+                         "must be a components.gravity source (PointMass, Ellipsoid, Polyhedron, VoxelField, "
+                         "LinearizedGravity)")
+    return fn(source, points)
+
+
+def acceleration(source: GravitySource, points) -> np.ndarray:
+    """g [m/s²] of ``source`` at ``points`` [m], field frame."""
+    return evaluate(source, points).acceleration
+
+
+def potential(source: GravitySource, points) -> np.ndarray:
+    """U [m²/s²] of ``source`` at ``points`` [m], field frame."""
+    return evaluate(source, points).potential
+
+
+def _polyhedron(poly) -> Polyhedron:
+    if not isinstance(poly, Polyhedron):
+        raise InputError("polyhedron", type(poly).__name__, "must be a components.gravity.Polyhedron")
+    return poly
+
+
+def solid_angle(poly: Polyhedron, points) -> np.ndarray:
+    """Σ_f ω_f [sr] of a :class:`~components.gravity.Polyhedron` at ``points``: 4π inside, 2π on a
+    facet, 0 outside."""
+    out, single = _polyhedron_raw(_polyhedron(poly), points)
+    return out[0, 10] if single else out[:, 10].copy()
+
+
+def contains(poly: Polyhedron, points) -> np.ndarray:
+    """True where the point is inside the polyhedron (solid angle > 2π, i.e. ∇²U = −4πGρ)."""
+    return solid_angle(poly, points) > 2.0 * math.pi
+
+
+def linearize(source: GravitySource, x0, *, tol: float = 1e-3) -> LinearizedGravity:
+    """The :class:`~components.gravity.LinearizedGravity` of ``source`` about ``x0`` (seed 004 eq 2.43).
+
+    U0, g0 and Γ0 are ``source``'s at x0; the validity radius needs the third-derivative tensor
+    T = ∇Γ at x0, taken by central differences of Γ with steps ``1e-3 × the distance from x0 to the
+    source's centre of mass`` (the class docstring gives the radius).
+
+    Args:
+        source: the exact source to linearise (any source providing Γ: point mass, ellipsoid,
+            polyhedron, or a linearised field).
+        x0: reference point [m], field frame.
+        tol: relative acceleration error that defines the validity radius.
+    """
+    p, single = as_points(x0, "LinearizedGravity.x0")
+    if not single:
+        raise InputError("LinearizedGravity.x0", np.shape(x0), "must be one point, shape (3,) [m]")
+    tol = positive_number(tol, "LinearizedGravity.tol", "1")
+    ref = evaluate(source, p[0])
+    if ref.gradient is None:
+        raise InputError("LinearizedGravity.source", type(source).__name__,
+                         "must provide the gravity gradient (point mass, ellipsoid or polyhedron)")
+    x0 = p[0].copy()
+    com = np.array(source.center_of_mass)
+    d = 1e-3 * max(float(np.linalg.norm(x0 - com)), 1e-9)
+    steps = np.concatenate([x0 + d * np.eye(3), x0 - d * np.eye(3)])
+    grads = evaluate(source, steps).gradient
+    third = (grads[:3] - grads[3:]) / (2.0 * d)  # [k] = ∂Γ/∂x_k
+    return LinearizedGravity(x0, float(ref.potential), np.array(ref.acceleration), np.array(ref.gradient),
+                             third_norm=float(np.sqrt(np.sum(third * third))), mu=source.mu, center_of_mass=com,
+                             tol=tol)
