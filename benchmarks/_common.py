@@ -20,6 +20,14 @@ def machine_info() -> dict:
     info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
             "processor": platform.processor() or platform.machine(), "numpy": numpy.__version__,
             "numba": numba.__version__, "numba_threads": numba.get_num_threads()}
+    try:  # the cores this process may run on (a cgroup / taskset can allow fewer than cpu_count)
+        info["cpus_available"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        info["cpus_available"] = os.cpu_count()
+    try:
+        info["numba_threading_layer"] = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet in this process
+        pass
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -43,9 +51,11 @@ def median_time(fn, *, repeat: int = 5, warmup: int = 1) -> float:
     return statistics.median(samples)
 
 
-def save(name: str, payload: dict) -> Path:
-    """Write ``benchmarks/results/<name>.json`` with the machine info attached."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2, default=float))
+def save(name: str, payload: dict, *, path: Path | None = None, machine: dict | None = None) -> Path:
+    """Write ``benchmarks/results/<name>.json`` (or ``path``) with the machine info attached
+    (``machine``, or :func:`machine_info` now)."""
+    path = Path(path) if path is not None else RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": machine if machine is not None else machine_info(), **payload}, indent=2,
+                               default=float))
     return path
