@@ -43,6 +43,8 @@ rewritten whole. An existing path without ``resume``/``overwrite`` is refused be
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import os
 import pathlib
 import sys
@@ -621,9 +623,21 @@ def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.L
     return reports
 
 
-def rerun_sample(path, sample: int, *, loader: Callable[..., Scene]) -> dict[str, Any]:
+#: State columns a dense rerun records when the scene records none (those the world has).
+DENSE_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase",
+                 "body_position", "body_velocity", "body_attitude", "body_omega")
+
+
+def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: float | None = None,
+                 record: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Run sample ``sample`` of a store again, alone, exactly as the batch ran it, and compare
     every array of that sample with the store, bit for bit.
+
+    ``every`` [s] asks for a dense trajectory (``record`` columns, default the scene's, else
+    :data:`DENSE_COLUMNS`): in a world whose stepping system records by dense output
+    (``System.dense_output``: deployment) at any interval, otherwise only at a multiple of the
+    scene's frame (there the frame is the step, and a finer one would change the physics). The
+    finals are still compared with the store.
 
     The scene is rebuilt from the store's root attributes (``scene.source`` by ``loader`` with
     ``scene.params``), the sample's dispersions are drawn again from its own seed, and it runs as a
@@ -632,7 +646,8 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene]) -> dict[str
 
     Returns:
         ``{"sample", "arrays": {path: value of this run}, "differs": [paths whose bits differ],
-        "status", "failure_code", "failure_message"}``.
+        "status", "failure_code", "failure_message"}``; with ``every`` also ``"times"`` [s] and
+        ``"trajectory"`` {column: [time, entity, *shape]}.
     """
     attrs = zstore.read_attrs(path)
     if not zstore.is_complete(attrs):
@@ -654,9 +669,18 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene]) -> dict[str
     seed = int(attrs["seed"])
     inputs = layout.draw_inputs(seed, sample, sample + 1)
     world.compile(samples=1, backend=backend, sample_offset=sample, overrides=layout.overrides(inputs))
-    res = world.run(t_end=scene.t_end, dt=scene.dt, record_every=scene.record_every, record=layout.record,
-                    final=layout.final)
-    arrays = layout.block_arrays(res, inputs, sample, sample + 1)
+    dense = None
+    if every is not None:
+        dense = _dense_plan(scene, world, float(every), record)
+        res = world.run(t_end=scene.t_end, dt=dense["dt"], record_every=dense["record_every"],
+                        record=dense["record"], final=layout.final)
+        res_store = dataclasses.replace(res, times=np.zeros(0), trajectories={})
+        arrays = layout.block_arrays(res_store, inputs, sample, sample + 1)
+        arrays = {p: a for p, a in arrays.items() if not p.startswith("trajectories/")}
+    else:
+        res = world.run(t_end=scene.t_end, dt=scene.dt, record_every=scene.record_every, record=layout.record,
+                        final=layout.final)
+        arrays = layout.block_arrays(res, inputs, sample, sample + 1)
     root = zstore.open_root(path)
     differs = []
     for p, a in arrays.items():
@@ -666,6 +690,29 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene]) -> dict[str
                                             [str(x) for x in stored.ravel()] == [str(x) for x in a.ravel()])
         if not same:
             differs.append(p)
-    return {"sample": int(sample), "arrays": {p: a[0] for p, a in arrays.items()}, "differs": differs,
-            "status": int(arrays["final/status"][0]), "failure_code": int(arrays["final/failure_code"][0]),
-            "failure_message": str(arrays["final/failure_message"][0])}
+    out = {"sample": int(sample), "arrays": {p: a[0] for p, a in arrays.items()}, "differs": differs,
+           "status": int(arrays["final/status"][0]), "failure_code": int(arrays["final/failure_code"][0]),
+           "failure_message": str(arrays["final/failure_message"][0])}
+    if dense is not None:
+        out["times"] = res.times
+        out["trajectory"] = {c: a[0] for c, a in res.trajectories.items()}
+    return out
+
+
+def _dense_plan(scene: Scene, world, every: float, record) -> dict:
+    """Frame, decimation and columns of a dense rerun (:func:`rerun_sample`)."""
+    if not (math.isfinite(every) and every > 0):
+        raise InputError("every", every, "must be a positive time [s]")
+    cols = tuple(record or scene.record or [c for c in DENSE_COLUMNS if (world.column_spec(c) is not None)])
+    if not cols:
+        raise InputError("record", record, "name the columns to record (the scene records none)")
+    for c in cols:
+        if not (world.column_spec(c) is not None):
+            raise InputError("record", c, "is not a column of the scene's world")
+    if any(getattr(s, "dense_output", False) for s in world.systems):
+        return {"dt": every, "record_every": 1, "record": cols}
+    k = every / scene.dt
+    if abs(k - round(k)) > 1e-9 * max(1.0, k) or round(k) < 1:
+        raise InputError("every", every, f"must be a multiple of the scene's frame {scene.dt:g} s: in this world "
+                                         "the frame is the integration step, so a finer one would change the physics")
+    return {"dt": scene.dt, "record_every": int(round(k)), "record": cols}

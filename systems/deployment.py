@@ -309,6 +309,8 @@ class DeploymentLoop(System):
 
     phase = Phase.SCHEDULED
     derivative_pipeline = "terms"
+    #: records by dense output: any frame (recording interval) gives the same steps and results
+    dense_output = True
     writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase")
 
     def __init__(self, *, max_passes: int = 10_000):

@@ -190,6 +190,33 @@ def test_rerun_reproduces_a_sample_bitwise_and_shows_its_failure(tmp_path):
     assert r.returncode == 1 and "sample = 10" in one_error_line(r)
 
 
+def test_rerun_writes_a_dense_trajectory_without_changing_the_sample(tmp_path):
+    """deploy-cube stored without trajectories; `rerun --every 5` records every 5 s (dense output:
+    the finals stay the stored bits) into a store xarray opens. A scene whose frame is its
+    integration step refuses an interval that is not a multiple of it."""
+    import xarray as xr
+
+    out = tmp_path / "d.zarr"
+    r = cli("run", "deploy-cube", "--samples", "3", "--out", str(out), "--no-progress", "-p", "gravity=point_mass")
+    assert r.returncode == 0, r.stderr
+    dense = tmp_path / "dense.zarr"
+    r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dense))
+    assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
+    ds = xr.open_zarr(dense)
+    assert np.allclose(np.diff(ds.time.values[:-1]), 5.0)
+    assert ds["probe_position"].dims == ("time", "entity", "xyz") and ds.time.size > 100
+    end = float(zarr.open_group(out, mode="r")["final/probe_end_time"][1, 0])
+    # after the sample ended its state is frozen: the last record is the stored final position
+    stored = np.asarray(zarr.open_group(out, mode="r")["final/probe_position"][1, 0])
+    assert ds.time.values[-1] >= end
+    assert np.array_equal(ds["probe_position"].values[-1, 0], stored)
+    fr = tmp_path / "f.zarr"
+    r = cli("run", "free_fall", "--samples", "1", "--out", str(fr), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = cli("rerun", str(fr), "0", "--every", "0.0123")
+    assert r.returncode == 1 and "multiple of the scene's frame" in one_error_line(r)
+
+
 def test_a_10_h_bouncy_study_keeps_every_event_or_reports_the_overflow(tmp_path):
     """restitution 0.95 over the 10 h cap: the default 64 slots overflow and run/inspect say so;
     --event-capacity keeps every collision (one event each: event_count == probe_collisions)."""

@@ -432,12 +432,22 @@ def animate(path: pathlib.Path = typer.Argument(..., help="A store written by `t
 @app.command()
 def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
           sample: int = typer.Argument(..., help="The sample to run again."),
+          every: Optional[float] = typer.Option(None, "--every", metavar="SECONDS",
+                                                help="Record a dense trajectory every SECONDS (deployment: any "
+                                                     "interval, the results stay the same bits; other scenes: a "
+                                                     "multiple of their frame)."),
+          record: Optional[List[str]] = typer.Option(None, "--record", metavar="COLUMN",
+                                                     help="Columns of the dense trajectory (repeatable) [default: "
+                                                          "the scene's, else the state columns]."),
+          out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o",
+                                                     help="Write the dense trajectory here (a Zarr store xarray "
+                                                          "opens) [default: <store>-sample<N>-dense.zarr]."),
           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Run one sample of a store again, alone, and check it reproduces the stored bits.
 
     Exit status 0 when every array of the sample is bitwise identical to the store, 5 when some
     differ (they are listed). A sample that raised during the batch raises again: add --debug to
-    see the traceback.
+    see the traceback. With --every, the run also records a dense trajectory into --out.
     """
     with _Errors(debug):
         from ecs.batch import rerun_sample
@@ -445,7 +455,12 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
 
         _require(path)
         t0 = time.perf_counter()
-        r = rerun_sample(path, sample, loader=load_scene)
+        r = rerun_sample(path, sample, loader=load_scene, every=every, record=tuple(record) if record else None)
+        if every is not None:
+            dest = out or path.with_name(f"{path.stem}-sample{sample}-dense.zarr")
+            _write_dense(dest, r)
+            typer.echo(f"dense trajectory: {len(r['times'])} records every {every:g} s of "
+                       f"{', '.join(r['trajectory'])} -> {dest}")
         from components.status import Reason, Status
 
         status = Status(r["status"]).name.lower()
@@ -460,6 +475,26 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
             typer.echo(f"differs from the store in {len(r['differs'])} arrays: {', '.join(r['differs'])}")
             raise typer.Exit(EXIT_RERUN_DIFFERS)
         typer.echo(f"bitwise identical to the store ({len(r['arrays'])} arrays)")
+
+
+def _write_dense(dest: pathlib.Path, r: dict) -> None:
+    """A rerun's dense trajectory as a Zarr store xarray opens (dims: time, entity, component)."""
+    import shutil
+
+    import numpy as np
+    import xarray as xr
+
+    names = {3: "xyz", 4: "quat"}
+    data = {}
+    for c, a in r["trajectory"].items():
+        a = np.asarray(a)
+        dims = ["time", "entity"] + [names.get(n, f"{c}_{k}") for k, n in enumerate(a.shape[2:])]
+        data[c] = (dims, a)
+    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(r["times"]))},
+                    attrs={"sample": int(r["sample"]), "units": "SI (time [s]); frames as in the store"})
+    if dest.exists():
+        shutil.rmtree(dest)
+    ds.to_zarr(dest, mode="w")
 
 
 def np_size(v) -> int:
