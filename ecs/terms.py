@@ -197,7 +197,9 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
         if t.torque:
             lines += ["    tx += r[3]", "    ty += r[4]", "    tz += r[5]"]
     lines += ["    return fx, fy, fz, tx, ty, tz", "", "",
-              "@njit(cache=True)", "def terms_couple_attitude():",
+              "@njit(cache=True, inline=\"always\")", "def terms_active():",
+              '    """The world has row terms."""', "    return True", "", "",
+              "@njit(cache=True, inline=\"always\")", "def terms_couple_attitude():",
               '    """Flight steps the attitude with the translation (a term reads it or applies a torque)."""',
               f"    return {any(t.couples_attitude for t in terms)}", ""]
     return "\n".join(lines)
@@ -213,8 +215,8 @@ def fuse_terms(terms, roots: dict, defaults: dict) -> FusedTerms:
     Args:
         terms: the :class:`Term` list, in system order.
         roots: the pipeline's kernels (name → CPU dispatcher) to copy.
-        defaults: ``{"row_terms": d, "terms_couple_attitude": d}``: the pipeline's no-term
-            dispatchers that the generated ones replace.
+        defaults: ``{"row_terms": d, "terms_couple_attitude": d, "terms_active": d}``: the
+            pipeline's no-term dispatchers that the generated ones replace.
     """
     terms = tuple(terms)
     seen: set[str] = set()
@@ -252,7 +254,8 @@ def fuse_terms(terms, roots: dict, defaults: dict) -> FusedTerms:
     mod = importlib.util.module_from_spec(spec)
     sys.modules[module] = mod       # registered before exec_module (docs/design.md §2)
     spec.loader.exec_module(mod)
-    swap = {defaults["row_terms"]: mod.row_terms, defaults["terms_couple_attitude"]: mod.terms_couple_attitude}
+    swap = {defaults["row_terms"]: mod.row_terms, defaults["terms_couple_attitude"]: mod.terms_couple_attitude,
+            defaults["terms_active"]: mod.terms_active}
     kernels = relink(roots, swap, str(path))
     _LINKED[module] = kernels
     return FusedTerms(terms, kernels, columns, params, any(t.couples_attitude for t in terms), module)

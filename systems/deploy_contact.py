@@ -262,8 +262,9 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
         if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
             hh = max(rest_since[i] + settle_hold - t, 1e-9)
         w[T0] = t
-        _snaps(i, w, t, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
-               atol, rec_dt, snap, save, _PHASE_CONTACT)
+        if rec_dt > 0.0:
+            _snaps(i, w, t, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+                   atol, rec_dt, snap, save, _PHASE_CONTACT)
         err = _dp(i, w, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
                   atol)
         n += 1

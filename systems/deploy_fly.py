@@ -107,8 +107,9 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
         face = hs < hh
         hh = hs
         w[T0] = t
-        _snaps(i, w, t, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol,
-               rec_dt, snap, save, _PHASE_FLY)
+        if rec_dt > 0.0:
+            _snaps(i, w, t, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol,
+                   rec_dt, snap, save, _PHASE_FLY)
         err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
         n += 1
         if not (err <= 1.0):

@@ -244,20 +244,27 @@ def gravity_args(source: GravitySource) -> tuple:
 # What the DERIVATIVE systems of a deployment world add to the probe's wrench (ecs.terms): these
 # defaults (no terms) are what the hand-written kernels call; ecs.terms.fuse_terms links copies of
 # the phase kernels against a generated sum of the world's terms instead.
-@cpu_jit
+@cpu_jit(inline="always")
 def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, columns, params):
     """No terms: zero force and torque."""
     return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 
-@cpu_jit
+@cpu_jit(inline="always")
 def terms_couple_attitude_none():
     """No terms: flight keeps the multirate attitude split."""
     return False
 
 
+@cpu_jit(inline="always")
+def terms_active_none():
+    """No terms: the right-hand sides skip the term call (a constant, folded where it is inlined)."""
+    return False
+
+
 _terms = row_terms_none
 _couple = terms_couple_attitude_none
+_active = terms_active_none
 
 
 def _term_wrench(i, w, ys, m, tt, full):
@@ -595,7 +602,9 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
 def _probe_rhs(i, w, ys, kout, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt):
     """ẏ at w[ys:] (time w[TS]) into w[kout:]: flight (mode 0) or contact motion (mode 1), with the
     row terms ``tt`` (ecs.terms); returns U(x)."""
-    fx, fy, fz, lx, ly, lz = _twrench(i, w, ys, mass[i], tt, True)
+    fx = fy = fz = lx = ly = lz = 0.0
+    if _active():
+        fx, fy, fz, lx, ly, lz = _twrench(i, w, ys, mass[i], tt, True)
     if mode == 1:
         cx, cy, cz, cl, cm, cn = _cwrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs,
                                           fx, fy, fz, lx, ly, lz)
@@ -748,28 +757,35 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
     t0 = w[T0]
     if mode == 0 and not _couple():
         m = mass[i]
+        fx = fy = fz = 0.0
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
         w[TS] = t0 + C2 * h
-        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        if _active():
+            fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
         _trates(w, YS, K0 + 13, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
         w[TS] = t0 + C3 * h
-        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        if _active():
+            fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
         _trates(w, YS, K0 + 26, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
         w[TS] = t0 + C4 * h
-        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        if _active():
+            fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
         _trates(w, YS, K0 + 39, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A51, A52, A53, A54, 0.0, 0.0)
         w[TS] = t0 + C5 * h
-        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        if _active():
+            fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
         _trates(w, YS, K0 + 52, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A61, A62, A63, A64, A65, 0.0)
         w[TS] = t0 + h
-        fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
+        if _active():
+            fx, fy, fz, _l, _m, _n = _twrench(i, w, YS, m, tt, False)
         _trates(w, YS, K0 + 65, ga, ox, oy, oz, m, fx, fy, fz)
         _stage_c(w, Y0, K0, _N13, _N6, Y1, h, B1, 0.0, B3, B4, B5, B6)
-        fx, fy, fz, _l, _m, _n = _twrench(i, w, Y1, m, tt, False)
+        if _active():
+            fx, fy, fz, _l, _m, _n = _twrench(i, w, Y1, m, tt, False)
         _trates(w, Y1, KFSAL, ga, ox, oy, oz, m, fx, fy, fz)
         err = _errn(w, Y0, Y1, K0, _N13, _N6, h, rtol, atol, 0.0, 0.0)
         if not _advance_att(w, h, ox, oy, oz, inertia[i], jinv[i], rtol, atol):

@@ -56,7 +56,7 @@ from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collid
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deploy_fly import FlyProbes, fly_rows
 from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args, row_terms_none,
-                                    terms_couple_attitude_none)
+                                    terms_active_none, terms_couple_attitude_none)
 from systems.gravity_kernels import acceleration
 from systems.sdf import eval_terrain, terrain_args
 
@@ -412,7 +412,7 @@ class DeploymentLoop(System):
                 if c not in table:
                     raise InputError(f"Term {term.name}: column", c,
                                      "must be a column of the probe table (declare it on the probe entities)")
-        fused = fuse_terms(terms, defaults, {"row_terms": row_terms_none,
+        fused = fuse_terms(terms, defaults, {"row_terms": row_terms_none, "terms_active": terms_active_none,
                                              "terms_couple_attitude": terms_couple_attitude_none})
         return fused.kernels, fused.args(table), tuple(terms)
 
