@@ -211,13 +211,31 @@ class FrictionModel(enum.IntEnum):
     JEOD = 1     #: |F_t| = μ|F_N| |v_t|/|v| (JEOD projects the *unit* relative velocity on the tangent plane)
 
 
+class ContactLaw(enum.IntEnum):
+    """Where the pair's force acts and which relative velocity it sees (:mod:`systems.facet_contact`)."""
+
+    MOMENTUM = 0  #: ±F at one common contact point (the midpoint): momentum and angular momentum exact
+    JEOD = 1      #: JEOD's SpringPairInteraction: each body's force at its own surface point, JEOD friction
+
+
 @dataclass(frozen=True)
 class SpringInteraction:
     """JEOD's default interaction (seed 000 eq. 3.1, §3.4.8, JEOD ``SpringPairInteraction``).
 
-    Normal force along the penetration direction ``−k·x − c·v`` (``x`` penetration [m], ``v``
-    normal relative velocity), Coulomb friction ``μ|F_N|`` against the tangential relative
-    velocity, applied at the contact point, equal and opposite on the two bodies.
+    Normal force along the penetration direction ``k·x + c·ẋ`` (``x`` penetration [m], ``ẋ`` its
+    rate: the damping acts on the normal relative velocity only), a friction force ``μ|F_N|``
+    against the tangential relative velocity, equal and opposite on the two bodies.
+
+    Two laws (``law``), which differ only when there is friction or the facets spin:
+
+    * ``"momentum"`` (default): ``+F`` on one body and ``−F`` on the other at ONE common contact
+      point, the midpoint of the two surface points, so the pair conserves linear and angular
+      momentum exactly; friction ``"coulomb"`` (default) or ``"jeod"`` (below).
+    * ``"jeod"``: JEOD-compatible, as JEOD v5.0's ``SpringPairInteraction`` computes it: each
+      body's force acts at its OWN facet surface point (the points are ``x·n`` apart, so the pair
+      exerts a net moment ``x n × F_t`` and angular momentum is not conserved), JEOD's friction
+      ``−μ|F_N| v_t/|v|`` with the relative velocity taken where JEOD takes it
+      (:mod:`systems.facet_contact`). Use it to reproduce JEOD's runs (the ``jeod-*`` scenes).
 
     Args:
         k: spring constant [N/m], >= 0.
@@ -225,17 +243,21 @@ class SpringInteraction:
         mu: friction coefficient [-], >= 0.
         mode: ``"jeod"`` (damping may pull, as JEOD), ``"clamp"`` (normal force clamped at 0) or
             ``"latch"`` (spring sign reversed: pulls overlapping facets together, §3.4.8).
-        friction: ``"coulomb"`` (default) or ``"jeod"`` (JEOD's μ|F_N|·|v_t|/|v|).
+        friction: ``"coulomb"`` (``μ|F_N| v_t/|v_t|``) or ``"jeod"`` (JEOD's ``μ|F_N| v_t/|v|``);
+            ``None`` (default): the law's own, Coulomb for ``"momentum"`` and JEOD's for ``"jeod"``
+            (the only one that law accepts).
         slip_velocity: regularisation of Coulomb friction [m/s]: below it the friction force grows
-            linearly with the slip speed (0: the exact sign law).
+            linearly with the slip speed (0: the exact sign law). Coulomb friction only.
+        law: ``"momentum"`` (default) or ``"jeod"``.
     """
 
     k: float
     c: float = 0.0
     mu: float = 0.0
     mode: str = "jeod"
-    friction: str = "coulomb"
+    friction: str | None = None
     slip_velocity: float = 0.0
+    law: str = "momentum"
 
     def __post_init__(self):
         for name in ("k", "c", "mu", "slip_velocity"):
@@ -248,18 +270,38 @@ class SpringInteraction:
                 raise InputError(f"spring interaction {name}", v, "must be a finite number >= 0")
         if str(self.mode).lower() not in ("jeod", "clamp", "latch"):
             raise InputError("spring interaction mode", self.mode, "must be 'jeod', 'clamp' or 'latch'")
-        if str(self.friction).lower() not in ("coulomb", "jeod"):
+        if str(self.law).lower() not in ("momentum", "jeod"):
+            raise InputError("spring interaction law", self.law,
+                             "must be 'momentum' (one common contact point, momentum-exact) or 'jeod' "
+                             "(JEOD's SpringPairInteraction)")
+        if self.friction is not None and str(self.friction).lower() not in ("coulomb", "jeod"):
             raise InputError("spring interaction friction", self.friction, "must be 'coulomb' or 'jeod'")
+        if str(self.law).lower() == "jeod":
+            if self.friction is not None and str(self.friction).lower() != "jeod":
+                raise InputError("spring interaction friction", self.friction,
+                                 "law 'jeod' is JEOD's SpringPairInteraction, whose friction is μ|F_N| v_t/|v|: "
+                                 "leave friction unset (or 'jeod'), or use law='momentum' for Coulomb friction")
+            if float(self.slip_velocity) != 0.0:
+                raise InputError("spring interaction slip_velocity", self.slip_velocity,
+                                 "must be 0 with law 'jeod' (JEOD's friction has no regularisation)")
 
     @property
     def kind(self) -> int:
         return int(InteractionKind.SPRING)
 
+    @property
+    def friction_model(self) -> str:
+        """The friction actually used: ``friction``, or the law's own when it is ``None``."""
+        if self.friction is not None:
+            return str(self.friction).lower()
+        return "jeod" if str(self.law).lower() == "jeod" else "coulomb"
+
     def params(self) -> np.ndarray:
-        """Parameter row [k, c, μ, mode, friction, slip_velocity, 0, 0]."""
+        """Parameter row [k, c, μ, mode, friction, slip_velocity, law, 0]."""
         p = np.zeros(PARAM_SIZE)
-        p[:6] = (self.k, self.c, self.mu, int(SpringMode[self.mode.upper()]),
-                 int(FrictionModel[self.friction.upper()]), self.slip_velocity)
+        p[:7] = (self.k, self.c, self.mu, int(SpringMode[self.mode.upper()]),
+                 int(FrictionModel[self.friction_model.upper()]), self.slip_velocity,
+                 int(ContactLaw[str(self.law).upper()]))
         return p
 
 

@@ -19,14 +19,18 @@ order of pairs, so results never depend on the thread count):
    contacts (the function is a first-class argument of a kernel specialised on it).
 3. **apply** (:func:`apply_contacts`, JEOD ``SpringPairInteraction::calculate_forces`` and
    ``ContactSurface::collect_forces_torques``, §3.4.4, §3.4.8, §4.2.1): the built-in spring
-   force of each remaining contact; force ``+F`` on body *b* and ``−F`` on body *a* at the common
-   contact point; ``contact_force`` (inertial) and ``contact_torque`` (body axes, about the
-   reference point, ``r × F`` with ``r`` from the reference point to the contact point) per body;
+   force of each remaining contact; force ``+F`` on body *b* and ``−F`` on body *a*, at the common
+   contact point (law ``momentum``) or at each body's own surface point (law ``jeod``, below);
+   ``contact_force`` (inertial) and ``contact_torque`` (body axes, about the reference point,
+   ``r × F`` with ``r`` from the reference point to the point where the force acts) per body;
    both added into ``body_force``/``body_torque``.
 
 The built-in spring (eq. 3.1, ``F = −k x − c v``) with ``n`` the unit normal from facet *a* to
-facet *b*, ``x`` the penetration and ``v`` the velocity of *b*'s material point at the contact
-point relative to *a*'s (``v_n = v·n``, ``ẋ = −v_n``):
+facet *b*, ``x`` the penetration and ``v`` the velocity of *b*'s material point relative to *a*'s
+(``v_n = v·n``, ``ẋ = −v_n``). Eq. 3.1 as printed reads as if ``v`` were the whole relative
+velocity; JEOD damps only its normal component (``SpringPairInteraction::calculate_forces``
+scales the normal by ``c v·n``) and adds a friction force that the document does not print —
+both are taken from JEOD v5.0's ``SpringPairInteraction`` here:
 
 * normal force on *b*: ``f_n = k x − c v_n`` (mode ``jeod``: may be negative — damping pulls
   while the facets separate, as JEOD); ``max(0, ·)`` in mode ``clamp``; in mode ``latch`` the
@@ -37,9 +41,36 @@ point relative to *a*'s (``v_n = v·n``, ``ẋ = −v_n``):
   as the cores cross; reversing about ``d = 0`` gives the same capture well depth ``k (ra+rb)²/2``
   with a smooth bottom. The latch releases when the cores separate beyond ``ra + rb``.
 * friction ``F_t = −μ |f_n| v_t/|v_t|`` (Coulomb; optional regularisation below a slip speed) or,
-  with ``friction="jeod"``, ``−μ |f_n| v_t/|v|`` — JEOD normalises the whole relative velocity
-  before projecting it on the tangent plane (``spring_pair_interaction.cc``), which scales the
-  friction by the sine of the approach angle.
+  JEOD's, ``F_t = −μ |f_n| v_t/|v|``: JEOD normalises the whole relative velocity, ``v̂ = v/|v|``,
+  and projects it on the tangent plane, ``n × (v̂ × n) = v_t/|v|``, so its friction is Coulomb's
+  scaled by the sine of the angle between ``v`` and the normal (``|f_n|`` is the magnitude of the
+  spring-damper force, ``μ`` times it the friction magnitude for a purely tangential ``v``).
+
+Two laws (``SpringInteraction(law=...)``, :class:`components.contact.ContactLaw`):
+
+* ``momentum`` (default): ``±F`` at ONE point, the midpoint ``p`` of the two facets' surface points
+  (:mod:`systems.facet_geometry`), ``v`` evaluated at ``p``. The pair exchanges a pure force at
+  one point: linear and angular momentum are both conserved exactly. Friction Coulomb by default.
+* ``jeod`` (JEOD-compatible, JEOD's ``PointContactPair::in_contact`` + ``calculate_forces``): each
+  body's force acts at its OWN surface point, ``s_a = p + (x/2) n`` on *a* (JEOD's subject, the
+  facet spawned first; JEOD makes the line the subject of a line–point pair, so spawn the line
+  first to match) and ``s_b = p − (x/2) n`` on *b* (JEOD's target); friction JEOD's. JEOD
+  takes the relative velocity as ``ω_rel × c_s − v_rel`` (``c_s = r_a n`` the subject's contact
+  point, ``v_rel`` the target's vehicle-point velocity relative to the subject, observed in the
+  subject's frame): that is the velocity of *a*'s material point relative to *b*'s at the single
+  point ``P = q_b − r_a n`` (``q_b`` *b*'s facet core point; *b*'s surface point when the radii
+  are equal), and it is evaluated there: ``v(P) = v(p) + (ω_b − ω_a) × (P − p)``. The two points
+  of application are ``x n`` apart, so the pair exerts a net moment ``−x n × F_t`` about any point
+  and angular momentum is not conserved (JEOD's behaviour; linear momentum still is).
+  Against ground (§4.3.3) the facet's surface point is already the contact point and JEOD's
+  ground interaction uses the facet's velocity there, so only the friction law differs.
+  Not reproduced (JEOD defects): JEOD crosses ``ω_rel``, expressed in the target's frame, with
+  ``c_s``, expressed in the subject's (tumble uses one frame; the two agree whenever the facets'
+  frames are parallel or their relative rate vanishes, as in the point runs); and JEOD's
+  ``LineContactFacet::calculate_contact_point`` places a side contact of a line facet at the
+  segment's middle instead of at the closest point and builds an end-cap point from a direction
+  minus a position, so its line-facet torques differ from the exact surface points used here
+  (aligned line runs, whose contacts lie on the axes, are unaffected).
 
 Integrators: contact couples the bodies of a sample, so all their rows must advance in lockstep:
 use a fixed-step method (``rk4``). The adaptive ones (``bs32``, ``dp54``) step every row
@@ -414,9 +445,15 @@ add_wrench = dual(_add_wrench, inline=False)
 _wrench = add_wrench.cpu
 
 
-def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status,
-                    reason, pos, att, force, torque, cforce, ctorque):
-    """Forces of sample s's contacts (built-in spring; user forces already in c_f) onto its bodies."""
+def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
+                    status, reason, pos, att, omega, force, torque, cforce, ctorque):
+    """Forces of sample s's contacts (built-in spring; user forces already in c_f) onto its bodies.
+
+    Law ``momentum``: ``+F`` on b and ``−F`` on a at the common contact point ``p``. Law ``jeod``
+    (a spring interaction whose parameter 6 is 1): the velocity is moved from ``p`` to JEOD's point
+    ``P = p + (r_b − r_a − x/2) n`` and ``+F`` acts at b's surface point ``p − (x/2) n``, ``−F`` at
+    a's ``p + (x/2) n`` (module docstring).
+    """
     base = s * B
     for i in range(B):
         r = base + i
@@ -432,19 +469,37 @@ def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v
         return
     for k in range(n):
         ii = c_int[s, k]
+        a = c_ba[s, k]
+        b = c_bb[s, k]
+        px, py, pz = c_p[s, k, 0], c_p[s, k, 1], c_p[s, k, 2]
+        pax, pay, paz = px, py, pz  # where -F acts on a
+        pbx, pby, pbz = px, py, pz  # where +F acts on b
         if i_kind[ii] == 0:
-            fx, fy, fz = _spring(i_params, ii, c_x[s, k], c_d[s, k], c_n[s, k, 0], c_n[s, k, 1], c_n[s, k, 2],
-                                 c_v[s, k, 0], c_v[s, k, 1], c_v[s, k, 2])
+            nx, ny, nz = c_n[s, k, 0], c_n[s, k, 1], c_n[s, k, 2]
+            vx, vy, vz = c_v[s, k, 0], c_v[s, k, 1], c_v[s, k, 2]
+            if i_params[ii, 6] == 1.0 and a >= 0:  # JEOD law between two facets
+                h = 0.5 * c_x[s, k]
+                pax, pay, paz = px + h * nx, py + h * ny, pz + h * nz
+                pbx, pby, pbz = px - h * nx, py - h * ny, pz - h * nz
+                # relative velocity at P = p + e n: v(P) = v(p) + (ω_b − ω_a) × (e n), ω inertial
+                e = c_rb[s, k] - c_ra[s, k] - h
+                wax, way, waz = _rot(att[a, 0], att[a, 1], att[a, 2], att[a, 3], omega[a, 0], omega[a, 1],
+                                     omega[a, 2])
+                wbx, wby, wbz = _rot(att[b, 0], att[b, 1], att[b, 2], att[b, 3], omega[b, 0], omega[b, 1],
+                                     omega[b, 2])
+                dx, dy, dz = wbx - wax, wby - way, wbz - waz
+                vx += e * (dy * nz - dz * ny)
+                vy += e * (dz * nx - dx * nz)
+                vz += e * (dx * ny - dy * nx)
+            fx, fy, fz = _spring(i_params, ii, c_x[s, k], c_d[s, k], nx, ny, nz, vx, vy, vz)
             c_f[s, k, 0] = fx
             c_f[s, k, 1] = fy
             c_f[s, k, 2] = fz
         else:
             fx, fy, fz = c_f[s, k, 0], c_f[s, k, 1], c_f[s, k, 2]
-        px, py, pz = c_p[s, k, 0], c_p[s, k, 1], c_p[s, k, 2]
-        _wrench(c_bb[s, k], fx, fy, fz, px, py, pz, pos, att, cforce, ctorque)
-        a = c_ba[s, k]
+        _wrench(b, fx, fy, fz, pbx, pby, pbz, pos, att, cforce, ctorque)
         if a >= 0:
-            _wrench(a, -fx, -fy, -fz, px, py, pz, pos, att, cforce, ctorque)
+            _wrench(a, -fx, -fy, -fz, pax, pay, paz, pos, att, cforce, ctorque)
     for i in range(B):
         r = base + i
         if status[r] == 0:
@@ -458,11 +513,11 @@ _apply_contacts_cpu = apply_contacts.cpu
 
 
 @cpu_parallel
-def apply_contacts_samples(n, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params, status,
-                           reason, pos, att, force, torque, cforce, ctorque):
+def apply_contacts_samples(n, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind,
+                           i_params, status, reason, pos, att, omega, force, torque, cforce, ctorque):
     for s in prange(n):
-        _apply_contacts_cpu(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, i_kind, i_params,
-                            status, reason, pos, att, force, torque, cforce, ctorque)
+        _apply_contacts_cpu(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind,
+                            i_params, status, reason, pos, att, omega, force, torque, cforce, ctorque)
 
 
 @cpu_jit
@@ -732,8 +787,9 @@ class FacetContact(System):
                                self.c_f)
         launch_rows(frame.backend, apply_contacts_samples, apply_contacts, S, B, self.capacity, self.contact_count,
                     self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p, self.c_v, self.c_f,
-                    a["i_kind"], a["i_params"], st, bt["row_reason"], bt["body_position"], bt["body_attitude"],
-                    bt["body_force"], bt["body_torque"], self.cforce, self.ctorque)
+                    self.c_ra, self.c_rb, a["i_kind"], a["i_params"], st, bt["row_reason"], bt["body_position"],
+                    bt["body_attitude"], bt["body_omega"], bt["body_force"], bt["body_torque"], self.cforce,
+                    self.ctorque)
         self.evaluations += 1
         self.total_narrowphase_tests += to_host(self.narrowphase_tests)
         self.total_pair_candidates += to_host(self.pair_candidates)
@@ -744,8 +800,11 @@ class FacetContact(System):
 
         Keys: ``facet_a`` / ``facet_b`` (facet rows; ``facet_a = -1 - g`` for ground g), ``body_a`` /
         ``body_b`` (body rows, -1 for the ground), ``interaction``, ``penetration`` [m],
-        ``distance`` (core distance) [m], ``normal`` (a→b, inertial), ``point`` [m], ``velocity``
-        (b relative to a, [m/s]), ``force`` (on b, [N], inertial).
+        ``distance`` (core distance) [m], ``normal`` (a→b, inertial), ``point`` (the common contact
+        point p, the midpoint of the surface points) [m], ``velocity`` (b relative to a at p,
+        [m/s]; the ``jeod`` law's friction sees it moved to JEOD's point, module docstring),
+        ``force`` (on b, [N], inertial; law ``jeod``: acting at b's surface point ``p − (x/2) n``,
+        its opposite at a's ``p + (x/2) n``).
         """
         n = min(int(to_host(self.contact_count)[sample]), self.capacity)
         h = {k: to_host(getattr(self, "c_" + k))[sample, :n].copy()

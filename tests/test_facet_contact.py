@@ -247,7 +247,12 @@ def _net_moment(p):
 
 
 def test_off_center_run_stays_in_plane_and_spins_about_one_axis():
-    r, p, _ = run(jeod.build_point_off_center())
+    """The default momentum-exact law (one common contact point) on the off-centre run.
+
+    The scene itself uses JEOD's law (tests/test_facet_jeod_law.py); ``law="momentum"`` runs it
+    with tumble's default, which conserves linear and angular momentum exactly.
+    """
+    r, p, _ = run(jeod.build_point_off_center(law="momentum"))
     masses = (100.0, 100.0)
     fmax = np.abs(p["force"]).max()
     assert np.abs(p["force"].sum(axis=2)).max() <= 1e-12 * fmax
@@ -281,7 +286,7 @@ def _segment_distance(c1, h1, c2, h2):
 
 
 def test_arbitrary_run_first_contact_and_momentum():
-    sc = jeod.build_line_arbitrary()
+    sc = jeod.build_line_arbitrary(law="momentum")  # the momentum-exact law: no net contact moment
     r, p, _ = run(sc)
     masses = (200.0, 200.0)
     P = _momentum(r.trajectories["body_velocity"][0], masses)

@@ -28,11 +28,11 @@ SCRIPT = textwrap.dedent(
     from systems.gravity import UniformGravity
     from systems.integration import Integrator
 
-    def run(backend, broadphase):
+    def run(backend, broadphase, law="momentum"):
         w = World()
         inter = w.add_resource(PairInteractions())
-        inter.register("steel", "steel", SpringInteraction(k=3000.0, c=50.0, mu=0.3))
-        inter.register("steel", "dirt", SpringInteraction(k=5000.0, c=80.0, mu=0.5, mode="clamp"))
+        inter.register("steel", "steel", SpringInteraction(k=3000.0, c=50.0, mu=0.3, law=law))
+        inter.register("steel", "dirt", SpringInteraction(k=5000.0, c=80.0, mu=0.5, mode="clamp", law=law))
         g = w.add_resource(Grounds())
         g.add(PlaneGround(point=(0.0, 0.0, -0.8), normal=(0.0, 0.0, 1.0), material="dirt"))
         g.add(SphereGround(center=(0.0, 0.0, -1001.0), radius=1000.0, material="dirt"))
@@ -56,6 +56,9 @@ SCRIPT = textwrap.dedent(
         cpu, gpu = run("cpu", bp), run("gpu", bp)
         out[str(bp)] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
         out["force" + str(bp)] = float(np.abs(np.array(cpu["contact_force"])).max())
+    cpu, gpu = run("cpu", True, "jeod"), run("gpu", True, "jeod")   # the JEOD-compatible law's own branch
+    out["jeod"] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
+    out["forcejeod"] = float(np.abs(np.array(cpu["contact_force"])).max())
     print(json.dumps(out))
     """
 )
@@ -71,6 +74,7 @@ def test_cuda_simulator_matches_cpu():
     # same sources, same order of operations; the simulator runs them as Python floats (no FMA, no
     # fastmath contraction): measured 1e-10 on forces of ~1e3 N, i.e. 1e-13 relative
     assert out["True"] < 1e-9 and out["False"] < 1e-9
+    assert out["forcejeod"] > 10.0 and out["jeod"] < 1e-9
 
 
 @pytest.mark.gpu
@@ -84,4 +88,4 @@ def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["True"] < 1e-8 and out["False"] < 1e-8  # device FMA and libm differ by ulps, over 30 steps
+    assert out["True"] < 1e-8 and out["False"] < 1e-8 and out["jeod"] < 1e-8  # device FMA and libm differ by ulps, over 30 steps
