@@ -629,7 +629,7 @@ DENSE_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_om
 
 
 def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: float | None = None,
-                 record: tuple[str, ...] | None = None) -> dict[str, Any]:
+                 record: tuple[str, ...] | None = None, trace: int | None = None) -> dict[str, Any]:
     """Run sample ``sample`` of a store again, alone, exactly as the batch ran it, and compare
     every array of that sample with the store, bit for bit.
 
@@ -637,7 +637,9 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: floa
     :data:`DENSE_COLUMNS`): in a world whose stepping system records by dense output
     (``System.dense_output``: deployment) at any interval, otherwise only at a multiple of the
     scene's frame (there the frame is the step, and a finer one would change the physics). The
-    finals are still compared with the store.
+    finals are still compared with the store. ``trace`` keeps every accepted step (up to that many
+    per row) of the systems that can trace them (``enable_trace``: deployment); in other worlds
+    the frame is the step and ``every`` = the frame is the per-step record.
 
     The scene is rebuilt from the store's root attributes (``scene.source`` by ``loader`` with
     ``scene.params``), the sample's dispersions are drawn again from its own seed, and it runs as a
@@ -647,7 +649,8 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: floa
     Returns:
         ``{"sample", "arrays": {path: value of this run}, "differs": [paths whose bits differ],
         "status", "failure_code", "failure_message"}``; with ``every`` also ``"times"`` [s] and
-        ``"trajectory"`` {column: [time, entity, *shape]}.
+        ``"trajectory"`` {column: [time, entity, *shape]}; with ``trace`` also ``"trace"`` (the
+        tracing system's :meth:`step_trace`).
     """
     attrs = zstore.read_attrs(path)
     if not zstore.is_complete(attrs):
@@ -669,6 +672,13 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: floa
     seed = int(attrs["seed"])
     inputs = layout.draw_inputs(seed, sample, sample + 1)
     world.compile(samples=1, backend=backend, sample_offset=sample, overrides=layout.overrides(inputs))
+    tracer = None
+    if trace is not None:
+        tracer = next((s for s in world.systems if hasattr(s, "enable_trace")), None)
+        if tracer is None:
+            raise InputError("trace", trace, "no system of this world traces its steps (deployment does); here "
+                                             "the frame is the integration step: use every = the frame")
+        tracer.enable_trace(trace)
     dense = None
     if every is not None:
         dense = _dense_plan(scene, world, float(every), record)
@@ -693,6 +703,8 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: floa
     out = {"sample": int(sample), "arrays": {p: a[0] for p, a in arrays.items()}, "differs": differs,
            "status": int(arrays["final/status"][0]), "failure_code": int(arrays["final/failure_code"][0]),
            "failure_message": str(arrays["final/failure_message"][0])}
+    if tracer is not None:
+        out["trace"] = tracer.step_trace()
     if dense is not None:
         out["times"] = res.times
         out["trajectory"] = {c: a[0] for c, a in res.trajectories.items()}

@@ -53,7 +53,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, T0, TS, WARM, Y0, Y1, drop_snapshots_after, record_snapshots, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (K0, T0, TS, WARM, Y0, Y1, drop_snapshots_after, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     vertex_distance, vertex_world)
 
@@ -74,6 +74,7 @@ _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _snaps = record_snapshots.cpu
 _drop_snaps = drop_snapshots_after.cpu
+_trace = trace_step.cpu
 _PHASE_CONTACT = float(DeployPhase.CONTACT)
 _MODE_CONTACT = _i(1)
 _NONFINITE = np.int8(Reason.NONFINITE_STATE)
@@ -191,7 +192,7 @@ _active = active_set.cpu
 def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
-                 t_cap, rec_dt, snap, save):
+                 t_cap, rec_dt, snap, save, trace, trace_n):
     i = rows[j]
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
@@ -291,6 +292,8 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
                                 contact_gap)
                 t += a
                 _drop_snaps(i, t, rec_dt, snap)
+                if trace.shape[1] > 0:
+                    _trace(i, t, a, _PHASE_CONTACT, w, Y0, trace, trace_n)
                 phase[i] = DeployPhase.COLLIDE
                 break
         t, dist = _commit(w, t, hh, t_cap, dist)
@@ -319,6 +322,8 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
             w[Y0] -= deep * nx
             w[Y0 + 1] -= deep * ny
             w[Y0 + 2] -= deep * nz      # K0 is re-evaluated at the next step's start (fresh)
+        if trace.shape[1] > 0:
+            _trace(i, t, hh, _PHASE_CONTACT, w, Y0, trace, trace_n)
     _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
@@ -330,12 +335,12 @@ _contact_cpu = contact_row.cpu
 def contact_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
-                 t_cap, rec_dt, snap, save):
+                 t_cap, rec_dt, snap, save, trace, trace_n):
     for j in range(n):
         _contact_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                      shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                      contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
-                     t_cap, rec_dt, snap, save)
+                     t_cap, rec_dt, snap, save, trace, trace_n)
 
 
 class ContactProbes(System):
@@ -373,7 +378,7 @@ class ContactProbes(System):
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
                     t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap),
-                    *ctx.recording())
+                    *ctx.recording(), *ctx.tracing())
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

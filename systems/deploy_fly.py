@@ -44,7 +44,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
 from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
-                                    record_snapshots, commit_step, dp_attempt, finish_row,
+                                    record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -64,11 +64,12 @@ _WHICH_ALL = np.int64(0)
 _PHASE_FLY = float(DeployPhase.FLY)
 _snaps = record_snapshots.cpu
 _drop_snaps = drop_snapshots_after.cpu
+_trace = trace_step.cpu
 
 
 def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
              geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
-             max_pen, t_cap, rec_dt, snap, save, escape_r, mu):
+             max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
     """Advance fly row ``rows[j]`` past ``t_end`` (never past ``t_cap``), to an event, an escape, or
     ``max_steps`` steps (module docstring)."""
     i = rows[j]
@@ -137,12 +138,16 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
             dist += math.sqrt(dx * dx + dy * dy + dz * dz)
             t += a
             _drop_snaps(i, t, rec_dt, snap)
+            if trace.shape[1] > 0:
+                _trace(i, t, a, _PHASE_FLY, w, Y0, trace, trace_n)
             pen = -(fa + thr)
             if pen > max_pen[i]:
                 max_pen[i] = pen
             phase[i] = DeployPhase.COLLIDE
             break
         t, dist = _commit(w, t, hh, t_cap, dist)
+        if trace.shape[1] > 0:
+            _trace(i, t, hh, _PHASE_FLY, w, Y0, trace, trace_n)
         g0 = g1
         hn = _next(hh, err)
         h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
@@ -170,11 +175,11 @@ _fly_cpu = fly_row.cpu
 @cpu_jit(nogil=True)
 def fly_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
              geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
-             max_pen, t_cap, rec_dt, snap, save, escape_r, mu):
+             max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
     for j in range(n):
         _fly_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
-                 distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu)
+                 distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n)
 
 
 class FlyProbes(System):
@@ -197,7 +202,7 @@ class FlyProbes(System):
                     *ctx.rotation, ctx.cs, ctx.tt, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                     1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
                     t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
-                    float(ctx.target.gravity.mu))
+                    float(ctx.target.gravity.mu), *ctx.tracing())
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

@@ -1065,6 +1065,20 @@ def _record_snapshots(i, w, t, hh, mode, ga, ta, ox, oy, oz, mass, inertia, jinv
             w[Y1 + c] = save[i, c]
 
 
+def _trace_step(i, t, h, phase_code, w, off, trace, trace_n):
+    """Append the row's state w[off:] at time t after a step of length h (phase ``phase_code``) to
+    its per-step trace ``trace[i]`` = rows of (t, h, phase, 13 state numbers); ``trace_n[i]``
+    counts every step, those beyond the trace's capacity included (not stored)."""
+    k = trace_n[i]
+    trace_n[i] = k + 1
+    if k < trace.shape[1]:
+        trace[i, k, 0] = t
+        trace[i, k, 1] = h
+        trace[i, k, 2] = phase_code
+        for c in range(STATE):
+            trace[i, k, 3 + c] = w[off + c]
+
+
 def _drop_snapshots_after(i, t, rec_dt, snap):
     """Forget the snapshots of record times after ``t`` (an event cut the step there: the row's
     state at those times comes from its next phase)."""
@@ -1091,6 +1105,7 @@ _dpa = dp_attempt.cpu
 accept = dual_call(_accept)
 locate_event = dual_call(_locate_event)
 record_snapshots = dual_call(_record_snapshots)
+trace_step = dual_call(_trace_step)
 drop_snapshots_after = dual_call(_drop_snapshots_after)
 
 

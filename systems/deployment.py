@@ -109,6 +109,15 @@ class DeployContext:
     snap: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 16)))
     save: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)))
 
+    #: per-step trace (DeploymentLoop.enable_trace): [rows, capacity, 16] = (t, h, phase, state)
+    #: and the step count per row
+    trace: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 16)))
+    trace_n: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+    def tracing(self) -> tuple:
+        """``(trace, trace_n)``: the per-step trace arguments of the fly and contact kernels."""
+        return (self.trace, self.trace_n)
+
     def recording(self) -> tuple:
         """``(rec_dt, snap, save)``: the dense-output arguments of the fly and contact kernels."""
         return (self.rec_dt, self.snap, self.save)
@@ -457,6 +466,23 @@ class DeploymentLoop(System):
 
     #: most dense-output slots per row (a record interval below h_max / (MAX_SNAP_SLOTS − 2) is refused)
     MAX_SNAP_SLOTS = 256
+
+    def enable_trace(self, capacity: int) -> None:
+        """Keep every accepted fly and contact step of every row, up to ``capacity`` per row
+        (:meth:`step_trace`): the debugging view of ``tumble rerun --trace``. Call after bind."""
+        capacity = int(capacity)
+        if capacity < 1:
+            raise InputError("trace capacity", capacity, "must be >= 1 step")
+        n = self.ctx.table.row_count
+        self.ctx.trace = np.full((n, capacity, 16), np.nan)
+        self.ctx.trace_n = np.zeros(max(n, 1), np.int64)
+
+    def step_trace(self) -> dict:
+        """The per-step trace: ``{"time", "step", "phase", "state"}`` [rows, steps(, 13)] (NaN past a
+        row's count) and ``"count"`` [rows] (steps taken, those beyond the capacity included)."""
+        tr = self.ctx.trace
+        return {"time": tr[:, :, 0], "step": tr[:, :, 1], "phase": tr[:, :, 2], "state": tr[:, :, 3:],
+                "count": self.ctx.trace_n[:tr.shape[0]].copy()}
 
     def _prepare_recording(self, rec_dt: float) -> None:
         """Size the snapshot ring for record interval ``rec_dt`` [s] (once per run)."""

@@ -190,7 +190,7 @@ def test_rerun_reproduces_a_sample_bitwise_and_shows_its_failure(tmp_path):
     assert r.returncode == 1 and "sample = 10" in one_error_line(r)
 
 
-def test_rerun_writes_a_dense_trajectory_without_changing_the_sample(tmp_path):
+def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_sample(tmp_path):
     """deploy-cube stored without trajectories; `rerun --every 5` records every 5 s (dense output:
     the finals stay the stored bits) into a store xarray opens. A scene whose frame is its
     integration step refuses an interval that is not a multiple of it."""
@@ -210,11 +210,26 @@ def test_rerun_writes_a_dense_trajectory_without_changing_the_sample(tmp_path):
     stored = np.asarray(zarr.open_group(out, mode="r")["final/probe_position"][1, 0])
     assert ds.time.values[-1] >= end
     assert np.array_equal(ds["probe_position"].values[-1, 0], stored)
+    # the per-step trace: every accepted step, times increasing, steps summing to the time covered;
+    # recording and tracing still leave the sample's finals the stored bits
+    r = cli("rerun", str(out), "1", "--trace", "200000", "--out", str(tmp_path / "trace.zarr"))
+    assert r.returncode == 0 and "bitwise identical to the store" in r.stdout and "step trace" in r.stdout, r.stdout
+    tr = xr.open_zarr(tmp_path / "trace.zarr")
+    n = int(tr["trace_count"].values[0])
+    t = tr["trace_time"].values[0, :n]
+    h = tr["trace_step"].values[0, :n]
+    assert n > 100 and np.all(np.diff(t) >= 0)
+    assert set(np.unique(tr["trace_phase"].values[0, :n])) <= {0.0, 2.0}       # FLY, CONTACT
+    # each step ends where the next begins: t_k − h_k = t_{k−1} (collisions take no time)
+    assert np.max(np.abs((t[1:] - h[1:]) - t[:-1])) < 1e-9 * t[-1]
+    assert abs(t[-1] - end) < 1e-9 * end
     fr = tmp_path / "f.zarr"
     r = cli("run", "free_fall", "--samples", "1", "--out", str(fr), "--no-progress")
     assert r.returncode == 0, r.stderr
     r = cli("rerun", str(fr), "0", "--every", "0.0123")
     assert r.returncode == 1 and "multiple of the scene's frame" in one_error_line(r)
+    r = cli("rerun", str(fr), "0", "--trace", "10")
+    assert r.returncode == 1 and "traces its steps" in one_error_line(r)
 
 
 def test_a_10_h_bouncy_study_keeps_every_event_or_reports_the_overflow(tmp_path):

@@ -442,6 +442,9 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
           out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o",
                                                      help="Write the dense trajectory here (a Zarr store xarray "
                                                           "opens) [default: <store>-sample<N>-dense.zarr]."),
+          trace: Optional[int] = typer.Option(None, "--trace", metavar="STEPS", min=1,
+                                              help="Also keep every integration step (up to STEPS per body) "
+                                                   "into --out: time, step, phase, state (deployment)."),
           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Run one sample of a store again, alone, and check it reproduces the stored bits.
 
@@ -455,12 +458,20 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
 
         _require(path)
         t0 = time.perf_counter()
-        r = rerun_sample(path, sample, loader=load_scene, every=every, record=tuple(record) if record else None)
-        if every is not None:
+        r = rerun_sample(path, sample, loader=load_scene, every=every, record=tuple(record) if record else None,
+                         trace=trace)
+        if every is not None or trace is not None:
             dest = out or path.with_name(f"{path.stem}-sample{sample}-dense.zarr")
             _write_dense(dest, r)
-            typer.echo(f"dense trajectory: {len(r['times'])} records every {every:g} s of "
-                       f"{', '.join(r['trajectory'])} -> {dest}")
+            if every is not None:
+                typer.echo(f"dense trajectory: {len(r['times'])} records every {every:g} s of "
+                           f"{', '.join(r['trajectory'])} -> {dest}")
+            if trace is not None:
+                import numpy as np
+
+                n = r["trace"]["count"]
+                kept = np.minimum(n, trace)
+                typer.echo(f"step trace: {int(kept.sum())} steps kept of {int(n.sum())} -> {dest}")
         from components.status import Reason, Status
 
         status = Status(r["status"]).name.lower()
@@ -486,12 +497,25 @@ def _write_dense(dest: pathlib.Path, r: dict) -> None:
 
     names = {3: "xyz", 4: "quat"}
     data = {}
-    for c, a in r["trajectory"].items():
+    coords = {}
+    for c, a in r.get("trajectory", {}).items():
         a = np.asarray(a)
         dims = ["time", "entity"] + [names.get(n, f"{c}_{k}") for k, n in enumerate(a.shape[2:])]
         data[c] = (dims, a)
-    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(r["times"]))},
-                    attrs={"sample": int(r["sample"]), "units": "SI (time [s]); frames as in the store"})
+    if "times" in r:
+        coords["time"] = ("time", np.asarray(r["times"]))
+    if "trace" in r:
+        tr = r["trace"]
+        kept = int(min(np.max(tr["count"], initial=0), tr["time"].shape[1]))
+        data["trace_time"] = (("entity", "step"), tr["time"][:, :kept])
+        data["trace_step"] = (("entity", "step"), tr["step"][:, :kept])
+        data["trace_phase"] = (("entity", "step"), tr["phase"][:, :kept])
+        data["trace_state"] = (("entity", "step", "state"), tr["state"][:, :kept])
+        data["trace_count"] = (("entity",), tr["count"])
+    ds = xr.Dataset(data, coords=coords,
+                    attrs={"sample": int(r["sample"]), "units": "SI (time [s]); frames as in the store",
+                           "trace_state": "x, y, z [m], vx, vy, vz [m/s], q0..q3 (scalar-first), wx, wy, wz "
+                                          "[rad/s]: the deployment state (target frame, body rates)"})
     if dest.exists():
         shutil.rmtree(dest)
     ds.to_zarr(dest, mode="w")
