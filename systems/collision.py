@@ -128,6 +128,7 @@ from numba import prange
 
 from components.contact_params import (PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F, PAIR_FIELD_COUNT, PAIR_REGOLITH,
                                        PAIR_THETA_C)
+from ecs.tableaux import DP54
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, dual, launch_rows
 from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
@@ -343,18 +344,10 @@ STATE = _i(6)
 _EV_V3 = _i(0)      # event: compression end, v₃ = 0
 _EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
 
-# Dormand–Prince 5(4) (Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26); row 6 of A is b.
-_DP_A = np.array([
-    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-    [1.0 / 5.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-    [3.0 / 40.0, 9.0 / 40.0, 0.0, 0.0, 0.0, 0.0],
-    [44.0 / 45.0, -56.0 / 15.0, 32.0 / 9.0, 0.0, 0.0, 0.0],
-    [19372.0 / 6561.0, -25360.0 / 2187.0, 64448.0 / 6561.0, -212.0 / 729.0, 0.0, 0.0],
-    [9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0 / 176.0, -5103.0 / 18656.0, 0.0],
-    [35.0 / 384.0, 0.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0]])
-_DP_C = np.array([0.0, 0.2, 0.3, 0.8, 8.0 / 9.0, 1.0, 1.0])
-_DP_E = np.array([71.0 / 57600.0, 0.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0, 22.0 / 525.0,
-                  -1.0 / 40.0])
+# Dormand–Prince 5(4), ecs.tableaux.DP54 (the one tableau of every integrator); row 6 of A is b.
+_DP_A = np.ascontiguousarray(DP54.a[:, :6])
+_DP_C = np.ascontiguousarray(DP54.c)
+_DP_E = np.ascontiguousarray(DP54.b_err)
 
 
 def _rolling_rate(w, p, s_off, d1, d2, k_off):

@@ -43,6 +43,7 @@ from components.gravity import GravitySource
 from ecs.errors import InputError
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
+from ecs.tableaux import DP54
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.gravity_kernels import ellipsoid_field, point_mass_field, polyhedron_field, voxel_field
 from systems.sdf import eval_terrain_point, sample_sdf_grid
@@ -94,20 +95,17 @@ _vox = voxel_field.cpu
 _terrain = eval_terrain_point.cpu
 _grid = sample_sdf_grid.cpu
 
-# Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (same tableau as systems.integration).
-C2, C3, C4, C5 = 1 / 5, 3 / 10, 4 / 5, 8 / 9
-A21 = 1 / 5
-A31, A32 = 3 / 40, 9 / 40
-A41, A42, A43 = 44 / 45, -56 / 15, 32 / 9
-A51, A52, A53, A54 = 19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729
-A61, A62, A63, A64, A65 = 9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656
-B1, B3, B4, B5, B6 = 35 / 384, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84
-E1 = 35 / 384 - 5179 / 57600
-E3 = 500 / 1113 - 7571 / 16695
-E4 = 125 / 192 - 393 / 640
-E5 = -2187 / 6784 + 92097 / 339200
-E6 = 11 / 84 - 187 / 2100
-E7 = -1 / 40
+# Dormand–Prince 5(4), ecs.tableaux.DP54 (the one tableau of every integrator), as scalars for the
+# unrolled stages below
+_a, _b, _c, _e = DP54.a, DP54.b, DP54.c, DP54.b_err
+C2, C3, C4, C5 = float(_c[1]), float(_c[2]), float(_c[3]), float(_c[4])
+A21 = float(_a[1, 0])
+A31, A32 = float(_a[2, 0]), float(_a[2, 1])
+A41, A42, A43 = float(_a[3, 0]), float(_a[3, 1]), float(_a[3, 2])
+A51, A52, A53, A54 = float(_a[4, 0]), float(_a[4, 1]), float(_a[4, 2]), float(_a[4, 3])
+A61, A62, A63, A64, A65 = float(_a[5, 0]), float(_a[5, 1]), float(_a[5, 2]), float(_a[5, 3]), float(_a[5, 4])
+B1, B3, B4, B5, B6 = float(_b[0]), float(_b[2]), float(_b[3]), float(_b[4]), float(_b[5])
+E1, E3, E4, E5, E6, E7 = float(_e[0]), float(_e[2]), float(_e[3]), float(_e[4]), float(_e[5]), float(_e[6])
 
 # ------------------------------------------------------------------------------------ gravity
 GRAVITY_POINT_MASS = 0

@@ -1,0 +1,62 @@
+"""Butcher tableaux of the explicit Runge–Kutta family, written once for every integrator.
+
+The rigid-body integrator (:mod:`systems.integration`), the deployment's per-row steps
+(:mod:`systems.deploy_physics`) and the impact integrator (:mod:`systems.collision`) all read
+their coefficients here. Sources: Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321–325;
+Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (docs/references.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+@dataclass(frozen=True)
+class Tableau:
+    """Explicit Runge–Kutta coefficients; ``b_err`` = b − b̂ for embedded pairs (None: fixed step)."""
+
+    name: str
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    b_err: np.ndarray | None
+    order: int          # order of the propagated solution
+    error_order: int    # order of the embedded solution (p in the step controller)
+
+    @property
+    def stages(self) -> int:
+        return len(self.b)
+
+
+def _tab(name, a, b, c, bhat=None, order=1, error_order=0):
+    s = len(b)
+    A = np.zeros((s, s))
+    for i, row in enumerate(a):
+        A[i, : len(row)] = row
+    b = np.array(b, float)
+    return Tableau(name, A, b, np.array(c, float), None if bhat is None else b - np.array(bhat, float),
+                   order, error_order)
+
+
+TABLEAUX = {
+    "euler": _tab("euler", [[]], [1.0], [0.0], order=1),
+    "semi_implicit_euler": _tab("semi_implicit_euler", [[]], [1.0], [0.0], order=1),
+    "rk4": _tab("rk4", [[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]], [1 / 6, 1 / 3, 1 / 3, 1 / 6],
+                [0.0, 0.5, 0.5, 1.0], order=4),
+    "bs32": _tab("bs32", [[], [1 / 2], [0.0, 3 / 4], [2 / 9, 1 / 3, 4 / 9]], [2 / 9, 1 / 3, 4 / 9, 0.0],
+                 [0.0, 1 / 2, 3 / 4, 1.0], bhat=[7 / 24, 1 / 4, 1 / 3, 1 / 8], order=3, error_order=2),
+    "dp54": _tab("dp54",
+                 [[], [1 / 5], [3 / 40, 9 / 40], [44 / 45, -56 / 15, 32 / 9],
+                  [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+                  [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+                  [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84]],
+                 [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0],
+                 [0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0],
+                 bhat=[5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40],
+                 order=5, error_order=4),
+}
+
+
+#: Dormand–Prince 5(4): ``a`` [7, 7] (row 6 = b: FSAL), ``c`` [7], ``b_err`` = b − b̂ [7].
+DP54 = TABLEAUX["dp54"]
