@@ -128,7 +128,7 @@ from numba import prange
 
 from components.contact_params import (PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F, PAIR_FIELD_COUNT, PAIR_REGOLITH,
                                        PAIR_THETA_C)
-from ecs.tableaux import DP54
+from ecs.stepping import DP54, step_factor
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, dual, launch_rows
 from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
@@ -157,6 +157,7 @@ quat_rotate_inverse_call = dual_call(quat_rotate_inverse.py)
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _rot_inv = quat_rotate_inverse_call.cpu
+_step_factor = step_factor.cpu
 
 # ----------------------------------------------------------------------------------------- codes
 #: Status of one impact.
@@ -344,7 +345,7 @@ STATE = _i(6)
 _EV_V3 = _i(0)      # event: compression end, v₃ = 0
 _EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
 
-# Dormand–Prince 5(4), ecs.tableaux.DP54 (the one tableau of every integrator); row 6 of A is b.
+# Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator); row 6 of A is b.
 _DP_A = np.ascontiguousarray(DP54.a[:, :6])
 _DP_C = np.ascontiguousarray(DP54.c)
 _DP_E = np.ascontiguousarray(DP54.b_err)
@@ -652,9 +653,9 @@ def _integrate_span(w, p, span, phase, d1c, d2c, tol, lscale, h0, max_steps):
         if en <= 1.0:
             _copy(w, W_Y1, W_Y)
             done += hh
-            h = hh * (5.0 if en == 0.0 else min(5.0, max(0.2, 0.9 * en ** -0.2)))
+            h = hh * _step_factor(en, -0.2)
         else:
-            h = hh * (max(0.2, 0.9 * en ** -0.2) if en < math.inf else 0.2)
+            h = hh * _step_factor(en, -0.2)
             if not (h > 0.0):
                 return steps, False
     return steps, True
@@ -824,9 +825,9 @@ def _resolve_impact_body(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny,
             _step(w, p, hs, W_Y, W_Y1, _SLIP, 0.0, 0.0, fb1, fb2)
             en = _enorm(w, p, hs, tol, lscale)
             if not (en <= 1.0):
-                h = hs * (max(0.2, 0.9 * en ** -0.2) if en < math.inf else 0.2)
+                h = hs * _step_factor(en, -0.2)
                 continue
-            fac = 5.0 if en == 0.0 else min(5.0, max(0.2, 0.9 * en ** -0.2))
+            fac = _step_factor(en, -0.2)
             e1v, e2v = _vt(w, p + hs, W_Y1)
             s1 = math.sqrt(e1v * e1v + e2v * e2v)
             if s1 > eps_close and (e1v * fb1 + e2v * fb2 < 0.0 or (g < 0.0 and -g * hs >= 0.25 * s

@@ -43,7 +43,7 @@ from components.gravity import GravitySource
 from ecs.errors import InputError
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
-from ecs.tableaux import DP54
+from ecs.stepping import DP54, step_factor
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.gravity_kernels import ellipsoid_field, point_mass_field, polyhedron_field, voxel_field
 from systems.sdf import eval_terrain_point, sample_sdf_grid
@@ -95,7 +95,7 @@ _vox = voxel_field.cpu
 _terrain = eval_terrain_point.cpu
 _grid = sample_sdf_grid.cpu
 
-# Dormand–Prince 5(4), ecs.tableaux.DP54 (the one tableau of every integrator), as scalars for the
+# Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator), as scalars for the
 # unrolled stages below
 _a, _b, _c, _e = DP54.a, DP54.b, DP54.c, DP54.b_err
 C2, C3, C4, C5 = float(_c[1]), float(_c[2]), float(_c[3]), float(_c[4])
@@ -482,16 +482,12 @@ def _error_norm(w, y0, y1, k, stride, n, h, rtol, atol, lscale, rscale):
 error_norm = dual_call(_error_norm)
 
 
+_step_factor = step_factor.cpu
+
+
 def next_step(h, err):
-    """Step-size controller (Hairer–Nørsett–Wanner II.4, order 4 error): h·clamp(0.9 err^-1/5, 0.2, 5)."""
-    if err == 0.0:
-        return 5.0 * h
-    f = 0.9 * err ** -0.2
-    if f < 0.2:
-        f = 0.2
-    if f > 5.0:
-        f = 5.0
-    return h * f
+    """The next step after one of length h with DP5(4) error norm err (ecs.stepping.step_factor)."""
+    return h * _step_factor(err, -0.2)
 
 
 # ------------------------------------------------------------------------------------ contact wrench

@@ -35,13 +35,14 @@ from numba import prange
 from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
-from ecs.tableaux import TABLEAUX, Tableau  # noqa: F401  (re-exported for scenes)
+from ecs.stepping import TABLEAUX, Tableau, step_factor  # noqa: F401  (TABLEAUX re-exported for scenes)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu
 _qnorm = quat_normalize.cpu
 _qdot = quat_derivative.cpu
+_step_factor = step_factor.cpu
 
 
 ALIASES = {"explicit_euler": "euler", "euler_cromer": "semi_implicit_euler", "symplectic_euler": "semi_implicit_euler",
@@ -138,7 +139,7 @@ def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop,
             fac = 0.2
         else:
             accept = err <= 1.0
-            fac = 5.0 if err == 0.0 else min(5.0, max(0.2, 0.9 * err ** (-1.0 / (error_order + 1))))
+            fac = _step_factor(err, -1.0 / (error_order + 1))
     if not finite and not adaptive:
         accept = False
     attempts[i] += 1

@@ -1,16 +1,21 @@
-"""Butcher tableaux of the explicit Runge–Kutta family, written once for every integrator.
+"""The explicit Runge–Kutta family, written once for every integrator: Butcher tableaux and the
+step-size controller.
 
 The rigid-body integrator (:mod:`systems.integration`), the deployment's per-row steps
 (:mod:`systems.deploy_physics`) and the impact integrator (:mod:`systems.collision`) all read
-their coefficients here. Sources: Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321–325;
+their coefficients and step factor here. Controller: Hairer, Nørsett & Wanner, *Solving Ordinary
+Differential Equations I* (1993) §II.4. Sources: Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321–325;
 Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (docs/references.md).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from .kernels import dual
 
 @dataclass(frozen=True)
 class Tableau:
@@ -60,3 +65,25 @@ TABLEAUX = {
 
 #: Dormand–Prince 5(4): ``a`` [7, 7] (row 6 = b: FSAL), ``c`` [7], ``b_err`` = b − b̂ [7].
 DP54 = TABLEAUX["dp54"]
+
+#: The controller's safety factor and the bounds of one step's change.
+STEP_SAFETY, STEP_SHRINK_MIN, STEP_GROW_MAX = 0.9, 0.2, 5.0
+
+
+def _step_factor(err, exponent):
+    """Next step / this step for the scaled error norm ``err`` (accept when ≤ 1):
+    ``clamp(0.9 · err^exponent, 0.2, 5)`` with ``exponent = −1/(q + 1)``, q the embedded order;
+    5 for a zero error, 0.2 for an infinite or NaN one."""
+    if err == 0.0:
+        return STEP_GROW_MAX
+    if not (err < math.inf):
+        return STEP_SHRINK_MIN
+    f = STEP_SAFETY * err ** exponent
+    if f < STEP_SHRINK_MIN:
+        f = STEP_SHRINK_MIN
+    if f > STEP_GROW_MAX:
+        f = STEP_GROW_MAX
+    return f
+
+
+step_factor = dual(_step_factor)
