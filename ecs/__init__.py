@@ -1,5 +1,9 @@
 """tumble's engine: world, components, tables, systems and phases, kernels, output, batches, CLI."""
 
+from ._cache import use_versioned_numba_cache
+
+use_versioned_numba_cache()   # before any kernel is defined: numba's cache keyed by tumble's sources
+
 from .component import ColumnSpec, column, component
 from .errors import BackendError, InputError, ScheduleError, TumbleError
 from .scene import Dispersion, Scene

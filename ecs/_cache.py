@@ -1,0 +1,56 @@
+"""numba's disk cache, keyed by the engine's own sources (docs/design.md §2).
+
+numba invalidates a cached kernel only when *its own* file changes; a caller in an unchanged file
+keeps the machine code of a callee that has since changed (measured this project: a mutation of
+``systems/deploy_physics.py`` "passed" a test in 2 s on stale kernels of ``deploy_contact.py``;
+after the layers move, stale entries raised ``ModuleNotFoundError: systems.attitude``). So, unless
+the user chose ``NUMBA_CACHE_DIR`` themselves, every kernel of tumble is cached under
+``$TUMBLE_CACHE_DIR/numba/<digest>`` (default ``~/.cache/tumble``), the digest hashing every source
+file of the packages that hold kernels (``ecs``, ``components``, ``systems``, ``scenes``) and
+numba's version: any change to them — an upgrade, a ``git pull``, an edit — compiles afresh
+instead of running stale code. Directories of older digests are left in place (delete
+``~/.cache/tumble/numba`` to reclaim them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numba
+
+#: The packages whose sources key the cache (every one that defines kernels).
+KERNEL_PACKAGES = ("ecs", "components", "systems", "scenes")
+
+
+def source_digest(root: Path | None = None) -> str:
+    """SHA-256 (20 hex digits) of the kernel packages' ``.py`` files under ``root`` and numba's version."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+    h = hashlib.sha256(numba.__version__.encode())
+    for pkg in KERNEL_PACKAGES:
+        for f in sorted((root / pkg).rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def use_versioned_numba_cache() -> str | None:
+    """Point numba's cache at the directory of this source digest (module docstring); returns it,
+    or ``None`` when ``NUMBA_CACHE_DIR`` is set by the user or no directory is writable (numba's
+    own default then applies)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    digest = source_digest()
+    root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
+    for base in (Path(root), Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"):
+        d = base / "numba" / digest
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(d, os.W_OK):
+            numba.config.CACHE_DIR = str(d)
+            return str(d)
+    return None
