@@ -36,21 +36,29 @@ def source_digest(root: Path | None = None) -> str:
     return h.hexdigest()[:20]
 
 
+def cache_dir(name: str) -> Path | None:
+    """The writable directory ``$TUMBLE_CACHE_DIR/<name>`` (default ``~/.cache/tumble``), else the
+    same under a per-user temporary directory; ``None`` when neither can be written."""
+    root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
+    for base in (Path(root), Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"):
+        d = base / name
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(d, os.W_OK):
+            return d
+    return None
+
+
 def use_versioned_numba_cache() -> str | None:
     """Point numba's cache at the directory of this source digest (module docstring); returns it,
     or ``None`` when ``NUMBA_CACHE_DIR`` is set by the user or no directory is writable (numba's
     own default then applies)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return None
-    digest = source_digest()
-    root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
-    for base in (Path(root), Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"):
-        d = base / "numba" / digest
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(d, os.W_OK):
-            numba.config.CACHE_DIR = str(d)
-            return str(d)
+    d = cache_dir(os.path.join("numba", source_digest()))
+    if d is not None:
+        numba.config.CACHE_DIR = str(d)
+        return str(d)
     return None

@@ -48,6 +48,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from ._cache import cache_dir
 from .errors import InputError
 from .kernels import reachable_kernels, relink
 
@@ -119,18 +120,11 @@ def generated_dir() -> Path:
     """Where generated kernel modules are written: ``$TUMBLE_CACHE_DIR/generated`` (default
     ``~/.cache/tumble/generated``, else a per-user temporary directory when that is not writable;
     numba's ``__pycache__`` of them sits beside)."""
-    import tempfile
-
-    root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
-    for base in (Path(root), Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"):
-        d = base / "generated"
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            if os.access(d, os.W_OK):
-                return d
-        except OSError:
-            continue
-    raise InputError("TUMBLE_CACHE_DIR", root, "must be a writable directory (generated kernels are written there)")
+    d = cache_dir("generated")
+    if d is None:
+        raise InputError("TUMBLE_CACHE_DIR", os.environ.get("TUMBLE_CACHE_DIR", "~/.cache/tumble"),
+                         "must be a writable directory (generated kernels are written there)")
+    return d
 
 
 #: Term kernels of generated modules, by module name (read once by the module at import).

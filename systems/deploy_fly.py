@@ -44,7 +44,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
 from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
-                                    record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
+                                    escaping, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -65,6 +65,7 @@ _PHASE_FLY = float(DeployPhase.FLY)
 _snaps = record_snapshots.cpu
 _drop_snaps = drop_snapshots_after.cpu
 _trace = trace_step.cpu
+_escaping = escaping.cpu
 
 
 def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
@@ -151,16 +152,9 @@ def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel,
         g0 = g1
         hn = _next(hh, err)
         h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
-        if escape_r > 0.0:               # escaped (systems.deployment.EndProbes' rule): stop here
-            x, y, z = w[Y0], w[Y0 + 1], w[Y0 + 2]
-            r = math.sqrt(x * x + y * y + z * z)
-            if r > escape_r:
-                vx = w[Y0 + 3] + (oy * z - oz * y)
-                vy = w[Y0 + 4] + (oz * x - ox * z)
-                vz = w[Y0 + 5] + (ox * y - oy * x)
-                if (0.5 * (vx * vx + vy * vy + vz * vz) - mu / r > 0.0
-                        and x * w[Y0 + 3] + y * w[Y0 + 4] + z * w[Y0 + 5] > 0.0):
-                    break
+        if escape_r > 0.0 and _escaping(w[Y0], w[Y0 + 1], w[Y0 + 2], w[Y0 + 3], w[Y0 + 4], w[Y0 + 5], ox, oy,
+                                        oz, mu, escape_r):
+            break                        # EndProbes ends it as ESCAPED at this step
     if phase[i] == DeployPhase.FLY and status[i] == Status.RUNNING:
         w[WARM] = 1.0
         w[THR] = thr

@@ -1059,6 +1059,23 @@ def _record_snapshots(i, w, t, hh, mode, ga, ta, ox, oy, oz, mass, inertia, jinv
             w[Y1 + c] = save[i, c]
 
 
+def _escaping(x, y, z, vx, vy, vz, ox, oy, oz, mu, escape_r):
+    """The escape rule (:class:`systems.deployment.EndProbes`): beyond ``escape_r`` [m] from the
+    target's CoM, on a Keplerian hyperbola (two-body energy ``½|v_N|² − μ/r > 0``, inertial velocity
+    ``v_N = v + Ω × x``) and moving outward. One definition for the fly kernel, which stops the row
+    at the step that shows it, and the end-state rules, which end it."""
+    r = math.sqrt(x * x + y * y + z * z)
+    if not (r > escape_r):
+        return False
+    nx = vx + (oy * z - oz * y)
+    ny = vy + (oz * x - ox * z)
+    nz = vz + (ox * y - oy * x)
+    return 0.5 * (nx * nx + ny * ny + nz * nz) - mu / r > 0.0 and x * vx + y * vy + z * vz > 0.0
+
+
+escaping = dual(_escaping)
+
+
 def _trace_step(i, t, h, phase_code, w, off, trace, trace_n):
     """Append the row's state w[off:] at time t after a step of length h (phase ``phase_code``) to
     its per-step trace ``trace[i]`` = rows of (t, h, phase, 13 state numbers); ``trace_n[i]``

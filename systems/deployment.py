@@ -55,8 +55,10 @@ from ecs.terms import fuse_terms, no_terms_args
 from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collide_rows, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deploy_fly import FlyProbes, fly_rows
-from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args, row_terms_none,
-                                    terms_active_none, terms_couple_attitude_none)
+from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args,
+                                    row_terms_none, terms_active_none, terms_couple_attitude_none)
+
+_escaping = escaping.cpu
 from systems.gravity_kernels import acceleration
 from systems.sdf import eval_terrain, terrain_args
 
@@ -175,15 +177,9 @@ def end_rows(rows, status, phase, time, rest_since, settle_time, pos, vel, settl
             ph = phase[i]
             if ph == _FLY:
                 rest_since[i] = math.nan      # a rest interval ends when the probe flies
-                x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
-                r = math.sqrt(x * x + y * y + z * z)
-                if r > escape_radius:
-                    vx = vel[i, 0] + (oy * z - oz * y)
-                    vy = vel[i, 1] + (oz * x - ox * z)
-                    vz = vel[i, 2] + (ox * y - oy * x)
-                    energy = 0.5 * (vx * vx + vy * vy + vz * vz) - mu / r
-                    if energy > 0.0 and x * vel[i, 0] + y * vel[i, 1] + z * vel[i, 2] > 0.0:
-                        status[i] = _ESCAPED
+                if _escaping(pos[i, 0], pos[i, 1], pos[i, 2], vel[i, 0], vel[i, 1], vel[i, 2], ox, oy, oz, mu,
+                             escape_radius):
+                    status[i] = _ESCAPED
             elif ph == _CONTACT:
                 rs = rest_since[i]
                 if rs == rs and time[i] - rs >= hold:
