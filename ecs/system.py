@@ -118,7 +118,7 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
                 raise ScheduleError(
                     f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it steps each row on its "
                     f"own and adds DERIVATIVE systems as row terms; give {s.name} a term() returning an "
-                    f"ecs.terms.Term (example: scenes/examples/deploy_thruster.py)")
+                    f"ecs.terms.Term (example: scenes/examples/deploy_srp.py)")
             if p.derivative_pipeline == "launch" and not s.launches:
                 raise ScheduleError(
                     f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it has a row term but "
