@@ -63,6 +63,10 @@ class System(esper.Processor):
     #: how this system calls the world's DERIVATIVE systems, if it does: "launch" (their
     #: ``process`` at every stage) or "terms" (their :meth:`term` fused into its row kernels)
     derivative_pipeline: str | None = None
+    #: a DERIVATIVE system whose forces couple the rows of one sample (facet contact between the
+    #: sample's bodies): integrators must then step those rows together (one step size, one error
+    #: norm, one accept/reject per sample)
+    couples_sample_rows: bool = False
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     accumulates: tuple[str, ...] = ()
@@ -74,6 +78,10 @@ class System(esper.Processor):
 
     def bind(self, world) -> None:
         """Called after compile; look up tables/resources here. Default: nothing."""
+
+    def declare_events(self, events) -> None:
+        """Declare this system's event fields on the world's :class:`ecs.events.EventLog`
+        (``events.declare``); called by ``World.compile`` before the log is allocated. Default: none."""
 
     def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
         """Refuse per-sample inputs this system cannot run (before a batch creates its store).

@@ -45,6 +45,8 @@ class Frame:
         record_interval: time between two recorded frames [s] (0: this run records nothing).
         recorded: this frame's end is recorded (a system stepping rows past the frame end shows
             them at the frame end then: docs/design.md §8.2).
+        stage: the integrator stage the DERIVATIVE systems are evaluated at (0: the step's start,
+            an accepted state — where event systems such as facet contact compare contact sets).
     """
 
     world: "World"
@@ -53,6 +55,7 @@ class Frame:
     index: int
     record_interval: float = 0.0
     recorded: bool = False
+    stage: int = 0
 
     @property
     def backend(self) -> str:
@@ -358,6 +361,8 @@ class World:
         self.backend = backend
         self.samples = samples
         self.sample_offset = sample_offset
+        for s in self._systems:
+            s.declare_events(self.events)
         self.events.allocate(samples, backend)
         self._compiled = True
         for s in self._systems:

@@ -41,8 +41,10 @@ the off-centre run the final spin differs by ~0.08 rad/s. For line facets JEOD's
 point construction has defects that are not reproduced (see :mod:`systems.facet_contact`), so
 ``jeod-line-arbitrary`` follows JEOD's force law at the exact surface points.
 
-Facet contact couples the two vehicles, so only fixed-step integrators are accepted (see
-:mod:`systems.facet_contact`).
+Facet contact couples the two vehicles: with an adaptive method (``method="dp54"``) both step
+together, one error norm and one step size per sample (:mod:`systems.integration`); exact
+Coulomb friction is then refused (regularise it with ``slip_velocity``), JEOD's friction is not.
+Every start and end of contact is an event (``contact_*`` fields of ``events/``).
 """
 
 from __future__ import annotations

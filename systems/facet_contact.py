@@ -72,9 +72,16 @@ Two laws (``SpringInteraction(law=...)``, :class:`components.contact.ContactLaw`
   minus a position, so its line-facet torques differ from the exact surface points used here
   (aligned line runs, whose contacts lie on the axes, are unaffected).
 
-Integrators: contact couples the bodies of a sample, so all their rows must advance in lockstep:
-use a fixed-step method (``rk4``). The adaptive ones (``bs32``, ``dp54``) step every row
-independently; :meth:`FacetContact.bind` refuses them with an :class:`~ecs.errors.InputError`.
+Integrators: contact couples the bodies of a sample, so their rows must advance in lockstep. The
+system says so (``couples_sample_rows``) and every integrator honours it: fixed-step methods
+step all rows together anyway; the adaptive ones (``bs32``, ``dp54``) then take one error norm
+over all the sample's bodies, accept or reject the step for all of them, and give them one step
+size (:mod:`systems.integration`), so a sample's bodies are always at the same time. Exact
+Coulomb friction (``slip_velocity = 0``) reverses its direction at stick, a discontinuity in the
+state that an error-controlled step chases without end (measured: dp54 stuck at h ≈ 3e-9 s on the
+off-centre run); bind refuses it under an adaptive method — give the interaction a
+``slip_velocity`` (regularised, Lipschitz friction). JEOD's friction ``v_t/|v|`` is continuous
+while the facets approach or separate and is accepted.
 
 Rows whose ``row_status`` is not RUNNING are skipped: their facets neither touch nor get touched.
 A sample whose contacts overflow the buffer (``max_contacts``) has its body rows set FAILED.
@@ -101,7 +108,7 @@ import numpy as np
 from numba import prange
 
 from components.contact import (GROUND_PARAM_SIZE, PARAM_SIZE, FacetKind, Grounds, InteractionKind,
-                                PairInteractions, SdfGround, material_id, material_name)
+                                PairInteractions, SdfGround, SpringInteraction, material_id, material_name)
 from ecs import InputError, Phase, System
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_host
 from ecs.attitude import quat_rotate, quat_rotate_inverse
@@ -537,6 +544,113 @@ def eval_user_contacts(fn, kind, samples, cap, count, c_int, i_kind, i_params, c
 
 
 # --------------------------------------------------------------------------- the system
+# --------------------------------------------------------------------------- contact start / end events
+#: Event fields of facet contact (``FacetContact(events=True)``), declared on the world's event log.
+CONTACT_EVENT_FIELDS = {
+    "contact_change": ((), np.int8, "1", "+1: the facet pair came into contact; -1: it left contact"),
+    "contact_time": ((), np.float64, "s", "first accepted step boundary at which the change is seen"),
+    "contact_time_before": ((), np.float64, "s", "the step boundary before it: the change lies in between"),
+    "contact_facet_a": ((), np.int64, "1", "facet a: index along the facet table's entities (-1-g: ground g)"),
+    "contact_facet_b": ((), np.int64, "1", "facet b: index along the facet table's entities"),
+    "contact_body_a": ((), np.int64, "1", "body of facet a: index along the body table's entities (-1: ground)"),
+    "contact_body_b": ((), np.int64, "1", "body of facet b: index along the body table's entities"),
+    "contact_penetration": ((), np.float64, "m", "penetration when first seen (start) or last seen (end)"),
+    "contact_point": (3, np.float64, "m", "contact point then, inertial"),
+    "contact_normal": (3, np.float64, "1", "unit normal from facet a to facet b then, inertial"),
+    "contact_normal_speed": ((), np.float64, "m/s", "v·n then: b's velocity relative to a along the normal "
+                                                    "(negative while closing)"),
+}
+
+
+def _log_one(s, change, t, t_prev, fa, fb, ba, bb, x, px, py, pz, nx, ny, nz, vn, F, B, ev, ev_count, ev_overflow):
+    (e_change, e_time, e_before, e_fa, e_fb, e_ba, e_bb, e_x, e_p, e_n, e_vn) = ev
+    k = ev_count[s]
+    if k >= e_time.shape[1]:
+        ev_overflow[s] = 1
+        return
+    e_change[s, k] = change
+    e_time[s, k] = t
+    e_before[s, k] = t_prev
+    e_fa[s, k] = fa if fa < 0 else fa - s * F
+    e_fb[s, k] = fb - s * F
+    e_ba[s, k] = ba if ba < 0 else ba - s * B
+    e_bb[s, k] = bb - s * B
+    e_x[s, k] = x
+    e_p[s, k, 0] = px
+    e_p[s, k, 1] = py
+    e_p[s, k, 2] = pz
+    e_n[s, k, 0] = nx
+    e_n[s, k, 1] = ny
+    e_n[s, k, 2] = nz
+    e_vn[s, k] = vn
+    ev_count[s] = k + 1
+
+
+log_one_change = dual(_log_one, inline=False)
+_log_one_cpu = log_one_change.cpu
+
+
+def _log_unmatched_py(s, change, fa, fb, ba, bb, x, p, nrm, v, n, o_fa, o_fb, m, t, t_prev, F, B, ev, ev_count,
+                      ev_overflow):
+    """Log (as ``change``) each of sample s's n contacts (fa, fb, ...) whose pair is not among the
+    m pairs (o_fa, o_fb): membership by while loops, not for/break (ecs/kernels.py docstring)."""
+    for k in range(n):
+        found = False
+        j = 0
+        while not found and j < m:
+            found = o_fa[s, j] == fa[s, k] and o_fb[s, j] == fb[s, k]
+            j += 1
+        if not found:
+            vn = v[s, k, 0] * nrm[s, k, 0] + v[s, k, 1] * nrm[s, k, 1] + v[s, k, 2] * nrm[s, k, 2]
+            _log_one_cpu(s, change, t, t_prev, fa[s, k], fb[s, k], ba[s, k], bb[s, k], x[s, k], p[s, k, 0], p[s, k, 1],
+                         p[s, k, 2], nrm[s, k, 0], nrm[s, k, 1], nrm[s, k, 2], vn, F, B, ev, ev_count, ev_overflow)
+
+
+log_unmatched = dual(_log_unmatched_py, inline=False)
+_log_unmatched = log_unmatched.cpu
+
+
+def _log_contact_changes(s, B, F, cap, st, rtime, count, buf, prev, prev_count, prev_time, ev, ev_count, ev_overflow):
+    """Compare sample s's contacts now (an accepted state) with those at the previous accepted
+    state; log each pair that appeared (+1, with its values now) or disappeared (−1, with its
+    values then) as an event, in buffer order; then keep the current contacts as the previous."""
+    c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
+    p_fa, p_fb, p_ba, p_bb, p_x, p_n, p_p, p_v = prev
+    if st[s * B] != 0:  # the sample's rows are not RUNNING
+        return
+    t = rtime[s * B]
+    t_prev = prev_time[s]  # NaN at the first evaluation: contacts there are logged as starts
+    n = min(count[s], cap)
+    m = min(prev_count[s], cap)
+    _log_unmatched(s, 1, c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v, n, p_fa, p_fb, m, t, t_prev, F, B, ev,
+                   ev_count, ev_overflow)
+    _log_unmatched(s, -1, p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v, m, c_fa, c_fb, n, t, t_prev, F, B, ev,
+                   ev_count, ev_overflow)
+    for k in range(n):
+        p_fa[s, k] = c_fa[s, k]
+        p_fb[s, k] = c_fb[s, k]
+        p_ba[s, k] = c_ba[s, k]
+        p_bb[s, k] = c_bb[s, k]
+        p_x[s, k] = c_x[s, k]
+        for a in range(3):
+            p_n[s, k, a] = c_n[s, k, a]
+            p_p[s, k, a] = c_p[s, k, a]
+            p_v[s, k, a] = c_v[s, k, a]
+    prev_count[s] = n
+    prev_time[s] = t
+
+
+log_contact_changes = dual(_log_contact_changes)
+_log_changes_cpu = log_contact_changes.cpu
+
+
+@cpu_parallel
+def log_contact_changes_samples(n, B, F, cap, st, rtime, count, buf, prev, prev_count, prev_time, ev, ev_count,
+                                ev_overflow):
+    for s in prange(n):
+        _log_changes_cpu(s, B, F, cap, st, rtime, count, buf, prev, prev_count, prev_time, ev, ev_count, ev_overflow)
+
+
 def static_pairs(f_body0: np.ndarray, f_matd0: np.ndarray, tree0: np.ndarray, pair_table: np.ndarray):
     """JEOD's pair list (§3.4.2): every facet pair i < j with a matched interaction, not on one body or tree.
 
@@ -590,14 +704,32 @@ def _check_facets(world, ft) -> None:
                              v.tolist() if hasattr(v, "tolist") else v, rule)
 
 
+def _check_adaptive_friction(world, inter) -> None:
+    """Refuse exact Coulomb friction under an adaptive integrator (module docstring, Integrators)."""
+    adaptive = [s for s in world.systems if s.derivative_pipeline and getattr(s, "adaptive", False)]
+    if not adaptive:
+        return
+    for n1, n2, it in inter.entries:
+        if (isinstance(it, SpringInteraction) and it.mu > 0.0 and it.friction_model == "coulomb"
+                and it.slip_velocity == 0.0):
+            raise InputError(f"spring interaction slip_velocity of {n1}/{n2}", it.slip_velocity,
+                             f"must be > 0 under the adaptive integrator of {adaptive[0].name}: exact Coulomb "
+                             "friction reverses at stick and the step shrinks without end (chattering); set "
+                             "slip_velocity (e.g. 1e-3 m/s) or use a fixed-step method such as 'rk4'")
+
+
 class FacetContact(System):
     """Facet–facet and facet–ground contact forces (DERIVATIVE phase), JEOD Contact Model.
 
     Needs the :class:`components.contact.PairInteractions` resource (and optionally
     :class:`components.contact.Grounds`), facets (:class:`components.contact.Facet`) on rigid
-    bodies, and a fixed-step integrator.
+    bodies, and an integrator (fixed-step or adaptive: the sample's bodies step together).
 
     Args:
+        events: ``True`` (default): log every start and end of a facet pair's contact as an event
+            (:data:`CONTACT_EVENT_FIELDS`): compared at every accepted step, so the change lies
+            between ``contact_time_before`` and ``contact_time``; contacts present at the run's
+            start are logged as starts with ``contact_time_before`` NaN.
         broadphase: ``True`` (default): bounding spheres and sort-and-sweep find candidate pairs
             each evaluation; ``False``: JEOD's static list of every matched pair, each checked
             (bounding sphere, then exact test) at every evaluation.
@@ -613,14 +745,18 @@ class FacetContact(System):
     """
 
     phase = Phase.DERIVATIVE
+    couples_sample_rows = True   # the sample's bodies step together (systems.integration, adaptive methods)
     reads = ("facet_body", "facet_kind", "facet_material", "facet_point", "facet_axis", "facet_radius",
              "facet_length", "body_position", "body_velocity", "body_attitude", "body_omega", "contact_tree")
     writes = ("contact_force", "contact_torque")
     accumulates = ("body_force", "body_torque")
 
-    def __init__(self, *, broadphase: bool = True, max_contacts: int | None = None):
+    def __init__(self, *, broadphase: bool = True, max_contacts: int | None = None, events: bool = True):
         if not isinstance(broadphase, (bool, np.bool_)):
             raise InputError("facet contact broadphase", broadphase, "must be True or False")
+        if not isinstance(events, (bool, np.bool_)):
+            raise InputError("facet contact events", events, "must be True or False")
+        self.events = bool(events)
         if max_contacts is not None and (isinstance(max_contacts, bool)
                                          or not isinstance(max_contacts, (int, np.integer)) or max_contacts < 1):
             raise InputError("facet contact max_contacts", max_contacts, "must be a whole number >= 1 (or None)")
@@ -628,15 +764,14 @@ class FacetContact(System):
         self.max_contacts = max_contacts
         self.facets = None
 
+    def declare_events(self, events) -> None:
+        """Declare :data:`CONTACT_EVENT_FIELDS` (when ``events``) before the world allocates its log."""
+        if self.events:
+            for name, (shape, dtype, unit, doc) in CONTACT_EVENT_FIELDS.items():
+                events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
+
     # ------------------------------------------------------------------ bind
     def bind(self, world) -> None:
-        from systems.integration import Integrator
-
-        for s in world.systems:
-            if isinstance(s, Integrator) and s.adaptive:
-                raise InputError("integrator method", s.method,
-                                 "facet contact couples the bodies of a sample, which must advance in lockstep; "
-                                 "adaptive methods step each row independently: use a fixed-step method such as 'rk4'")
         self.world = world
         tables = world.tables_with("facet_body")
         self.facets = None
@@ -665,6 +800,7 @@ class FacetContact(System):
 
         # materials and interactions
         inter = world.resource(PairInteractions, PairInteractions())
+        _check_adaptive_friction(world, inter)
         grounds = world.resource(Grounds, Grounds()).items
         mat_f = to_host(ft["facet_material"]).astype(np.int64)
         mats = set(int(m) for m in np.unique(mat_f))
@@ -754,6 +890,15 @@ class FacetContact(System):
         self.c_x, self.c_d = xp.zeros((S, cap)), xp.zeros((S, cap))
         self.c_n, self.c_p, self.c_v, self.c_f = (xp.zeros((S, cap, 3)) for _ in range(4))
         self.c_ra, self.c_rb = xp.zeros((S, cap)), xp.zeros((S, cap))
+        # the contacts at the previous accepted state, for the start/end events
+        self.p_fa, self.p_fb = xp.zeros((S, cap), np.int64), xp.zeros((S, cap), np.int64)
+        self.p_ba, self.p_bb = xp.zeros((S, cap), np.int64), xp.zeros((S, cap), np.int64)
+        self.p_x = xp.zeros((S, cap))
+        self.p_n, self.p_p, self.p_v = (xp.zeros((S, cap, 3)) for _ in range(3))
+        self.prev_count, self.prev_time = xp.zeros(S, np.int64), xp.full(S, np.nan)
+        if self.events:
+            evl = world.events
+            self._ev = tuple(evl.arrays[k] for k in CONTACT_EVENT_FIELDS)
         if "contact_force" in bt:
             self.cforce, self.ctorque = bt["contact_force"], bt["contact_torque"]
         else:
@@ -790,6 +935,12 @@ class FacetContact(System):
                     self.c_ra, self.c_rb, a["i_kind"], a["i_params"], st, bt["row_reason"], bt["body_position"],
                     bt["body_attitude"], bt["body_omega"], bt["body_force"], bt["body_torque"], self.cforce,
                     self.ctorque)
+        if self.events and frame.stage == 0:  # an accepted state: log contacts that started or ended
+            evl = self.world.events
+            launch_rows(frame.backend, log_contact_changes_samples, log_contact_changes, S, B, F, self.capacity, st,
+                        bt["row_time"], self.contact_count, buf,
+                        (self.p_fa, self.p_fb, self.p_ba, self.p_bb, self.p_x, self.p_n, self.p_p, self.p_v),
+                        self.prev_count, self.prev_time, self._ev, evl.count, evl.overflow)
         self.evaluations += 1
         self.total_narrowphase_tests += to_host(self.narrowphase_tests)
         self.total_pair_candidates += to_host(self.pair_candidates)
@@ -825,4 +976,4 @@ class FacetContact(System):
                  f"{material_name(mat[i])}/{material_name(mat[j])}") for i, j in zip(a, b)]
 
 
-__all__ = ["FacetContact", "apply_contacts", "find_contacts", "spring_force", "static_pairs"]
+__all__ = ["CONTACT_EVENT_FIELDS", "FacetContact", "apply_contacts", "find_contacts", "spring_force", "static_pairs"]

@@ -11,7 +11,10 @@ ordinary columns and never know which method is running.
 Fixed-step methods take one step of the frame length per frame. Adaptive methods (``bs32``,
 ``dp54``) keep a per-row step proposal and take as many accepted steps per row as their tolerances
 need to land exactly on the frame end; rows that finished their frame sit out the remaining
-attempts. Error control: RMS over the state components of Δ/(atol + rtol·max(|y₀|, |y₁|)),
+attempts. When a DERIVATIVE system couples the rows of a sample (``couples_sample_rows``: facet
+contact between the sample's bodies), those rows step together: one error norm over all their
+state components, one accept/reject and one step size per sample, so the coupled bodies always
+sit at the same time. Error control: RMS over the state components of Δ/(atol + rtol·max(|y₀|, |y₁|)),
 accept when ≤ 1, new step h·clamp(0.9·err^(−1/(p+1)), 0.2, 5) with p the embedded order (Hairer,
 Nørsett & Wanner, *Solving ODEs I*, II.4). The higher-order solution is propagated (local
 extrapolation), as ode23/ode45 do.
@@ -100,15 +103,10 @@ def _set_stage(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler
     time[i] = t0[i] + c * hi
 
 
-def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
-                 euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
-                 max_steps):
-    """Combine the stages, control the error, accept or reject, and write the row back."""
-    if not active[i]:
-        return
-    hi = h[i]
-    # --- error norm (adaptive only) and finiteness of the candidate
-    err = 0.0
+def _candidate_error(i, y0, K, b, b_err, nstages, hi, euler_mode, rtol, atol, adaptive, semi_implicit):
+    """The step's candidate y1 of row i: (Σ over components of (Δ/sc)², component count, all finite),
+    with Δ the embedded error estimate and sc = atol + rtol·max(|y0|, |y1|) (module docstring)."""
+    errsq = 0.0
     ncomp = 0
     finite = True
     for k in range(STATE_SIZE):
@@ -128,12 +126,62 @@ def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop,
             finite = False
         if adaptive:
             sc = atol + rtol * max(abs(y0[i, k]), abs(y1))
-            err += (e / sc) * (e / sc)
+            errsq += (e / sc) * (e / sc)
             ncomp += 1
+    return errsq, ncomp, finite
+
+
+def _row_error(i, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite):
+    """Store row i's candidate error sums for :func:`_group_error` (adaptive, coupled rows)."""
+    if not active[i]:
+        return
+    errsq, ncomp, finite = _cand_err(i, y0, K, b, b_err, nstages, h[i], euler_mode, rtol, atol, True, semi_implicit)
+    esq[i] = errsq
+    ecount[i] = ncomp
+    efinite[i] = 1 if finite else 0
+
+
+def _group_error(g, size, active, esq, ecount, efinite, g_err):
+    """One error norm for the ``size`` coupled rows of group g (one sample's bodies): the RMS over
+    every state component of every active row, summed in row order; -1 when any row's candidate
+    is not finite (the whole sample then fails, as a single row would)."""
+    total = 0.0
+    count = 0
+    fin = 1
+    for r in range(g * size, (g + 1) * size):
+        if active[r]:
+            total += esq[r]
+            count += ecount[r]
+            if efinite[r] == 0:
+                fin = 0
+    err = math.sqrt(total / count) if count > 0 else 0.0
+    if fin == 0:
+        err = -1.0
+    for r in range(g * size, (g + 1) * size):
+        if active[r]:
+            g_err[r] = err
+
+
+def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+                 euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
+                 max_steps, grouped, g_err):
+    """Combine the stages, control the error, accept or reject, and write the row back. ``grouped``:
+    the error and finiteness are the row's group's (:func:`_group_error`), so coupled rows accept,
+    reject and size their steps together. (At most 30 parameters: numba 0.6x cannot inline a
+    callee with more — "Calling a closure with *args is unsupported", measured.)"""
+    if not active[i]:
+        return
+    hi = h[i]
+    if grouped:  # the sample's bodies step together: its error, or -1 if a candidate is not finite (group_error)
+        err = g_err[i]
+        finite = err >= 0.0
+    else:
+        errsq, ncomp, finite = _cand_err(i, y0, K, b, b_err, nstages, hi, euler_mode, rtol, atol, adaptive,
+                                         semi_implicit)
+        err = math.sqrt(errsq / ncomp) if adaptive else 0.0
     accept = True
     fac = 1.0
     if adaptive:
-        err = math.sqrt(err / ncomp)
         if not math.isfinite(err):
             accept = False
             fac = 0.2
@@ -227,6 +275,12 @@ def _semi_implicit_component(i, k, y0, K, h):
 
 semi_implicit_component = dual(_semi_implicit_component)
 _si = semi_implicit_component.cpu
+candidate_error = dual(_candidate_error)
+_cand_err = candidate_error.cpu
+row_error = dual(_row_error)
+group_error = dual(_group_error)
+_row_error_cpu = row_error.cpu
+_group_error_cpu = group_error.cpu
 pack_state = dual(_pack_state)
 set_stage = dual(_set_stage)
 finish_step = dual(_finish_step)
@@ -250,11 +304,24 @@ def set_stage_rows(n, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, e
 @cpu_parallel
 def finish_step_rows(n, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
                      euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
-                     max_steps):
+                     max_steps, grouped, g_err):
     for i in prange(n):
         _finish_step_cpu(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att,
                          omega, euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min,
-                         attempts, max_steps)
+                         attempts, max_steps, grouped, g_err)
+
+
+@cpu_parallel
+def row_error_rows(n, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite):
+    for i in prange(n):
+        _row_error_cpu(i, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount,
+                       efinite)
+
+
+@cpu_parallel
+def group_error_rows(n, size, active, esq, ecount, efinite, g_err):
+    for g in prange(n):
+        _group_error_cpu(g, size, active, esq, ecount, efinite, g_err)
 
 
 def _zero_wrench(i, active, force, torque):
@@ -294,6 +361,11 @@ class _Work:
     L: np.ndarray
     euler: np.ndarray
     euler_mode: bool
+    group: int            # rows stepped together (one sample's bodies when a system couples them), 1 otherwise
+    esq: np.ndarray       # per-row error sums, norms and finiteness of the grouped error control
+    ecount: np.ndarray
+    efinite: np.ndarray
+    g_err: np.ndarray
 
 
 class Integrator(System):
@@ -334,8 +406,13 @@ class Integrator(System):
         self.world = world
         self.work = []
         s = self.tableau.stages
+        # A DERIVATIVE system that couples the bodies of a sample (facet contact) makes the adaptive
+        # methods step each sample's rows together: one error norm, one step (module docstring).
+        self.coupled_by = [type(x).__name__ for x in world.systems
+                           if x.phase == Phase.DERIVATIVE and getattr(x, "couples_sample_rows", False)]
         for t in world.tables_with(*STATE_COLUMNS, "body_mass", "body_force"):
             n = t.row_count
+            group = t.entity_count if (self.coupled_by and self.adaptive) else 1
             xp = array_module(t["body_position"])
             key, L = (xp.asarray(a) for a in new_mass_cache(n))
             euler_mode = "body_euler" in t
@@ -345,7 +422,8 @@ class Integrator(System):
                 t["body_attitude"][:] = xp.asarray(euler_to_quat(e[:, ::-1], "321"))
             self.work.append(_Work(t, xp.zeros((n, STATE_SIZE)), xp.zeros((n, s, STATE_SIZE)), xp.zeros(n, np.bool_),
                                    xp.zeros(n), xp.full(n, np.nan), xp.zeros(n), xp.zeros(n, np.int64), key, L,
-                                   euler, euler_mode))
+                                   euler, euler_mode, group, xp.zeros(n), xp.zeros(n, np.int64),
+                                   xp.zeros(n, np.int8), xp.zeros(n)))
         xp = np if not self.work else array_module(self.work[0].y0)
         self._a, self._b, self._c = xp.asarray(self.tableau.a), xp.asarray(self.tableau.b), self.tableau.c
         self._b_err = xp.asarray(self.tableau.b_err if self.adaptive else self.tableau.b)
@@ -378,6 +456,7 @@ class Integrator(System):
                                 t["body_attitude"], t["body_omega"], w.euler, w.euler_mode, t["row_time"])
                     launch_rows(frame.backend, zero_rows, zero_wrench, t.row_count, w.active, t["body_force"],
                                 t["body_torque"])
+                frame.stage = stage
                 frame.run_derivatives()
                 for w in self.work:
                     t = w.table
@@ -387,11 +466,19 @@ class Integrator(System):
                                 t["body_torque"], w.key, w.L, w.K, stage)
             for w in self.work:
                 t = w.table
+                grouped = w.group > 1
+                if grouped:
+                    launch_rows(frame.backend, row_error_rows, row_error, t.row_count, w.active, w.y0, w.K, self._b,
+                                self._b_err, tab.stages, w.h, w.euler_mode, self.rtol, self.atol, semi, w.esq,
+                                w.ecount, w.efinite)
+                    launch_rows(frame.backend, group_error_rows, group_error, t.row_count // w.group, w.group,
+                                w.active, w.esq, w.ecount, w.efinite, w.g_err)
                 launch_rows(frame.backend, finish_step_rows, finish_step, t.row_count, w.active, t["row_status"],
                             t["row_reason"],
                             w.y0, w.K, self._b, self._b_err, tab.stages, w.h, w.h_prop,
                             w.t0, t_target, t["body_position"], t["body_velocity"], t["body_attitude"],
                             t["body_omega"], w.euler, w.euler_mode, t["row_time"], self.rtol, self.atol,
-                            self.adaptive, semi, tab.error_order, self.h_min, w.attempts, self.max_steps)
+                            self.adaptive, semi, tab.error_order, self.h_min, w.attempts, self.max_steps, grouped,
+                            w.g_err)
             if not self.adaptive:
                 break

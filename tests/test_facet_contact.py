@@ -329,10 +329,149 @@ def test_scene_names_and_inputs():
         jeod.build_point(mode="soft")
 
 
-def test_adaptive_integrator_is_refused():
-    sc = jeod.build_point(method="dp54")
-    with pytest.raises(InputError, match="fixed-step"):
+class RowTimes(System):
+    """Records every body's row_time at every derivative evaluation (coupled bodies stay together)."""
+
+    phase = Phase.DERIVATIVE
+    reads = ("row_time",)
+
+    def bind(self, world):
+        self.t, self.log = world.table_with("contact_force"), []
+
+    def process(self, frame):
+        self.log.append(self.t.by_sample("row_time").copy())
+
+
+#: dp54 tolerances of the adaptive runs below (the Integrator's defaults).
+RTOL, ATOL = 1e-10, 1e-12
+
+
+@pytest.mark.parametrize("method", ["dp54", "bs32"])
+@pytest.mark.parametrize("name", ["jeod-point", "jeod-line", "jeod-line-point"])
+def test_adaptive_steps_match_closed_form(name, method):
+    """Facet contact with an adaptive method: the sample's two bodies step together (one error
+    norm, one step: every evaluation sees both at the same time) and the impact matches the closed
+    form. Bound: each accepted step's local error is held below atol + rtol·|y| (≈ 2e-10 m/s on
+    velocities of ≤ 2 m/s), so after N attempted steps the relative velocity is off by at most
+    N·(atol + rtol·2v₀) per body — the usual accumulated-tolerance bound of error-per-step
+    control (Hairer, Nørsett & Wanner II.4), which holds across the force jumps at contact start
+    and end because the controller rejects every step whose embedded estimate exceeds it. The
+    fixed-step RK4 runs above are held to (h/3)(c/μ)(1+e) ≈ 1e-3; these land orders below it.
+    """
+    (m1, m2), _ = ALIGNED[name]
+    sc = jeod.RUNS[name](method=method)
+    rt = sc.world.add_system(RowTimes())
+    r, p, fc = run(sc)
+    times = np.array(rt.log)[:, 0]
+    assert np.array_equal(times[:, 0], times[:, 1])            # the bodies never part in time
+    n_steps = len(rt.log) / (7 if method == "dp54" else 4)     # attempted steps (stages per step)
+    ref = spring_damper(m1, m2, 2.0)
+    v = r.finals["body_velocity"][0][:, 0]
+    bound = 2.0 * n_steps * (ATOL + RTOL * 2.0 * 2.0)
+    assert abs((v[1] - v[0]) / 2.0 - ref["e"]) <= bound < 1e-3 * ref["bound_e"](0.01)
+    v1 = -2.0 * m2 * (1.0 + ref["e"]) / (m1 + m2)
+    assert abs(v[0] - v1) <= bound and abs(v[1] - (v1 + 2.0 * ref["e"])) <= bound
+    P = _momentum(r.trajectories["body_velocity"][0], (m1, m2))
+    assert np.abs(P - P[0]).max() <= 1e-12 * np.linalg.norm(P[0])
+    # more evaluations where the force changes fast: steps shrink in contact, not in free flight
+    on = p["count"][:, 0] > 0
+    t_on = np.ptp(p["time"][on, 0])
+    assert on.sum() / t_on > 2.0 * (~on).sum() / (np.ptp(p["time"][:, 0]) - t_on)
+
+
+def _regularised(scene, slip=1e-3):
+    """The scene with its steel/steel interaction's Coulomb friction regularised below ``slip`` m/s."""
+    inter = scene.world.resource(PairInteractions)
+    n1, n2, it = inter.entries[0]
+    inter.entries[0] = (n1, n2, SpringInteraction(k=it.k, c=it.c, mu=it.mu, mode=it.mode, law=it.law,
+                                                  slip_velocity=slip))
+    return scene
+
+
+def test_adaptive_refuses_exact_coulomb_friction():
+    sc = jeod.build_point_off_center(law="momentum", method="dp54")
+    with pytest.raises(InputError, match="slip_velocity of steel/steel.*chattering"):
         sc.world.compile()
+    _regularised(sc).world.compile()            # regularised: accepted
+    jeod.build_point_off_center(method="dp54").world.compile()  # JEOD's friction: continuous, accepted
+
+
+def test_adaptive_off_center_conserves_momentum():
+    """dp54 on the off-centre run with the momentum-exact law (friction regularised below 1 mm/s):
+    linear momentum to 1e-12, no net contact moment, angular momentum to the accumulated step
+    tolerance (far below RK4's L_DRIFT)."""
+    r, p, _ = run(_regularised(jeod.build_point_off_center(law="momentum", method="dp54")))
+    masses = (100.0, 100.0)
+    P = _momentum(r.trajectories["body_velocity"][0], masses)
+    assert np.abs(P - P[0]).max() <= 1e-12 * np.linalg.norm(P[0])
+    assert _net_moment(p).max() <= _moment_tol(p)
+    L = _angular_momentum(r, masses, ((40.0,) * 3,) * 2)
+    assert np.abs(L - L[0]).max() <= 1e-3 * L_DRIFT * np.abs(L).max()
+    wz = r.finals["body_omega"][0][:, 2]
+    assert wz[0] > 0.05 and abs(wz[1] - wz[0]) <= 1e-9 * abs(wz[0])
+
+
+def test_adaptive_samples_step_independently():
+    """Each sample has its own step sequence: a sample's result in a batch of samples with other
+    approach speeds is bit-identical to the same sample run alone."""
+    speeds = np.array([-1.0, -1.7, -2.3, -3.1])
+
+    def go(idx):
+        sc = _regularised(jeod.build_point_off_center(law="momentum", method="dp54", t_end=1.5, record_every=None))
+        veh2 = sc.world.entity("veh2")
+        pos = np.tile([2.2, 0.5, 0.0], (idx.size, 1))
+        vel = np.stack([speeds[idx], np.zeros(idx.size), np.zeros(idx.size)], axis=1)
+        sc.world.compile(samples=idx.size, overrides={(veh2, "body_position"): pos, (veh2, "body_velocity"): vel})
+        return sc.world.run(t_end=sc.t_end, dt=sc.dt, final=("body_velocity", "body_omega")).finals
+
+    every = go(np.arange(4))
+    alone = go(np.array([2]))
+    assert np.abs(every["body_omega"][2]).max() > 0.0
+    for c in every:
+        assert np.array_equal(every[c][2], alone[c][0])
+        assert not np.array_equal(every[c][2], every[c][1])
+
+
+@pytest.mark.parametrize("method", ["rk4", "dp54"])
+def test_contact_start_and_end_are_events(method):
+    """RUN_point logs one start and one end event, bracketing the closed-form times: contact starts
+    when the centres are 2 m apart, t = (12 − 2)/2 = 5 s, and lasts t_c = π/ω_d (JEOD mode: until
+    the penetration returns to 0). Each event lies in (contact_time_before, contact_time], a bracket
+    one step long (dt = 0.01 s for RK4; the adaptive step there for dp54). At t = 5 s exactly the
+    spheres touch with zero penetration: not a contact yet, so the start bracket may begin there."""
+    sc = jeod.build_point(method=method, record_every=None)
+    sc.world.compile()
+    r = sc.world.run(t_end=sc.t_end, dt=sc.dt, final=("body_velocity",))
+    ev, n = r.events, int(r.event_count[0])
+    assert n == 2 and not r.events["event_overflow"][0]
+    change, t, t0 = ev["contact_change"][0, :n], ev["contact_time"][0, :n], ev["contact_time_before"][0, :n]
+    assert change.tolist() == [1, -1]
+    ref = spring_damper(100.0, 100.0, 2.0)
+    truth = np.array([5.0, 5.0 + ref["t_c"]])
+    assert np.all(t0 <= truth) and np.all(truth <= t) and np.all(t - t0 <= 0.01 + 1e-12)
+    assert ev["contact_facet_a"][0, :n].tolist() == [0, 0] and ev["contact_facet_b"][0, :n].tolist() == [1, 1]
+    assert ev["contact_body_a"][0, :n].tolist() == [0, 0] and ev["contact_body_b"][0, :n].tolist() == [1, 1]
+    np.testing.assert_allclose(ev["contact_normal"][0, :n], [[1.0, 0, 0]] * 2, atol=1e-12)
+    # first seen within one step of closing at 2 m/s: penetration ≤ 2 m/s × bracket, speed ≈ −2 m/s
+    vn = ev["contact_normal_speed"][0, :n]
+    assert 0.0 < ev["contact_penetration"][0, 0] <= 2.0 * (t[0] - t0[0])
+    assert abs(vn[0] + 2.0) < 0.05 and abs(vn[1] - 2.0 * ref["e"]) < 0.05
+    np.testing.assert_allclose(ev["contact_point"][0, 0], [1.0, 0, 0], atol=2.0 * (t[0] - t0[0]))
+
+
+def test_contact_events_off_and_initial_contact():
+    """events=False declares no fields; a pair touching at t = 0 is logged as a start with no bracket."""
+    w, fc, (b1, b2), _ = _pair_world(positions=[(0, 0, 0), (1.5, 0, 0)])
+    w.compile()
+    w.run(t_end=0.02, dt=0.01)
+    ev, cnt = w.events.to_host()
+    assert cnt[0] >= 1 and ev["contact_change"][0, 0] == 1 and np.isnan(ev["contact_time_before"][0, 0])
+    assert ev["contact_time"][0, 0] == 0.0
+    w2 = World("quiet")
+    w2.add_system(FacetContact(events=False))
+    assert "contact_time" not in w2.events.fields
+    with pytest.raises(InputError, match="events"):
+        FacetContact(events="yes")
 
 
 def test_determinism_across_threads_and_batch_size(monkeypatch):
