@@ -547,7 +547,7 @@ def eval_user_contacts(fn, kind, samples, cap, count, c_int, i_kind, i_params, c
 # --------------------------------------------------------------------------- contact start / end events
 #: Event fields of facet contact (``FacetContact(events=True)``), declared on the world's event log.
 CONTACT_EVENT_FIELDS = {
-    "contact_change": ((), np.int8, "1", "+1: the facet pair came into contact; -1: it left contact"),
+    "contact_change": ((), np.int8, "1", "1: the facet pair came into contact; 2: it left contact (-1: unused slot)"),
     "contact_time": ((), np.float64, "s", "first accepted step boundary at which the change is seen"),
     "contact_time_before": ((), np.float64, "s", "the step boundary before it: the change lies in between"),
     "contact_facet_a": ((), np.int64, "1", "facet a: index along the facet table's entities (-1-g: ground g)"),
@@ -612,7 +612,7 @@ _log_unmatched = log_unmatched.cpu
 
 def _log_contact_changes(s, B, F, cap, st, rtime, count, buf, prev, prev_count, prev_time, ev, ev_count, ev_overflow):
     """Compare sample s's contacts now (an accepted state) with those at the previous accepted
-    state; log each pair that appeared (+1, with its values now) or disappeared (−1, with its
+    state; log each pair that appeared (1, with its values now) or disappeared (2, with its
     values then) as an event, in buffer order; then keep the current contacts as the previous."""
     c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
     p_fa, p_fb, p_ba, p_bb, p_x, p_n, p_p, p_v = prev
@@ -624,7 +624,7 @@ def _log_contact_changes(s, B, F, cap, st, rtime, count, buf, prev, prev_count, 
     m = min(prev_count[s], cap)
     _log_unmatched(s, 1, c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v, n, p_fa, p_fb, m, t, t_prev, F, B, ev,
                    ev_count, ev_overflow)
-    _log_unmatched(s, -1, p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v, m, c_fa, c_fb, n, t, t_prev, F, B, ev,
+    _log_unmatched(s, 2, p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v, m, c_fa, c_fb, n, t, t_prev, F, B, ev,
                    ev_count, ev_overflow)
     for k in range(n):
         p_fa[s, k] = c_fa[s, k]

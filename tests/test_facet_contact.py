@@ -445,7 +445,7 @@ def test_contact_start_and_end_are_events(method):
     ev, n = r.events, int(r.event_count[0])
     assert n == 2 and not r.events["event_overflow"][0]
     change, t, t0 = ev["contact_change"][0, :n], ev["contact_time"][0, :n], ev["contact_time_before"][0, :n]
-    assert change.tolist() == [1, -1]
+    assert change.tolist() == [1, 2]
     ref = spring_damper(100.0, 100.0, 2.0)
     truth = np.array([5.0, 5.0 + ref["t_c"]])
     assert np.all(t0 <= truth) and np.all(truth <= t) and np.all(t - t0 <= 0.01 + 1e-12)
