@@ -39,13 +39,11 @@ import math
 
 import numpy as np
 
-from components.gravity import GravitySource
-from ecs.errors import InputError
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
 from ecs.stepping import DP54, step_factor
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
-from systems.gravity_kernels import ellipsoid_field, point_mass_field, polyhedron_field, voxel_field
+from systems.gravity_kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
 from systems.sdf import eval_terrain_point, sample_sdf_grid
 
 _i = np.int64
@@ -88,10 +86,6 @@ _rot_inv = quat_rotate_inverse_call.cpu
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
 _qmul = quat_multiply.cpu
-_pm = point_mass_field.cpu
-_ell = ellipsoid_field.cpu
-_poly = polyhedron_field.cpu
-_vox = voxel_field.cpu
 _terrain = eval_terrain_point.cpu
 _grid = sample_sdf_grid.cpu
 
@@ -108,37 +102,7 @@ B1, B3, B4, B5, B6 = float(_b[0]), float(_b[2]), float(_b[3]), float(_b[4]), flo
 E1, E3, E4, E5, E6, E7 = float(_e[0]), float(_e[2]), float(_e[3]), float(_e[4]), float(_e[5]), float(_e[6])
 
 # ------------------------------------------------------------------------------------ gravity
-GRAVITY_POINT_MASS = 0
-GRAVITY_ELLIPSOID = 1
-GRAVITY_POLYHEDRON = 2
-GRAVITY_VOXEL = 3
-_GRAVITY_KINDS = {"point_mass": GRAVITY_POINT_MASS, "ellipsoid": GRAVITY_ELLIPSOID,
-                  "polyhedron": GRAVITY_POLYHEDRON, "voxel": GRAVITY_VOXEL}
-
-
-def _gravity_at(ga, x, y, z):
-    """``(U, gx, gy, gz)`` of the target's gravity source at (x, y, z), target frame.
-
-    ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` from :func:`gravity_args`: one
-    signature for every source kind (unused arrays are dummies), so one compiled kernel serves point
-    mass, ellipsoid, polyhedron and voxel field.
-    """
-    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
-    if gkind == 0:
-        r = _pm(x, y, z, gs[0], gs[1], gs[2], gs[3])
-        return r[0], r[1], r[2], r[3]
-    if gkind == 1:
-        r = _ell(x, y, z, gs[0], gs[1], gs[2], gs[3])
-        return r[0], r[1], r[2], r[3]
-    if gkind == 2:
-        r = _poly(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
-        return r[0], r[1], r[2], r[3]
-    r = _vox(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11],
-             gs[12], gs[13], gs[14] != 0.0)
-    return r[0], r[1], r[2], r[3]
-
-
-gravity_at = dual_call(_gravity_at)
+# one dispatch over every source kind: systems.gravity_kernels.gravity_at (gravity_args packs a source)
 _grav = gravity_at.cpu
 
 
@@ -213,29 +177,6 @@ def _smooth_step(ga, w, hh):
 
 
 smooth_step = dual_call(_smooth_step)
-
-
-def gravity_args(source: GravitySource) -> tuple:
-    """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` for :data:`gravity_at`."""
-    kind = _GRAVITY_KINDS.get(source.kind)
-    if kind is None:
-        raise InputError("DeployTarget.gravity", type(source).__name__,
-                         f"kind {source.kind!r} is not supported by deployment (point_mass, ellipsoid, polyhedron, "
-                         "voxel)")
-    p = source.kernel_params()
-    gs = np.zeros(16)
-    vox = np.zeros((1, 1, 1, 4))
-    pv, pe, ped, pel = np.zeros((1, 3)), np.zeros((1, 2), np.int64), np.zeros((1, 6)), np.zeros(1)
-    pf, pfn = np.zeros((1, 3), np.int64), np.zeros((1, 3))
-    if kind in (GRAVITY_POINT_MASS, GRAVITY_ELLIPSOID):
-        gs[:4] = p
-    elif kind == GRAVITY_POLYHEDRON:
-        pv, pe, ped, pel, pf, pfn = (np.ascontiguousarray(a) for a in p[:6])
-        gs[0] = p[6]
-    else:
-        vox = np.ascontiguousarray(p[0])
-        gs[:15] = [float(a) for a in p[1:]]
-    return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
 
 
 # ------------------------------------------------------------------------------------ row terms

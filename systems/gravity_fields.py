@@ -3,9 +3,10 @@
 For each row with mass, at every integrator stage:
 
 1. the centre of mass in the field frame, ``x = p + R(q) c`` (:data:`com_field_position`);
-2. the source's acceleration g(x) from its per-point kernel (:mod:`systems.gravity_kernels`: point mass,
-   homogeneous ellipsoid, Werner–Scheeres polyhedron, voxel grid, linearised field — seed 004
-   §2.4, eqs 2.40–2.43);
+2. the source's acceleration g(x) through the one dispatch over every source kind,
+   :data:`systems.gravity_kernels.gravity_at` (point mass, homogeneous ellipsoid,
+   Werner–Scheeres polyhedron, voxel grid, linearised field — seed 004 §2.4, eqs 2.40–2.43), the
+   same the deployment kernels call;
 3. the weight ``m g`` added to ``body_force`` and ``c × (m g_B)`` to ``body_torque`` through the very
    same row kernel as :class:`systems.gravity.UniformGravity` (:data:`systems.gravity.add_weight`),
    via :data:`add_field_weight`.
@@ -30,15 +31,11 @@ from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, cuda_simulated, dual, launch_rows
 from ecs.attitude import quat_rotate
 from systems.gravity import add_weight
-from systems.gravity_kernels import ellipsoid_field, linearized_field, point_mass_field, polyhedron_field, voxel_field
+from systems.gravity_kernels import GRAVITY_KINDS, gravity_args, gravity_at
 
 _rot = quat_rotate.cpu
 _weight = add_weight.cpu
-_pm = point_mass_field.cpu
-_ell = ellipsoid_field.cpu
-_poly = polyhedron_field.cpu
-_vox = voxel_field.cpu
-_lin = linearized_field.cpu
+_grav = gravity_at.cpu
 
 
 def _com_field_position(i, pos, att, com):
@@ -59,110 +56,31 @@ _add_fw = add_field_weight.cpu
 
 
 # ------------------------------------------------------------------------------------------------
-# one row kernel per source kind (params after the columns are the source's kernel_params())
+# one row kernel for every source kind: the one dispatch, systems.gravity_kernels.gravity_at
 # ------------------------------------------------------------------------------------------------
 
 
-def _add_point_mass_gravity(i, status, pos, att, mass, com, force, torque, cx, cy, cz, mu):
+def _add_gravity(i, status, pos, att, mass, com, force, torque, ga):
+    """Add the weight of row i in the field of the source packed in ``ga`` (:func:`gravity_args`)."""
     if status[i] != 0:
         return
     x, y, z = _com_pos(i, pos, att, com)
-    r = _pm(x, y, z, cx, cy, cz, mu)
+    r = _grav(ga, x, y, z)
     _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque)
 
 
-def _add_ellipsoid_gravity(i, status, pos, att, mass, com, force, torque, a2, b2, c2, gm):
-    if status[i] != 0:
-        return
-    x, y, z = _com_pos(i, pos, att, com)
-    r = _ell(x, y, z, a2, b2, c2, gm)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque)
-
-
-def _add_polyhedron_gravity(i, status, pos, att, mass, com, force, torque, verts, edges, edge_dyad, edge_length,
-                            faces, face_normal, grho):
-    if status[i] != 0:
-        return
-    x, y, z = _com_pos(i, pos, att, com)
-    r = _poly(x, y, z, verts, edges, edge_dyad, edge_length, faces, face_normal, grho)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque)
-
-
-def _add_voxel_gravity(i, status, pos, att, mass, com, force, torque, values, ox, oy, oz, h, cx, cy, cz, mu, qxx,
-                       qyy, qzz, qxy, qxz, qyz, perturbation):
-    if status[i] != 0:
-        return
-    x, y, z = _com_pos(i, pos, att, com)
-    r = _vox(x, y, z, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz, perturbation)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque)
-
-
-def _add_linearized_gravity(i, status, pos, att, mass, com, force, torque, x0, y0, z0, u0, g0x, g0y, g0z, txx,
-                            tyy, tzz, txy, txz, tyz):
-    if status[i] != 0:
-        return
-    x, y, z = _com_pos(i, pos, att, com)
-    r = _lin(x, y, z, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy, txz, tyz)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque)
-
-
-add_point_mass_gravity = dual(_add_point_mass_gravity)
-add_ellipsoid_gravity = dual(_add_ellipsoid_gravity)
-add_polyhedron_gravity = dual(_add_polyhedron_gravity)
-add_voxel_gravity = dual(_add_voxel_gravity)
-add_linearized_gravity = dual(_add_linearized_gravity)
-_k_pm = add_point_mass_gravity.cpu
-_k_ell = add_ellipsoid_gravity.cpu
-_k_poly = add_polyhedron_gravity.cpu
-_k_vox = add_voxel_gravity.cpu
-_k_lin = add_linearized_gravity.cpu
+add_gravity = dual(_add_gravity)
+_k_grav = add_gravity.cpu
 
 
 @cpu_parallel
-def add_point_mass_gravity_rows(n, status, pos, att, mass, com, force, torque, cx, cy, cz, mu):
+def add_gravity_rows(n, status, pos, att, mass, com, force, torque, ga):
     for i in prange(n):
-        _k_pm(i, status, pos, att, mass, com, force, torque, cx, cy, cz, mu)
+        _k_grav(i, status, pos, att, mass, com, force, torque, ga)
 
 
-@cpu_parallel
-def add_ellipsoid_gravity_rows(n, status, pos, att, mass, com, force, torque, a2, b2, c2, gm):
-    for i in prange(n):
-        _k_ell(i, status, pos, att, mass, com, force, torque, a2, b2, c2, gm)
-
-
-@cpu_parallel
-def add_polyhedron_gravity_rows(n, status, pos, att, mass, com, force, torque, verts, edges, edge_dyad, edge_length,
-                                faces, face_normal, grho):
-    for i in prange(n):
-        _k_poly(i, status, pos, att, mass, com, force, torque, verts, edges, edge_dyad, edge_length, faces,
-                face_normal, grho)
-
-
-@cpu_parallel
-def add_voxel_gravity_rows(n, status, pos, att, mass, com, force, torque, values, ox, oy, oz, h, cx, cy, cz, mu,
-                           qxx, qyy, qzz, qxy, qxz, qyz, perturbation):
-    for i in prange(n):
-        _k_vox(i, status, pos, att, mass, com, force, torque, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz,
-               qxy, qxz, qyz, perturbation)
-
-
-@cpu_parallel
-def add_linearized_gravity_rows(n, status, pos, att, mass, com, force, torque, x0, y0, z0, u0, g0x, g0y, g0z, txx,
-                                tyy, tzz, txy, txz, tyz):
-    for i in prange(n):
-        _k_lin(i, status, pos, att, mass, com, force, torque, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy,
-               txz, tyz)
-
-
-#: source kind -> (row kernel, CPU driver, always run the parallel CPU build).
 #: A polyhedron row costs ~n_faces × 50 ns, so even a handful of rows is worth a parallel launch.
-ROW_KERNELS = {
-    "point_mass": (add_point_mass_gravity, add_point_mass_gravity_rows, False),
-    "ellipsoid": (add_ellipsoid_gravity, add_ellipsoid_gravity_rows, False),
-    "polyhedron": (add_polyhedron_gravity, add_polyhedron_gravity_rows, True),
-    "voxel": (add_voxel_gravity, add_voxel_gravity_rows, False),
-    "linearized": (add_linearized_gravity, add_linearized_gravity_rows, False),
-}
+ALWAYS_PARALLEL = ("polyhedron",)
 
 COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque")
 
@@ -195,13 +113,12 @@ class GravitySystem(System):
             if src is None:
                 raise InputError("GravitySystem.source", None,
                                  "no gravity source: pass one to GravitySystem(...) or world.add_resource(source)")
-        if src.kind not in ROW_KERNELS:
-            raise InputError("GravitySystem.source", type(src).__name__, f"kind {src.kind!r} has no row kernel")
+        if src.kind not in GRAVITY_KINDS:
+            raise InputError("GravitySystem.source", type(src).__name__, f"kind {src.kind!r} has no field kernel")
         self.source = src
-        self._kernel, driver, always_parallel = ROW_KERNELS[src.kind]
-        self._driver = driver.parallel if always_parallel else driver
+        self._driver = add_gravity_rows.parallel if src.kind in ALWAYS_PARALLEL else add_gravity_rows
         self.tables = world.tables_with(*COLUMNS)
-        params = src.kernel_params()
+        params = gravity_args(src)
         if world.backend == "gpu":
             # device copies once per bind: CuPy on a real device; writable numpy copies under the
             # CUDA simulator (it writes every array argument back after a launch; the resource's
@@ -216,6 +133,6 @@ class GravitySystem(System):
 
     def process(self, frame) -> None:
         for t in self.tables:
-            launch_rows(frame.backend, self._driver, self._kernel, t.row_count, t["row_status"], t["body_position"],
+            launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
                         t["body_attitude"], t["body_mass"], t["body_com"], t["body_force"], t["body_torque"],
-                        *self._params)
+                        self._params)

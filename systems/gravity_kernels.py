@@ -536,6 +536,80 @@ def _linearized_field(x, y, z, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy
 linearized_field = dual(_linearized_field)
 
 
+
+# ================================================================================================
+# the one dispatch over every source kind (every pipeline's gravity goes through it)
+# ================================================================================================
+
+GRAVITY_POINT_MASS = 0
+GRAVITY_ELLIPSOID = 1
+GRAVITY_POLYHEDRON = 2
+GRAVITY_VOXEL = 3
+GRAVITY_LINEARIZED = 4
+#: source ``kind`` -> kernel code of :data:`gravity_at`.
+GRAVITY_KINDS = {"point_mass": GRAVITY_POINT_MASS, "ellipsoid": GRAVITY_ELLIPSOID, "polyhedron": GRAVITY_POLYHEDRON,
+                 "voxel": GRAVITY_VOXEL, "linearized": GRAVITY_LINEARIZED}
+
+_pmf_at = point_mass_field.cpu
+_ell_at = ellipsoid_field.cpu
+_poly_at = polyhedron_field.cpu
+_vox_at = voxel_field.cpu
+_lin_at = linearized_field.cpu
+
+
+def _gravity_at(ga, x, y, z):
+    """``(U, gx, gy, gz)`` of a gravity source at (x, y, z) in its field frame.
+
+    ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` from :func:`gravity_args`: one
+    signature for every source kind (unused arrays are dummies), so one compiled kernel serves
+    point mass, ellipsoid, polyhedron, voxel field and linearised field. The rigid-body gravity
+    system (:mod:`systems.gravity_fields`) and the deployment kernels (:mod:`systems.deploy_physics`)
+    both evaluate gravity through it.
+    """
+    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
+    if gkind == 0:  # (each branch returns: the kernels' tuples differ in length)
+        r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+        return r[0], r[1], r[2], r[3]
+    if gkind == 1:
+        r = _ell_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+        return r[0], r[1], r[2], r[3]
+    if gkind == 2:
+        r = _poly_at(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
+        return r[0], r[1], r[2], r[3]
+    if gkind == 3:
+        r = _vox_at(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10],
+                    gs[11], gs[12], gs[13], gs[14] != 0.0)
+        return r[0], r[1], r[2], r[3]
+    r = _lin_at(x, y, z, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12])
+    return r[0], r[1], r[2], r[3]
+
+
+#: Not inlined at numba-IR level (a plain cached call; LLVM inlines where it pays): inlining every
+#: source's kernel into each caller multiplies compile time (systems.collision.dual_call).
+gravity_at = dual(_gravity_at, inline=False)
+
+
+def gravity_args(source: GravitySource) -> tuple:
+    """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` of ``source`` for :data:`gravity_at`."""
+    kind = GRAVITY_KINDS.get(getattr(source, "kind", None))
+    if kind is None:
+        raise InputError("gravity source", type(source).__name__,
+                         f"must be one of the components.gravity sources ({', '.join(GRAVITY_KINDS)})")
+    p = source.kernel_params()
+    gs = np.zeros(16)
+    vox = np.zeros((1, 1, 1, 4))
+    pv, pe, ped, pel = np.zeros((1, 3)), np.zeros((1, 2), np.int64), np.zeros((1, 6)), np.zeros(1)
+    pf, pfn = np.zeros((1, 3), np.int64), np.zeros((1, 3))
+    if kind in (GRAVITY_POINT_MASS, GRAVITY_ELLIPSOID, GRAVITY_LINEARIZED):
+        gs[:len(p)] = p
+    elif kind == GRAVITY_POLYHEDRON:
+        pv, pe, ped, pel, pf, pfn = (np.ascontiguousarray(a) for a in p[:6])
+        gs[0] = p[6]
+    else:
+        vox = np.ascontiguousarray(p[0])
+        gs[:15] = [float(a) for a in p[1:]]
+    return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
+
 # ================================================================================================
 # host-side bulk evaluation (CPU, parallel over points)
 # ================================================================================================
