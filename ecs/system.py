@@ -15,7 +15,9 @@ that no pipeline of it can call (:func:`check_derivatives`):
   pipeline that steps all rows together (:class:`systems.integration.Integrator`);
 * **row term** — its :meth:`System.term` returns an :class:`ecs.terms.Term`, a row kernel that a
   pipeline stepping each row on its own (per-row adaptive steps, events, modes: probe deployment)
-  calls inside its right-hand side.
+  calls inside its right-hand side, and that the Integrator applies at every stage after the
+  launching systems (:mod:`systems.rigid_terms`). A term-only system therefore takes part in
+  every pipeline; a ``process``-only one in the Integrator's only.
 
 Within a phase the scheduler orders systems so that every writer of a column runs before its
 readers (accumulators: all adders before any reader), keeping registration order otherwise. It
@@ -127,10 +129,10 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
                     f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it steps each row on its "
                     f"own and adds DERIVATIVE systems as row terms; give {s.name} a term() returning an "
                     f"ecs.terms.Term (example: scenes/examples/deploy_srp.py)")
-            if p.derivative_pipeline == "launch" and not s.launches:
+            if p.derivative_pipeline == "launch" and not s.launches and s.term(world) is None:
                 raise ScheduleError(
-                    f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it has a row term but "
-                    f"no process() adding into body_force/body_torque, which {p.name} calls at every stage")
+                    f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it has neither a "
+                    f"process() adding into body_force/body_torque nor a term() (ecs.terms.Term)")
 
 
 def _matches(ref, system: System) -> bool:

@@ -52,7 +52,8 @@ from ._cache import cache_dir
 from .errors import InputError
 from .kernels import reachable_kernels, relink
 
-__all__ = ["Term", "FusedTerms", "fuse_terms", "generated_dir", "TERM_ARGS"]
+__all__ = ["Term", "FusedTerms", "fuse_terms", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
+           "terms_active_none", "terms_couple_attitude_none"]
 
 #: The state arguments every term kernel takes before its columns and parameters.
 TERM_ARGS = ("i", "t", "x", "y", "z", "vx", "vy", "vz", "q0", "q1", "q2", "q3", "wx", "wy", "wz", "mass")
@@ -203,15 +204,16 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
 _LINKED: dict[str, dict] = {}
 
 
-def fuse_terms(terms, roots: dict, defaults: dict) -> FusedTerms:
+def fuse_terms(terms, roots: dict, defaults: dict | None = None) -> FusedTerms:
     """Generate the fused term function of ``terms`` and link ``roots`` against it.
 
     Args:
         terms: the :class:`Term` list, in system order.
         roots: the pipeline's kernels (name → CPU dispatcher) to copy.
         defaults: ``{"row_terms": d, "terms_couple_attitude": d, "terms_active": d}``: the
-            pipeline's no-term dispatchers that the generated ones replace.
+            no-term dispatchers the generated ones replace (:data:`NO_TERMS`, default).
     """
+    defaults = NO_TERMS if defaults is None else defaults
     terms = tuple(terms)
     seen: set[str] = set()
     for t in terms:
@@ -253,6 +255,31 @@ def fuse_terms(terms, roots: dict, defaults: dict) -> FusedTerms:
     kernels = relink(roots, swap, str(path))
     _LINKED[module] = kernels
     return FusedTerms(terms, kernels, columns, params, any(t.couples_attitude for t in terms), module)
+
+
+# What a pipeline's kernels call when the world has no terms; :func:`fuse_terms` links copies of
+# them against the generated functions instead (``defaults`` = :data:`NO_TERMS`).
+@numba.njit(cache=True, inline="always")
+def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, columns, params):
+    """No terms: zero force and torque."""
+    return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+@numba.njit(cache=True, inline="always")
+def terms_couple_attitude_none():
+    """No terms: flight keeps the multirate attitude split."""
+    return False
+
+
+@numba.njit(cache=True, inline="always")
+def terms_active_none():
+    """No terms: the right-hand sides skip the term call (a constant, folded where it is inlined)."""
+    return False
+
+
+#: The no-term defaults every pipeline's kernels call, by the name :func:`fuse_terms` replaces.
+NO_TERMS = {"row_terms": row_terms_none, "terms_active": terms_active_none,
+            "terms_couple_attitude": terms_couple_attitude_none}
 
 
 def no_terms_args() -> tuple:

@@ -62,9 +62,11 @@ class Frame:
         return self.world.backend
 
     def run_derivatives(self) -> None:
-        """Run every DERIVATIVE system once (called by integrators at each stage)."""
+        """Run every DERIVATIVE system's ``process`` once (called by integrators at each stage);
+        systems that only contribute a row term are applied by the integrator itself."""
         for s in self.world._schedule[Phase.DERIVATIVE]:
-            s.process(self)
+            if s.launches:
+                s.process(self)
 
     def run_events(self) -> None:
         """Run every EVENT system once (called by integrators when they localise an event)."""

@@ -41,6 +41,7 @@ import numpy as np
 
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
+from ecs.terms import row_terms_none, terms_active_none, terms_couple_attitude_none
 from ecs.stepping import DP54, step_factor
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.gravity_kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
@@ -183,24 +184,6 @@ smooth_step = dual_call(_smooth_step)
 # What the DERIVATIVE systems of a deployment world add to the probe's wrench (ecs.terms): these
 # defaults (no terms) are what the hand-written kernels call; ecs.terms.fuse_terms links copies of
 # the phase kernels against a generated sum of the world's terms instead.
-@cpu_jit(inline="always")
-def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, columns, params):
-    """No terms: zero force and torque."""
-    return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-
-
-@cpu_jit(inline="always")
-def terms_couple_attitude_none():
-    """No terms: flight keeps the multirate attitude split."""
-    return False
-
-
-@cpu_jit(inline="always")
-def terms_active_none():
-    """No terms: the right-hand sides skip the term call (a constant, folded where it is inlined)."""
-    return False
-
-
 _terms = row_terms_none
 _couple = terms_couple_attitude_none
 _active = terms_active_none

@@ -55,8 +55,7 @@ from ecs.terms import fuse_terms, no_terms_args
 from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collide_rows, declare_collision_events
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deploy_fly import FlyProbes, fly_rows
-from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args,
-                                    row_terms_none, terms_active_none, terms_couple_attitude_none)
+from systems.deploy_physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args
 
 _escaping = escaping.cpu
 from systems.gravity_kernels import acceleration
@@ -417,8 +416,7 @@ class DeploymentLoop(System):
                 if c not in table:
                     raise InputError(f"Term {term.name}: column", c,
                                      "must be a column of the probe table (declare it on the probe entities)")
-        fused = fuse_terms(terms, defaults, {"row_terms": row_terms_none, "terms_active": terms_active_none,
-                                             "terms_couple_attitude": terms_couple_attitude_none})
+        fused = fuse_terms(terms, defaults)
         return fused.kernels, fused.args(table), tuple(terms)
 
     def process(self, frame) -> None:

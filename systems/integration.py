@@ -6,7 +6,10 @@ bodies (:mod:`components.rigid`). At each stage it writes the stage state into t
 and the stage time into ``row_time``, zeroes the ``body_force``/``body_torque`` accumulators, runs
 every DERIVATIVE system of the world (gravity, applied loads, contact springs, user forces), then
 evaluates the equations of motion of :mod:`systems.rigid_body`. Derivative systems therefore see
-ordinary columns and never know which method is running.
+ordinary columns and never know which method is running. A DERIVATIVE system that contributes a
+row term (:mod:`ecs.terms`) instead of a ``process`` takes part too: its term is fused and applied
+at every stage after the others (:mod:`systems.rigid_terms`), so one user force serves this
+pipeline and the deployment's alike.
 
 Fixed-step methods take one step of the frame length per frame. Adaptive methods (``bs32``,
 ``dp54``) keep a per-row step proposal and take as many accepted steps per row as their tolerances
@@ -37,9 +40,12 @@ from numba import prange
 
 from components.status import Status
 from ecs import InputError, Phase, System
+from ecs.system import check_derivatives
+from ecs.terms import fuse_terms
 from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
 from ecs.stepping import TABLEAUX, Tableau, step_factor  # noqa: F401  (TABLEAUX re-exported for scenes)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
+from systems import rigid_terms
 from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu
@@ -410,6 +416,7 @@ class Integrator(System):
         # methods step each sample's rows together: one error norm, one step (module docstring).
         self.coupled_by = [type(x).__name__ for x in world.systems
                            if x.phase == Phase.DERIVATIVE and getattr(x, "couples_sample_rows", False)]
+        self._link_terms(world)
         for t in world.tables_with(*STATE_COLUMNS, "body_mass", "body_force"):
             n = t.row_count
             group = t.entity_count if (self.coupled_by and self.adaptive) else 1
@@ -424,9 +431,30 @@ class Integrator(System):
                                    xp.zeros(n), xp.full(n, np.nan), xp.zeros(n), xp.zeros(n, np.int64), key, L,
                                    euler, euler_mode, group, xp.zeros(n), xp.zeros(n, np.int64),
                                    xp.zeros(n, np.int8), xp.zeros(n)))
+        for w in self.work:
+            for term in self.terms:
+                for c in term.columns:
+                    if c not in w.table:
+                        raise InputError(f"Term {term.name}: column", c,
+                                         f"must be a column of every rigid-body table (table {w.table.prefix} "
+                                         "lacks it)")
+        self._term_args = {id(w): self._fused.args(w.table) for w in self.work} if self.terms else {}
         xp = np if not self.work else array_module(self.work[0].y0)
         self._a, self._b, self._c = xp.asarray(self.tableau.a), xp.asarray(self.tableau.b), self.tableau.c
         self._b_err = xp.asarray(self.tableau.b_err if self.adaptive else self.tableau.b)
+
+    def _link_terms(self, world) -> None:
+        """Fuse the row terms of the DERIVATIVE systems that have no ``process`` (:mod:`systems.rigid_terms`)."""
+        check_derivatives(world, world.systems)
+        self.terms = tuple(s.term(world) for s in world.schedule()[Phase.DERIVATIVE] if not s.launches)
+        self._fused = None
+        if not self.terms:
+            return
+        if world.backend == "gpu":
+            raise InputError("backend", "gpu", f"row terms ({', '.join(t.name for t in self.terms)}) run on the CPU "
+                                               "backend only: their fused kernels have no GPU build yet")
+        self._fused = fuse_terms(self.terms, rigid_terms.ROOTS)
+        self._add_terms = self._fused.kernels["add_row_terms_rows"]
 
     def process(self, frame) -> None:
         tab = self.tableau
@@ -458,6 +486,11 @@ class Integrator(System):
                                 t["body_torque"])
                 frame.stage = stage
                 frame.run_derivatives()
+                for w in self.work if self.terms else ():
+                    t = w.table
+                    self._add_terms(t.row_count, w.active, t["row_time"], t["body_position"], t["body_velocity"],
+                                    t["body_attitude"], t["body_omega"], t["body_mass"], t["body_com"],
+                                    t["body_force"], t["body_torque"], self._term_args[id(w)])
                 for w in self.work:
                     t = w.table
                     launch_rows(frame.backend, body_derivative_rows, body_derivative, t.row_count, w.active,
