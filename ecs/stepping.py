@@ -87,3 +87,17 @@ def _step_factor(err, exponent):
 
 
 step_factor = dual(_step_factor)
+
+
+def _scaled_error_sq(e, y0, y1, rtol, atol):
+    """One state component's term of the RMS error norm: ``(e / (atol + rtol·max(|y0|, |y1|)))²``,
+    e the embedded error estimate of a step from y0 to y1 (Hairer, Nørsett & Wanner, *Solving
+    ODEs I*, II.4, eq 4.11). Every error-controlled integrator of the engine sums these terms
+    (systems.integration, systems.deploy_physics); a component with its own scale passes it as
+    y0 = y1 (a fixed reference) or divides atol (a length scale)."""
+    sc = atol + rtol * max(abs(y0), abs(y1))
+    r = e / sc
+    return r * r
+
+
+scaled_error_sq = dual(_scaled_error_sq)

@@ -42,7 +42,7 @@ import numpy as np
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
 from ecs.terms import row_terms_none, terms_active_none, terms_couple_attitude_none
-from ecs.stepping import DP54, step_factor
+from ecs.stepping import DP54, scaled_error_sq, step_factor
 from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.gravity_kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
 from systems.sdf import eval_terrain_point, sample_sdf_grid
@@ -393,13 +393,11 @@ def _error_norm(w, y0, y1, k, stride, n, h, rtol, atol, lscale, rscale):
         e = h * (E1 * w[k + c] + E3 * w[k + 2 * stride + c] + E4 * w[k + 3 * stride + c]
                  + E5 * w[k + 4 * stride + c] + E6 * w[k + 5 * stride + c] + E7 * w[k + 6 * stride + c])
         if c < 3 and lscale > 0.0:
-            sc = atol + rtol * lscale
+            acc += _err_sq(e, lscale, lscale, rtol, atol)
         elif c >= 6 and rscale > 0.0:
-            sc = atol / rscale + rtol * max(abs(w[y0 + c]), abs(w[y1 + c]))
+            acc += _err_sq(e, w[y0 + c], w[y1 + c], rtol, atol / rscale)
         else:
-            sc = atol + rtol * max(abs(w[y0 + c]), abs(w[y1 + c]))
-        r = e / sc
-        acc += r * r
+            acc += _err_sq(e, w[y0 + c], w[y1 + c], rtol, atol)
     return math.sqrt(acc / n)
 
 
@@ -407,6 +405,7 @@ error_norm = dual_call(_error_norm)
 
 
 _step_factor = step_factor.cpu
+_err_sq = scaled_error_sq.cpu
 
 
 def next_step(h, err):

@@ -43,7 +43,7 @@ from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.terms import fuse_terms
 from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
-from ecs.stepping import TABLEAUX, Tableau, step_factor  # noqa: F401  (TABLEAUX re-exported for scenes)
+from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems import rigid_terms
 from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
@@ -52,6 +52,7 @@ _e2q = euler321_to_quat.cpu
 _qnorm = quat_normalize.cpu
 _qdot = quat_derivative.cpu
 _step_factor = step_factor.cpu
+_err_sq = scaled_error_sq.cpu
 
 
 ALIASES = {"explicit_euler": "euler", "euler_cromer": "semi_implicit_euler", "symplectic_euler": "semi_implicit_euler",
@@ -131,8 +132,7 @@ def _candidate_error(i, y0, K, b, b_err, nstages, hi, euler_mode, rtol, atol, ad
         if not math.isfinite(y1):
             finite = False
         if adaptive:
-            sc = atol + rtol * max(abs(y0[i, k]), abs(y1))
-            errsq += (e / sc) * (e / sc)
+            errsq += _err_sq(e, y0[i, k], y1, rtol, atol)
             ncomp += 1
     return errsq, ncomp, finite
 
