@@ -1,0 +1,887 @@
+"""Articulated-tree dynamics kernels: spatial algebra, forward kinematics, RNEA, CRBA and the O(n)
+articulated-body algorithm (ABA), after R. Featherstone, *Rigid Body Dynamics Algorithms*,
+Springer, 2008 (RBDA: §2 spatial algebra, Table 5.1 RNEA, Table 6.2 CRBA, Table 7.1 ABA).
+
+Every kernel works on one sample's links, rows ``b .. b + n - 1`` of the link table (parent-first
+order, :mod:`components.multibody`), with plain loops on scalars and element indexing: no
+allocation, so the same sources can be compiled for CUDA (``ecs.kernels.dual``). Scratch lives in
+two per-row arrays the caller owns: ``M[rows, 8, 6, 6]`` (matrices) and ``V[rows, 8, 6]`` (vectors),
+see :func:`new_scratch`.
+
+Spatial vectors are Featherstone's, in link body coordinates at the link origin: motion
+``[ω; v]``, force ``[n; f]``. ``X`` (slot ``M[r, 0]``) maps motion vectors from parent to link
+coordinates, ``Xᵀ`` maps forces from link to parent coordinates. A root's parent frame is the
+inertial frame.
+
+Internal joint velocities: a free joint's state velocity is (velocity in joint axes, body rate),
+the ABA works with its body-axes twist ``u = (Rᵀ v, ω)`` (Pinocchio's free-flyer coordinates), so
+its motion subspace is constant; inputs and outputs are converted at the boundary
+(``p̈ = R (u̇_v + ω × u_v)``). Locked joints are treated as fixed (no velocity coordinate).
+
+External forces ``fext[r, 6]`` are spatial forces ``[n; f]`` on the link, body axes, about the
+link origin. ``a0[6]`` is the spatial acceleration of the inertial frame used as the roots'
+parent: ``[0, 0, 0, -g]`` puts a uniform gravity field ``g`` (inertial axes) on every link
+(RBDA §5.3); zero in orbit, where gravity comes in per link through ``fext``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.multibody import FIXED, FREE, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
+from ecs.attitude import quat_derivative, quat_normalize
+from ecs.kernels import cpu_parallel, dual
+
+_qdot = quat_derivative.cpu
+_qnorm = quat_normalize.cpu
+
+# scratch slots
+MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
+M_SLOTS = 8
+VV, VC, VPA, VU, VA, VQD, VQDD, VT = 0, 1, 2, 3, 4, 5, 6, 7  # V[r, slot]: v, c, p^A, u, a, q̇int, q̈int, tmp
+V_SLOTS = 8
+#: State size per link for integration: q (7) then qd (6).
+STATE = Q_SLOTS + QD_SLOTS
+
+
+def new_scratch(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch arrays ``(M, V)`` for ``rows`` link rows."""
+    return np.zeros((rows, M_SLOTS, 6, 6)), np.zeros((rows, V_SLOTS, 6))
+
+
+# ------------------------------------------------------------------------------ small helpers
+def _nv_nominal(kind):
+    """Velocity coordinates of a joint kind (components.multibody.NV)."""
+    if kind == REVOLUTE or kind == PRISMATIC:
+        return 1
+    if kind == SPHERICAL:
+        return 3
+    if kind == FREE:
+        return 6
+    return 0
+
+
+nv_nominal = dual(_nv_nominal)
+_nvn = nv_nominal.cpu
+
+
+def _nv_of(kind, locked):
+    """Velocity coordinates of a joint at run time (0 when fixed or locked)."""
+    return 0 if locked else _nvn(kind)
+
+
+nv_of = dual(_nv_of)
+_nv = nv_of.cpu
+
+
+def _quat_to_matrix(q0, q1, q2, q3, R, i0, j0):
+    """R[i0:i0+3, j0:j0+3] <- rotation of the unit quaternion (w, x, y, z) (v_out = R v_in)."""
+    R[i0 + 0, j0 + 0] = 1.0 - 2.0 * (q2 * q2 + q3 * q3)
+    R[i0 + 0, j0 + 1] = 2.0 * (q1 * q2 - q0 * q3)
+    R[i0 + 0, j0 + 2] = 2.0 * (q1 * q3 + q0 * q2)
+    R[i0 + 1, j0 + 0] = 2.0 * (q1 * q2 + q0 * q3)
+    R[i0 + 1, j0 + 1] = 1.0 - 2.0 * (q1 * q1 + q3 * q3)
+    R[i0 + 1, j0 + 2] = 2.0 * (q2 * q3 - q0 * q1)
+    R[i0 + 2, j0 + 0] = 2.0 * (q1 * q3 - q0 * q2)
+    R[i0 + 2, j0 + 1] = 2.0 * (q2 * q3 + q0 * q1)
+    R[i0 + 2, j0 + 2] = 1.0 - 2.0 * (q1 * q1 + q2 * q2)
+
+
+quat_to_matrix = dual(_quat_to_matrix)
+_q2m = quat_to_matrix.cpu
+
+
+def _crm(v, m, out):
+    """out <- v ×m m (spatial motion cross product, RBDA eq. 2.31)."""
+    out[0] = v[1] * m[2] - v[2] * m[1]
+    out[1] = v[2] * m[0] - v[0] * m[2]
+    out[2] = v[0] * m[1] - v[1] * m[0]
+    out[3] = v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1]
+    out[4] = v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2]
+    out[5] = v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
+
+
+crm = dual(_crm)
+_crm_ = crm.cpu
+
+
+def _crf_add(v, f, out):
+    """out += v ×* f (spatial force cross product, RBDA eq. 2.32)."""
+    out[0] += v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
+    out[1] += v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
+    out[2] += v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
+    out[3] += v[1] * f[5] - v[2] * f[4]
+    out[4] += v[2] * f[3] - v[0] * f[5]
+    out[5] += v[0] * f[4] - v[1] * f[3]
+
+
+crf_add = dual(_crf_add)
+_crf = crf_add.cpu
+
+
+def _spatial_inertia(m, c, Ic, I):
+    """I (6×6) <- spatial inertia about the link origin of mass m, CoM c, inertia Ic about the CoM
+    (RBDA eq. 2.63): [[Ic + m [c×][c×]ᵀ, m [c×]], [m [c×]ᵀ, m E]]."""
+    cx, cy, cz = c[0], c[1], c[2]
+    c2 = cx * cx + cy * cy + cz * cz
+    for i in range(3):
+        for j in range(3):
+            I[i, j] = Ic[i, j] - m * c[i] * c[j]
+            I[3 + i, 3 + j] = 0.0
+        I[i, i] += m * c2
+        I[3 + i, 3 + i] = m
+    # m [c×] (upper right) and its transpose (lower left)
+    I[0, 3] = 0.0
+    I[0, 4] = -m * cz
+    I[0, 5] = m * cy
+    I[1, 3] = m * cz
+    I[1, 4] = 0.0
+    I[1, 5] = -m * cx
+    I[2, 3] = -m * cy
+    I[2, 4] = m * cx
+    I[2, 5] = 0.0
+    for i in range(3):
+        for j in range(3):
+            I[3 + j, i] = I[i, 3 + j]
+
+
+spatial_inertia = dual(_spatial_inertia)
+_sinertia = spatial_inertia.cpu
+
+
+def _congruence_add(X, A, T, out):
+    """out += Xᵀ A X (6×6; T is 6×6 scratch)."""
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += A[i, k] * X[k, j]
+            T[i, j] = s
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += X[k, i] * T[k, j]
+            out[i, j] += s
+
+
+congruence_add = dual(_congruence_add)
+_cong = congruence_add.cpu
+
+
+def _spd_inverse(A, nv, L, out):
+    """out[:nv, :nv] <- A[:nv, :nv]⁻¹ for a symmetric positive-definite A, through its Cholesky
+    factor (L: scratch). A non-positive pivot gives NaN (the caller's row then fails)."""
+    for j in range(nv):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        d = math.sqrt(d) if d > 0.0 else math.nan
+        L[j, j] = d
+        for i in range(j + 1, nv):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    for col in range(nv):
+        # forward: L y = e_col (y stored in out[:, col])
+        for i in range(nv):
+            s = 1.0 if i == col else 0.0
+            for k in range(i):
+                s -= L[i, k] * out[k, col]
+            out[i, col] = s / L[i, i]
+        # backward: Lᵀ x = y
+        for i in range(nv - 1, -1, -1):
+            s = out[i, col]
+            for k in range(i + 1, nv):
+                s -= L[k, i] * out[k, col]
+            out[i, col] = s / L[i, i]
+
+
+spd_inverse = dual(_spd_inverse)
+_spdinv = spd_inverse.cpu
+
+
+def _matvec(A, x, out):
+    """out <- A x (A: 6×6)."""
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += A[i, j] * x[j]
+        out[i] = s
+
+
+matvec = dual(_matvec)
+_mv = matvec.cpu
+
+
+def _mul_sub(A, S, nv, out):
+    """out[:, :nv] <- A S (A: 6×6, S: 6×nv)."""
+    for i in range(6):
+        for j in range(nv):
+            s = 0.0
+            for l in range(6):
+                s += A[i, l] * S[l, j]
+            out[i, j] = s
+
+
+mul_sub = dual(_mul_sub)
+_mulsub = mul_sub.cpu
+
+
+def _project(S, nv, F, nf, out, oi, oj):
+    """out[oi + i, oj + j] <- (Sᵀ F)[i, j] for i < nv, j < nf (S: 6×nv, F: 6×nf)."""
+    for i in range(nv):
+        for j in range(nf):
+            s = 0.0
+            for l in range(6):
+                s += S[l, i] * F[l, j]
+            out[oi + i, oj + j] = s
+
+
+project = dual(_project)
+_proj = project.cpu
+
+
+# ------------------------------------------------------------------------------ joint model
+def _joint_setup(r, kind, axis, offset, rotation, q, qd, locked, M, V):
+    """Row r: X (parent → link), S (6 × nv), the joint rotation R_J and the parent → link placement
+    (``M[r, MW]``: [0:3, 0:3] link→parent rotation, [0:3, 3] link origin in parent axes,
+    [3:6, 0:3] R_J link→joint), and the internal joint velocity ``V[r, VQD]``. Returns nv."""
+    k = kind[r]
+    W = M[r, MW]
+    a0, a1, a2 = axis[r, 0], axis[r, 1], axis[r, 2]
+    pj0 = 0.0
+    pj1 = 0.0
+    pj2 = 0.0
+    if k == REVOLUTE:
+        th = q[r, 0]
+        cs = math.cos(th)
+        sn = math.sin(th)
+        cc = 1.0 - cs
+        W[3, 0] = cs + cc * a0 * a0
+        W[3, 1] = cc * a0 * a1 - sn * a2
+        W[3, 2] = cc * a0 * a2 + sn * a1
+        W[4, 0] = cc * a1 * a0 + sn * a2
+        W[4, 1] = cs + cc * a1 * a1
+        W[4, 2] = cc * a1 * a2 - sn * a0
+        W[5, 0] = cc * a2 * a0 - sn * a1
+        W[5, 1] = cc * a2 * a1 + sn * a0
+        W[5, 2] = cs + cc * a2 * a2
+    elif k == SPHERICAL:
+        _q2m(q[r, 0], q[r, 1], q[r, 2], q[r, 3], W, 3, 0)
+    elif k == FREE:
+        pj0, pj1, pj2 = q[r, 0], q[r, 1], q[r, 2]
+        _q2m(q[r, 3], q[r, 4], q[r, 5], q[r, 6], W, 3, 0)
+    else:
+        for i in range(3):
+            for j in range(3):
+                W[3 + i, j] = 1.0 if i == j else 0.0
+        if k == PRISMATIC:
+            pj0, pj1, pj2 = a0 * q[r, 0], a1 * q[r, 0], a2 * q[r, 0]
+    # R_T (joint → parent) into the tmp slot, then R = R_T R_J, p = offset + R_T p_J
+    T = M[r, MT]
+    _q2m(rotation[r, 0], rotation[r, 1], rotation[r, 2], rotation[r, 3], T, 0, 0)
+    for i in range(3):
+        for j in range(3):
+            W[i, j] = T[i, 0] * W[3, j] + T[i, 1] * W[4, j] + T[i, 2] * W[5, j]
+        W[i, 3] = offset[r, i] + T[i, 0] * pj0 + T[i, 1] * pj1 + T[i, 2] * pj2
+    # X = [Rᵀ 0; −Rᵀ[p×] Rᵀ]
+    X = M[r, MX]
+    px, py, pz = W[0, 3], W[1, 3], W[2, 3]
+    for i in range(3):
+        r0, r1, r2 = W[0, i], W[1, i], W[2, i]        # row i of Rᵀ
+        for j in range(3):
+            X[i, j] = W[j, i]
+            X[i, 3 + j] = 0.0
+            X[3 + i, 3 + j] = W[j, i]
+        # −(Rᵀ [p×])[i, :], [p×] = [[0, −pz, py], [pz, 0, −px], [−py, px, 0]]
+        X[3 + i, 0] = -(r1 * pz - r2 * py)
+        X[3 + i, 1] = -(-r0 * pz + r2 * px)
+        X[3 + i, 2] = -(r0 * py - r1 * px)
+    # S and the internal velocity
+    nv = _nv(k, locked[r])
+    S = M[r, MS]
+    for i in range(6):
+        for j in range(6):
+            S[i, j] = 0.0
+        V[r, VQD, i] = 0.0
+    if nv == 0:
+        return 0
+    if k == REVOLUTE:
+        S[0, 0] = a0
+        S[1, 0] = a1
+        S[2, 0] = a2
+        V[r, VQD, 0] = qd[r, 0]
+    elif k == PRISMATIC:
+        S[3, 0] = a0
+        S[4, 0] = a1
+        S[5, 0] = a2
+        V[r, VQD, 0] = qd[r, 0]
+    elif k == SPHERICAL:
+        for i in range(3):
+            S[i, i] = 1.0
+            V[r, VQD, i] = qd[r, i]
+    else:  # FREE: u = (R_Jᵀ v, ω); S maps u to [ω; v_b]
+        for i in range(3):
+            S[3 + i, i] = 1.0
+            S[i, 3 + i] = 1.0
+            V[r, VQD, i] = W[3, i] * qd[r, 0] + W[4, i] * qd[r, 1] + W[5, i] * qd[r, 2]
+            V[r, VQD, 3 + i] = qd[r, 3 + i]
+    return nv
+
+
+joint_setup = dual(_joint_setup)
+_setup = joint_setup.cpu
+
+
+def _tau_internal(r, kind, nv, tau, M, out):
+    """out[:nv] <- the applied generalised force of row r in internal coordinates (free joint:
+    force from joint axes to body axes)."""
+    if nv == 6 and kind[r] == FREE:
+        W = M[r, MW]
+        for i in range(3):
+            out[i] = W[3, i] * tau[r, 0] + W[4, i] * tau[r, 1] + W[5, i] * tau[r, 2]
+            out[3 + i] = tau[r, 3 + i]
+    else:
+        for i in range(nv):
+            out[i] = tau[r, i]
+
+
+tau_internal = dual(_tau_internal)
+_tauint = tau_internal.cpu
+
+
+def _velocities(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V):
+    """Pass 1 shared by the algorithms: joint set-up, link velocities v (VV), velocity-product
+    accelerations c = v ×m v_J (VC), spatial inertias (MIA)."""
+    for k in range(n):
+        r = b + k
+        nv = _setup(r, kind, axis, offset, rotation, q, qd, locked, M, V)
+        p = parent[r]
+        X = M[r, MX]
+        S = M[r, MS]
+        for i in range(6):
+            s = 0.0
+            if p >= 0:
+                for j in range(6):
+                    s += X[i, j] * V[p, VV, j]
+            vj = 0.0
+            for j in range(nv):
+                vj += S[i, j] * V[r, VQD, j]
+            V[r, VT, i] = vj
+            V[r, VV, i] = s + vj
+        _crm_(V[r, VV], V[r, VT], V[r, VC])
+        _sinertia(mass[r], com[r], inertia[r], M[r, MIA])
+
+
+velocities = dual(_velocities, inline=False)
+_vel = velocities.cpu
+
+
+def _qdd_out(r, kind, nv, M, V, qdd):
+    """qdd[r] <- row r's internal joint acceleration in state units (free: p̈ in joint axes)."""
+    for i in range(QD_SLOTS):
+        qdd[r, i] = 0.0
+    if nv == 6 and kind[r] == FREE:
+        W = M[r, MW]
+        # p̈ = R_J (u̇_v + ω × u_v)
+        ux, uy, uz = V[r, VQD, 0], V[r, VQD, 1], V[r, VQD, 2]
+        wx, wy, wz = V[r, VQD, 3], V[r, VQD, 4], V[r, VQD, 5]
+        ax = V[r, VQDD, 0] + wy * uz - wz * uy
+        ay = V[r, VQDD, 1] + wz * ux - wx * uz
+        az = V[r, VQDD, 2] + wx * uy - wy * ux
+        for i in range(3):
+            qdd[r, i] = W[3 + i, 0] * ax + W[3 + i, 1] * ay + W[3 + i, 2] * az
+            qdd[r, 3 + i] = V[r, VQDD, 3 + i]
+    else:
+        for i in range(nv):
+            qdd[r, i] = V[r, VQDD, i]
+
+
+qdd_out = dual(_qdd_out)
+_qddout = qdd_out.cpu
+
+
+# ------------------------------------------------------------------------------ ABA (RBDA Table 7.1)
+def _aba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, fext, a0, qdd, M, V):
+    """Forward dynamics of one sample's links: ``qdd[r, :]`` (state units, module docstring) from
+    the state, the applied joint forces ``tau`` and the external link forces ``fext``."""
+    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    for k in range(n):
+        r = b + k
+        # p^A = v ×* (I v) − f^ext  (I v into the tmp vector)
+        _mv(M[r, MIA], V[r, VV], V[r, VT])
+        for i in range(6):
+            V[r, VPA, i] = -fext[r, i]
+        _crf(V[r, VV], V[r, VT], V[r, VPA])
+    for k in range(n - 1, -1, -1):
+        r = b + k
+        nv = _nv(kind[r], locked[r])
+        IA = M[r, MIA]
+        S = M[r, MS]
+        U = M[r, MU]
+        Di = M[r, MDI]
+        T = M[r, MT]
+        pA = V[r, VPA]
+        u = V[r, VU]
+        _mulsub(IA, S, nv, U)                    # U = I^A S
+        _proj(S, nv, U, nv, T, 0, 0)             # D = Sᵀ U into T, D⁻¹ into Di
+        _spdinv(T, nv, M[r, ML], Di)
+        _tauint(r, kind, nv, tau, M, u)
+        for i in range(nv):
+            s = u[i]
+            for l in range(6):
+                s -= S[l, i] * pA[l]
+            u[i] = s
+        p = parent[r]
+        if p >= 0:
+            # Ia = IA − U D⁻¹ Uᵀ (in place), pa = pA + Ia c + U D⁻¹ u (into the tmp vector)
+            for i in range(6):
+                for j in range(nv):
+                    s = 0.0
+                    for l in range(nv):
+                        s += U[i, l] * Di[l, j]
+                    T[i, j] = s                 # T = U D⁻¹ (6 × nv)
+            for i in range(6):
+                for j in range(6):
+                    s = 0.0
+                    for l in range(nv):
+                        s += T[i, l] * U[j, l]
+                    IA[i, j] -= s
+            for i in range(6):
+                s = pA[i]
+                for j in range(6):
+                    s += IA[i, j] * V[r, VC, j]
+                for l in range(nv):
+                    s += T[i, l] * u[l]
+                V[r, VT, i] = s
+            X = M[r, MX]
+            _cong(X, IA, T, M[p, MIA])
+            for i in range(6):
+                s = 0.0
+                for j in range(6):
+                    s += X[j, i] * V[r, VT, j]
+                V[p, VPA, i] += s
+    for k in range(n):
+        r = b + k
+        p = parent[r]
+        X = M[r, MX]
+        S = M[r, MS]
+        U = M[r, MU]
+        Di = M[r, MDI]
+        a = V[r, VA]
+        for i in range(6):
+            s = V[r, VC, i]
+            for j in range(6):
+                s += X[i, j] * (V[p, VA, j] if p >= 0 else a0[j])
+            a[i] = s
+        nv = _nv(kind[r], locked[r])
+        for i in range(nv):                       # u − Uᵀ a into the tmp vector
+            s = V[r, VU, i]
+            for l in range(6):
+                s -= U[l, i] * a[l]
+            V[r, VT, i] = s
+        for i in range(nv):
+            s = 0.0
+            for j in range(nv):
+                s += Di[i, j] * V[r, VT, j]
+            V[r, VQDD, i] = s
+        for i in range(6):
+            s = 0.0
+            for j in range(nv):
+                s += S[i, j] * V[r, VQDD, j]
+            a[i] += s
+        _qddout(r, kind, nv, M, V, qdd)
+
+
+aba = dual(_aba, inline=False)
+_aba_ = aba.cpu
+
+
+
+# ------------------------------------------------------------------------------ RNEA (RBDA Table 5.1)
+def _rnea(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, qdd, fext, a0, tau_out,
+          M, V):
+    """Inverse dynamics of one sample's links: ``tau_out[r, :]`` (state units: a free joint's force
+    in joint axes, then its torque in body axes) that produces the accelerations ``qdd``."""
+    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    for k in range(n):
+        r = b + k
+        p = parent[r]
+        nv = _nv(kind[r], locked[r])
+        X = M[r, MX]
+        S = M[r, MS]
+        if nv == 6 and kind[r] == FREE:           # u̇_v = R_Jᵀ p̈ − ω × u_v
+            W = M[r, MW]
+            ux, uy, uz = V[r, VQD, 0], V[r, VQD, 1], V[r, VQD, 2]
+            wx, wy, wz = V[r, VQD, 3], V[r, VQD, 4], V[r, VQD, 5]
+            cr0 = wy * uz - wz * uy
+            cr1 = wz * ux - wx * uz
+            cr2 = wx * uy - wy * ux
+            for i in range(3):
+                V[r, VQDD, i] = W[3, i] * qdd[r, 0] + W[4, i] * qdd[r, 1] + W[5, i] * qdd[r, 2]
+                V[r, VQDD, 3 + i] = qdd[r, 3 + i]
+            V[r, VQDD, 0] -= cr0
+            V[r, VQDD, 1] -= cr1
+            V[r, VQDD, 2] -= cr2
+        else:
+            for i in range(nv):
+                V[r, VQDD, i] = qdd[r, i]
+        for i in range(6):
+            s = V[r, VC, i]
+            for j in range(6):
+                s += X[i, j] * (V[p, VA, j] if p >= 0 else a0[j])
+            for j in range(nv):
+                s += S[i, j] * V[r, VQDD, j]
+            V[r, VA, i] = s
+        I = M[r, MIA]
+        for i in range(6):
+            s = 0.0
+            t = 0.0
+            for j in range(6):
+                s += I[i, j] * V[r, VA, j]
+                t += I[i, j] * V[r, VV, j]
+            V[r, VPA, i] = s - fext[r, i]
+            V[r, VT, i] = t
+        _crf(V[r, VV], V[r, VT], V[r, VPA])
+    for k in range(n - 1, -1, -1):
+        r = b + k
+        p = parent[r]
+        nv = _nv(kind[r], locked[r])
+        S = M[r, MS]
+        for i in range(QD_SLOTS):
+            tau_out[r, i] = 0.0
+        for i in range(nv):
+            s = 0.0
+            for l in range(6):
+                s += S[l, i] * V[r, VPA, l]
+            V[r, VT, i] = s
+        if nv == 6 and kind[r] == FREE:
+            W = M[r, MW]
+            for i in range(3):
+                tau_out[r, i] = W[3 + i, 0] * V[r, VT, 0] + W[3 + i, 1] * V[r, VT, 1] + W[3 + i, 2] * V[r, VT, 2]
+                tau_out[r, 3 + i] = V[r, VT, 3 + i]
+        else:
+            for i in range(nv):
+                tau_out[r, i] = V[r, VT, i]
+        if p >= 0:
+            X = M[r, MX]
+            for i in range(6):
+                s = 0.0
+                for j in range(6):
+                    s += X[j, i] * V[r, VPA, j]
+                V[p, VPA, i] += s
+
+
+rnea = dual(_rnea, inline=False)
+
+
+# ------------------------------------------------------------------------------ CRBA (RBDA Table 6.2)
+def _dof_offset(b, k, kind, locked):
+    """Index of link k's first velocity coordinate in the sample's joint-space vector."""
+    o = 0
+    for j in range(k):
+        o += _nv(kind[b + j], locked[b + j])
+    return o
+
+
+dof_offset = dual(_dof_offset)
+_dofo = dof_offset.cpu
+
+
+def _crba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, H, M, V):
+    """Joint-space mass matrix ``H[:N, :N]`` of one sample (N = its unlocked velocity coordinates,
+    links in order), in state coordinates: ``T = ½ qdᵀ H qd``."""
+    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    N = _dofo(b, n, kind, locked)
+    for i in range(N):
+        for j in range(N):
+            H[i, j] = 0.0
+    for k in range(n - 1, -1, -1):                 # composite inertias
+        r = b + k
+        p = parent[r]
+        if p >= 0:
+            _cong(M[r, MX], M[r, MIA], M[r, MT], M[p, MIA])
+    for k in range(n):
+        r = b + k
+        nv = _nv(kind[r], locked[r])
+        if nv == 0:
+            continue
+        oi = _dofo(b, k, kind, locked)
+        S = M[r, MS]
+        F = M[r, MU]
+        T = M[r, MT]
+        Ic = M[r, MIA]
+        _mulsub(Ic, S, nv, F)
+        _proj(S, nv, F, nv, H, oi, oi)
+        jr = r
+        while parent[jr] >= 0:
+            X = M[jr, MX]
+            for i in range(6):                     # F = X_jᵀ F
+                for j in range(nv):
+                    s = 0.0
+                    for l in range(6):
+                        s += X[l, i] * F[l, j]
+                    T[i, j] = s
+            for i in range(6):
+                for j in range(nv):
+                    F[i, j] = T[i, j]
+            jr = parent[jr]
+            nvj = _nv(kind[jr], locked[jr])
+            oj = _dofo(b, jr - b, kind, locked)
+            Sj = M[jr, MS]
+            for i in range(nv):
+                for j in range(nvj):
+                    s = 0.0
+                    for l in range(6):
+                        s += F[l, i] * Sj[l, j]
+                    H[oi + i, oj + j] = s
+                    H[oj + j, oi + i] = s
+    for k in range(n):                             # free joints: internal u = (R_Jᵀ v, ω) → state qd
+        r = b + k
+        if kind[r] != FREE or locked[r]:
+            continue
+        o = _dofo(b, k, kind, locked)
+        W = M[r, MW]
+        for c in range(N):                         # rows: R_J H[o:o+3, c]
+            h0, h1, h2 = H[o, c], H[o + 1, c], H[o + 2, c]
+            for i in range(3):
+                H[o + i, c] = W[3 + i, 0] * h0 + W[3 + i, 1] * h1 + W[3 + i, 2] * h2
+        for c in range(N):                         # columns: H[c, o:o+3] R_Jᵀ
+            h0, h1, h2 = H[c, o], H[c, o + 1], H[c, o + 2]
+            for i in range(3):
+                H[c, o + i] = h0 * W[3 + i, 0] + h1 * W[3 + i, 1] + h2 * W[3 + i, 2]
+
+
+crba = dual(_crba, inline=False)
+
+
+# ------------------------------------------------------------------------------ poses, energy, momentum
+def _world_pose(b, n, parent, M, Rw, pw):
+    """Rw[r] (link → inertial rotation) and pw[r] (link origin, inertial) from the placements that
+    a set-up pass left in ``M[r, MW]``."""
+    for k in range(n):
+        r = b + k
+        p = parent[r]
+        W = M[r, MW]
+        for i in range(3):
+            if p < 0:
+                for j in range(3):
+                    Rw[r, i, j] = W[i, j]
+                pw[r, i] = W[i, 3]
+            else:
+                for j in range(3):
+                    Rw[r, i, j] = Rw[p, i, 0] * W[0, j] + Rw[p, i, 1] * W[1, j] + Rw[p, i, 2] * W[2, j]
+                pw[r, i] = pw[p, i] + Rw[p, i, 0] * W[0, 3] + Rw[p, i, 1] * W[1, 3] + Rw[p, i, 2] * W[2, 3]
+
+
+world_pose = dual(_world_pose)
+_pose = world_pose.cpu
+
+
+def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+                     out):
+    """out[0] <- kinetic energy [J]; out[1:4] <- linear momentum [kg m/s], out[4:7] <- angular
+    momentum about the inertial origin [kg m²/s], both inertial axes. Also fills Rw, pw."""
+    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    _pose(b, n, parent, M, Rw, pw)
+    for i in range(7):
+        out[i] = 0.0
+    for k in range(n):
+        r = b + k
+        _mv(M[r, MIA], V[r, VV], V[r, VT])      # h = I v = [angular about origin; linear], body axes
+        for i in range(6):
+            out[0] += 0.5 * V[r, VV, i] * V[r, VT, i]
+        n0 = Rw[r, 0, 0] * V[r, VT, 0] + Rw[r, 0, 1] * V[r, VT, 1] + Rw[r, 0, 2] * V[r, VT, 2]
+        n1 = Rw[r, 1, 0] * V[r, VT, 0] + Rw[r, 1, 1] * V[r, VT, 1] + Rw[r, 1, 2] * V[r, VT, 2]
+        n2 = Rw[r, 2, 0] * V[r, VT, 0] + Rw[r, 2, 1] * V[r, VT, 1] + Rw[r, 2, 2] * V[r, VT, 2]
+        f0 = Rw[r, 0, 0] * V[r, VT, 3] + Rw[r, 0, 1] * V[r, VT, 4] + Rw[r, 0, 2] * V[r, VT, 5]
+        f1 = Rw[r, 1, 0] * V[r, VT, 3] + Rw[r, 1, 1] * V[r, VT, 4] + Rw[r, 1, 2] * V[r, VT, 5]
+        f2 = Rw[r, 2, 0] * V[r, VT, 3] + Rw[r, 2, 1] * V[r, VT, 4] + Rw[r, 2, 2] * V[r, VT, 5]
+        px, py, pz = pw[r, 0], pw[r, 1], pw[r, 2]
+        out[1] += f0
+        out[2] += f1
+        out[3] += f2
+        out[4] += n0 + py * f2 - pz * f1
+        out[5] += n1 + pz * f0 - px * f2
+        out[6] += n2 + px * f1 - py * f0
+
+
+energy_momentum = dual(_energy_momentum, inline=False)
+
+
+# ------------------------------------------------------------------------------ external forces
+def _link_forces(b, n, mu, mass, com, inertia, force, torque, Rw, pw, fext):
+    """fext[r] <- the link's external spatial force, body axes, about the link origin: the
+    accumulated ``force`` (inertial, through the CoM) and ``torque`` (body, about the CoM), plus,
+    when ``mu > 0``, the link's own point-mass gravity ``−μ m r/|r|³`` at its CoM and its
+    gravity-gradient torque ``3μ/|r|⁵ r_b × (I_c r_b)`` (r_b: CoM position in body axes; seed 001
+    "each body as if it was independent", MBGravityTorque)."""
+    for k in range(n):
+        r = b + k
+        c0, c1, c2 = com[r, 0], com[r, 1], com[r, 2]
+        F0, F1, F2 = force[r, 0], force[r, 1], force[r, 2]
+        t0, t1, t2 = torque[r, 0], torque[r, 1], torque[r, 2]
+        # CoM position, inertial, and in body axes
+        x0 = pw[r, 0] + Rw[r, 0, 0] * c0 + Rw[r, 0, 1] * c1 + Rw[r, 0, 2] * c2
+        x1 = pw[r, 1] + Rw[r, 1, 0] * c0 + Rw[r, 1, 1] * c1 + Rw[r, 1, 2] * c2
+        x2 = pw[r, 2] + Rw[r, 2, 0] * c0 + Rw[r, 2, 1] * c1 + Rw[r, 2, 2] * c2
+        if mu > 0.0:
+            d2 = x0 * x0 + x1 * x1 + x2 * x2
+            d = math.sqrt(d2)
+            g = -mu * mass[r] / (d2 * d)
+            F0 += g * x0
+            F1 += g * x1
+            F2 += g * x2
+            rb0 = Rw[r, 0, 0] * x0 + Rw[r, 1, 0] * x1 + Rw[r, 2, 0] * x2
+            rb1 = Rw[r, 0, 1] * x0 + Rw[r, 1, 1] * x1 + Rw[r, 2, 1] * x2
+            rb2 = Rw[r, 0, 2] * x0 + Rw[r, 1, 2] * x1 + Rw[r, 2, 2] * x2
+            i0 = inertia[r, 0, 0] * rb0 + inertia[r, 0, 1] * rb1 + inertia[r, 0, 2] * rb2
+            i1 = inertia[r, 1, 0] * rb0 + inertia[r, 1, 1] * rb1 + inertia[r, 1, 2] * rb2
+            i2 = inertia[r, 2, 0] * rb0 + inertia[r, 2, 1] * rb1 + inertia[r, 2, 2] * rb2
+            gg = 3.0 * mu / (d2 * d2 * d)
+            t0 += gg * (rb1 * i2 - rb2 * i1)
+            t1 += gg * (rb2 * i0 - rb0 * i2)
+            t2 += gg * (rb0 * i1 - rb1 * i0)
+        fb0 = Rw[r, 0, 0] * F0 + Rw[r, 1, 0] * F1 + Rw[r, 2, 0] * F2
+        fb1 = Rw[r, 0, 1] * F0 + Rw[r, 1, 1] * F1 + Rw[r, 2, 1] * F2
+        fb2 = Rw[r, 0, 2] * F0 + Rw[r, 1, 2] * F1 + Rw[r, 2, 2] * F2
+        fext[r, 0] = t0 + c1 * fb2 - c2 * fb1
+        fext[r, 1] = t1 + c2 * fb0 - c0 * fb2
+        fext[r, 2] = t2 + c0 * fb1 - c1 * fb0
+        fext[r, 3] = fb0
+        fext[r, 4] = fb1
+        fext[r, 5] = fb2
+
+
+link_forces = dual(_link_forces)
+_lforces = link_forces.cpu
+
+
+# ------------------------------------------------------------------------------ state derivative and RK step
+def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
+                slip, force, torque, mu, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage):
+    """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
+
+    Generalised forces: ``tau`` minus the regularised joint friction
+    ``viscous qd + coulomb tanh(qd / slip)`` per velocity coordinate; external link forces from
+    :func:`_link_forces`. Locked joints: zero derivative (state frozen)."""
+    for k in range(n):
+        r = b + k
+        for i in range(QD_SLOTS):
+            w = qd[r, i]
+            tauw[r, i] = tau[r, i] - viscous[r] * w - coulomb[r] * math.tanh(w / slip[r])
+    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    _pose(b, n, parent, M, Rw, pw)
+    _lforces(b, n, mu, mass, com, inertia, force, torque, Rw, pw, fext)
+    _aba_(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tauw, fext, a0, qdd, M, V)
+    for k in range(n):
+        r = b + k
+        for i in range(Q_SLOTS + QD_SLOTS):
+            K[r, stage, i] = 0.0
+        kk = kind[r]
+        if locked[r] or kk == FIXED:
+            continue
+        if kk == REVOLUTE or kk == PRISMATIC:
+            K[r, stage, 0] = qd[r, 0]
+        elif kk == SPHERICAL:
+            d0, d1, d2, d3 = _qdot(q[r, 0], q[r, 1], q[r, 2], q[r, 3], qd[r, 0], qd[r, 1], qd[r, 2])
+            K[r, stage, 0] = d0
+            K[r, stage, 1] = d1
+            K[r, stage, 2] = d2
+            K[r, stage, 3] = d3
+        else:
+            K[r, stage, 0] = qd[r, 0]
+            K[r, stage, 1] = qd[r, 1]
+            K[r, stage, 2] = qd[r, 2]
+            d0, d1, d2, d3 = _qdot(q[r, 3], q[r, 4], q[r, 5], q[r, 6], qd[r, 3], qd[r, 4], qd[r, 5])
+            K[r, stage, 3] = d0
+            K[r, stage, 4] = d1
+            K[r, stage, 5] = d2
+            K[r, stage, 6] = d3
+        for i in range(QD_SLOTS):
+            K[r, stage, Q_SLOTS + i] = qdd[r, i]
+
+
+derivative = dual(_derivative, inline=False)
+_deriv = derivative.cpu
+
+
+def _put_state(r, i, v, q, qd):
+    if i < Q_SLOTS:
+        q[r, i] = v
+    else:
+        qd[r, i - Q_SLOTS] = v
+
+
+put_state = dual(_put_state)
+_put = put_state.cpu
+
+
+def _normalize_joint_quaternions(r, kind, q):
+    """Renormalise the quaternion slots of a spherical or free joint (after a step)."""
+    o = -1
+    if kind[r] == SPHERICAL:
+        o = 0
+    elif kind[r] == FREE:
+        o = 3
+    if o >= 0:
+        w, x, y, z = _qnorm(q[r, o], q[r, o + 1], q[r, o + 2], q[r, o + 3])
+        q[r, o] = w
+        q[r, o + 1] = x
+        q[r, o + 2] = y
+        q[r, o + 3] = z
+
+
+normalize_joint_quaternions = dual(_normalize_joint_quaternions)
+_qnorm_joint = normalize_joint_quaternions.cpu
+
+
+def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
+             viscous, coulomb, slip, force, torque, mu, a0, y0, K, tauw, fext, qdd, Rw, pw, M, V):
+    """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
+    sample's joint states; quaternions renormalised after the step. ``y0``, ``K``: per-row
+    scratch [rows, 13] and [rows, stages, 13]."""
+    ns = Q_SLOTS + QD_SLOTS
+    for k in range(n):
+        r = b + k
+        for i in range(Q_SLOTS):
+            y0[r, i] = q[r, i]
+        for i in range(QD_SLOTS):
+            y0[r, Q_SLOTS + i] = qd[r, i]
+    for st in range(nstages):
+        if st > 0:
+            for k in range(n):
+                r = b + k
+                for i in range(ns):
+                    v = y0[r, i]
+                    for j in range(st):
+                        v += h * A[st, j] * K[r, j, i]
+                    _put(r, i, v, q, qd)
+        _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
+               slip, force, torque, mu, a0, tauw, fext, qdd, Rw, pw, M, V, K, st)
+    for k in range(n):
+        r = b + k
+        for i in range(ns):
+            v = y0[r, i]
+            for j in range(nstages):
+                v += h * B[j] * K[r, j, i]
+            _put(r, i, v, q, qd)
+        _qnorm_joint(r, kind, q)
+
+
+rk_step = dual(_rk_step, inline=False)
+_rk_step_cpu = rk_step.cpu
+
+
+@cpu_parallel
+def rk_step_samples(ns, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia,
+                    tau, viscous, coulomb, slip, force, torque, mu, a0, y0, K, tauw, fext, qdd, Rw, pw, M, V):
+    """CPU driver of :data:`rk_step` over ``ns`` samples of ``E`` links each (one thread per sample)."""
+    for s in prange(ns):
+        _rk_step_cpu(s * E, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
+                     inertia, tau, viscous, coulomb, slip, force, torque, mu, a0, y0, K, tauw, fext, qdd, Rw, pw, M, V)
