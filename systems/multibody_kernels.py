@@ -822,8 +822,9 @@ put_state = dual(_put_state)
 _put = put_state.cpu
 
 
-def _normalize_joint_quaternions(r, kind, q):
-    """Renormalise the quaternion slots of a spherical or free joint (after a step)."""
+def _normalize_joint_quaternions(r, kind, q, C):
+    """Renormalise the quaternion slots of a spherical or free joint (after a step) and drop their
+    summation carries."""
     o = -1
     if kind[r] == SPHERICAL:
         o = 0
@@ -835,6 +836,8 @@ def _normalize_joint_quaternions(r, kind, q):
         q[r, o + 1] = x
         q[r, o + 2] = y
         q[r, o + 3] = z
+        for i in range(4):
+            C[r, o + i] = 0.0
 
 
 normalize_joint_quaternions = dual(_normalize_joint_quaternions)
@@ -842,10 +845,14 @@ _qnorm_joint = normalize_joint_quaternions.cpu
 
 
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-             viscous, coulomb, slip, force, torque, mu, a0, y0, K, tauw, fext, qdd, Rw, pw, M, V):
+             viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step. ``y0``, ``K``: per-row
-    scratch [rows, 13] and [rows, stages, 13]."""
+    scratch [rows, 13] and [rows, stages, 13]; ``C`` [rows, 13]: the carries of the compensated
+    summation of the state update (Kahan; N. J. Higham, *Accuracy and Stability of Numerical
+    Algorithms*, SIAM, 2nd ed. 2002, §4.3), zero at the start and kept from step to step: they keep
+    the round-off of 10⁵–10⁶ small increments to a large state (an orbit radius, a drifting
+    position) from accumulating."""
     ns = Q_SLOTS + QD_SLOTS
     for k in range(n):
         r = b + k
@@ -867,11 +874,14 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     for k in range(n):
         r = b + k
         for i in range(ns):
-            v = y0[r, i]
+            inc = 0.0
             for j in range(nstages):
-                v += h * B[j] * K[r, j, i]
+                inc += h * B[j] * K[r, j, i]
+            inc += C[r, i]                        # compensated (Kahan) sum y0 + inc
+            v = y0[r, i] + inc
+            C[r, i] = inc - (v - y0[r, i])
             _put(r, i, v, q, qd)
-        _qnorm_joint(r, kind, q)
+        _qnorm_joint(r, kind, q, C)
 
 
 rk_step = dual(_rk_step, inline=False)
@@ -880,8 +890,8 @@ _rk_step_cpu = rk_step.cpu
 
 @cpu_parallel
 def rk_step_samples(ns, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia,
-                    tau, viscous, coulomb, slip, force, torque, mu, a0, y0, K, tauw, fext, qdd, Rw, pw, M, V):
+                    tau, viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """CPU driver of :data:`rk_step` over ``ns`` samples of ``E`` links each (one thread per sample)."""
     for s in prange(ns):
         _rk_step_cpu(s * E, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
-                     inertia, tau, viscous, coulomb, slip, force, torque, mu, a0, y0, K, tauw, fext, qdd, Rw, pw, M, V)
+                     inertia, tau, viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
