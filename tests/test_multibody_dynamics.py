@@ -250,7 +250,7 @@ def ours_aba(spec, tau, fext, a0=np.zeros(6)):
 
 def ours_crba(spec):
     M, V = new_scratch(spec.n)
-    N = int(sum(spec.nv))
+    N = int(sum(spec.nv[~spec.locked]))
     H = np.zeros((max(N, 1), max(N, 1)))
     crba.cpu(0, spec.n, *_args(spec), H, M, V)
     return H[:N, :N]
@@ -319,3 +319,52 @@ def test_pinocchio_agreement_report():
     print("\nworst relative difference vs Pinocchio over", len(CASES), "trees:",
           {k: f"{v:.2e}" for k, v in worst.items()})
     assert all(v <= RTOL for v in worst.values())
+
+
+def _locked_as_fixed(spec):
+    """The tree with every locked joint replaced by a fixed one at the locked position (its joint
+    motion folded into the placement) — the model Pinocchio gets."""
+    kind = spec.kind.copy()
+    rot, off = spec.rotation.copy(), spec.offset.copy()
+    q, qd = spec.q.copy(), spec.qd.copy()
+    for k in np.flatnonzero(spec.locked):
+        kk = int(kind[k])
+        RT = Rotation.from_quat(spec.rotation[k, [1, 2, 3, 0]]).as_matrix()
+        RJ, pJ = np.eye(3), np.zeros(3)
+        if kk == REVOLUTE:
+            RJ = Rotation.from_rotvec(spec.axis[k] * spec.q[k, 0]).as_matrix()
+        elif kk == PRISMATIC:
+            pJ = spec.axis[k] * spec.q[k, 0]
+        elif kk == SPHERICAL:
+            RJ = Rotation.from_quat(spec.q[k, [1, 2, 3, 0]]).as_matrix()
+        elif kk == FREE:
+            RJ, pJ = Rotation.from_quat(spec.q[k, [4, 5, 6, 3]]).as_matrix(), spec.q[k, :3]
+        rot[k] = Rotation.from_matrix(RT @ RJ).as_quat()[[3, 0, 1, 2]]
+        off[k] = spec.offset[k] + RT @ pJ
+        kind[k] = FIXED
+        q[k], qd[k] = 0.0, 0.0
+    return tree_spec(parents=spec.parents, kinds=kind, mass=spec.mass, inertia=spec.inertia, com=spec.com,
+                     axis=spec.axis, offset=off, rotation=rot, q=q, qd=qd)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_locked_joints_are_fixed_joints(seed):
+    """Locked joints (with non-zero stored rates, which must be ignored) against Pinocchio's model
+    of the same tree with those joints fixed at their locked positions."""
+    import dataclasses
+
+    rng = np.random.default_rng(500 + seed)
+    spec, tau, fext = random_tree(rng, 12, fixed_share=0.0)
+    locked = rng.random(spec.n) < 0.4
+    locked[0] = seed == 2                         # one case locks the free root to the inertial frame
+    spec = dataclasses.replace(spec, locked=locked)
+    ref = _locked_as_fixed(spec)
+    model, jid, place = pinocchio_model(ref)
+    q, v = pin_state(ref)
+    a_pin = pin.aba(model, model.createData(), q, v, to_pin_v(ref, tau), pin_fext(ref, model, jid, place, fext))
+    qdd = ours_aba(spec, tau, fext)
+    assert np.all(qdd[locked] == 0.0)
+    assert rel(our_qdd_as_pin(ref, qdd), a_pin) <= RTOL
+    H_pin = pin.crba(model, model.createData(), q)
+    T = free_T(ref)
+    assert rel(ours_crba(spec), T.T @ (np.triu(H_pin) + np.triu(H_pin, 1).T) @ T) <= RTOL
