@@ -97,6 +97,17 @@ class LinkWrench:
     torque: np.ndarray = column("N m", shape=3, frame="link", doc="resultant torque about the CoM, link body axes")
 
 
+@component("link")
+class LinkPose:
+    """Where a link is: written by :class:`systems.multibody.MultibodyDynamics` after every frame
+    (and at bind time), for output and for systems that need link poses."""
+
+    position: np.ndarray = column("m", shape=3, frame="inertial", doc="link origin")
+    attitude: np.ndarray = column("1", shape=4, frame="link->inertial", default=[1.0, 0.0, 0.0, 0.0],
+                                  doc="unit quaternion, scalar-first, rotating link-body into inertial components")
+    com_position: np.ndarray = column("m", shape=3, frame="inertial", doc="link centre of mass")
+
+
 @component("joint")
 class Joint:
     """The joint connecting a link to its parent, with its state (module docstring: conventions)."""
@@ -165,6 +176,7 @@ class TreeSpec:
         return (Link(mass=float(self.mass[k]), com=self.com[k].copy(), inertia=self.inertia[k].copy(),
                      parent=int(parent_entity)),
                 LinkWrench(),
+                LinkPose(),
                 Joint(kind=int(self.kind[k]), axis=self.axis[k].copy(), offset=self.offset[k].copy(),
                       rotation=self.rotation[k].copy(), q=self.q[k].copy(), qd=self.qd[k].copy(),
                       locked=bool(self.locked[k])),

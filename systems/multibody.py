@@ -1,0 +1,128 @@
+"""Articulated trees as a system: :class:`MultibodyDynamics` integrates every link table's joint
+states, one tree (or forest) per sample, with the O(n) articulated-body algorithm of
+:mod:`systems.multibody_kernels`.
+
+Environment (seed 001, "the JEOD model applies gravitation and environmental effects on each body
+as if it was independent"): when the world holds a :class:`components.gravity.PointMass` resource,
+every link feels that point mass's gravity at its own CoM and its own gravity-gradient torque
+(MBGravityTorque), evaluated at every RK stage from the link's current pose. The accumulators
+``link_force``/``link_torque`` are added as well; they are read as they stand at the start of the
+frame (held over the frame's sub-steps): the world's DERIVATIVE pipeline is not called per stage
+yet, so a load that depends on the state must be written by a SCHEDULED system before this one.
+
+Stepping: an explicit fixed-step tableau of :mod:`ecs.stepping` (``"rk4"`` default, ``"euler"``),
+``substeps`` steps per frame, compensated state update (``rk_step``). Joints with
+``joint_locked`` set keep their state. A sample whose state turns non-finite is set FAILED
+(:class:`ecs.status.Reason` NONFINITE_STATE) with its last good state; the others go on.
+After every frame (and at bind) the :class:`components.multibody.LinkPose` columns hold each link's
+origin, attitude and CoM in the inertial frame.
+
+CPU only for now: the kernels are plain loops on scalars written for a CUDA twin, but the GPU
+driver is not written yet; ``backend="gpu"`` is refused by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from components.gravity import PointMass
+from components.multibody import QD_SLOTS
+from ecs import InputError, Phase, System
+from ecs.status import Reason, Status
+from ecs.stepping import TABLEAUX
+from systems.multibody_kernels import STATE, advance_samples, link_poses, new_scratch
+
+JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
+                 "joint_locked", "joint_viscous", "joint_coulomb", "joint_slip")
+LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
+POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
+
+
+class _Work:
+    """Per-table scratch of the system."""
+
+    def __init__(self, table, stages):
+        n = table.row_count
+        self.table = table
+        self.E = table.entity_count
+        self.M, self.V = new_scratch(n)
+        self.y0, self.C = np.zeros((n, STATE)), np.zeros((n, STATE))
+        self.K = np.zeros((n, stages, STATE))
+        self.tauw, self.fext, self.qdd = np.zeros((n, QD_SLOTS)), np.zeros((n, 6)), np.zeros((n, 6))
+        self.Rw, self.pw = np.zeros((n, 3, 3)), np.zeros((n, 3))
+
+
+class MultibodyDynamics(System):
+    """Integrate every articulated-tree table (module docstring).
+
+    Args:
+        method: a fixed-step tableau of :data:`ecs.stepping.TABLEAUX` (``"rk4"``, ``"euler"``).
+        substeps: RK steps per frame (step = frame length / substeps).
+    """
+
+    phase = Phase.SCHEDULED
+    reads = JOINT_COLUMNS + LINK_COLUMNS
+    writes = ("joint_q", "joint_qd") + POSE_COLUMNS + ("row_time",)
+
+    def __init__(self, method: str = "rk4", *, substeps: int = 1):
+        m = str(method).lower()
+        fixed = sorted(k for k, t in TABLEAUX.items() if t.b_err is None and k != "semi_implicit_euler")
+        if m not in fixed:
+            raise InputError("MultibodyDynamics.method", method, f"must be one of the fixed-step tableaux {fixed}")
+        if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
+            raise InputError("MultibodyDynamics.substeps", substeps, "must be a whole number >= 1")
+        self.method, self.tableau, self.substeps = m, TABLEAUX[m], int(substeps)
+        self.work: list[_Work] = []
+
+    def bind(self, world) -> None:
+        if world.backend != "cpu":
+            raise InputError("backend", world.backend, "MultibodyDynamics runs on the CPU only (no GPU driver yet)")
+        self.mu = 0.0
+        src = world.resource(PointMass, None)
+        if src is not None:
+            if np.any(src.center_of_mass != 0.0):
+                raise InputError("PointMass.center", src.center_of_mass.tolist(),
+                                 "must be the inertial origin for MultibodyDynamics")
+            self.mu = float(src.mu)
+        self.work = []
+        for t in world.tables_with(*JOINT_COLUMNS, *LINK_COLUMNS, *POSE_COLUMNS):
+            E = t.entity_count
+            parent = t["link_parent"].reshape(t.samples, E)
+            local = parent - (np.arange(t.samples) * E)[:, None]
+            k = np.arange(E)[None, :]
+            bad = (parent >= 0) & ~((local >= 0) & (local < k))
+            refs = t.entities_ref.get("link_parent")
+            if (parent >= 0).any() and not np.array_equal(refs, t.entities):
+                raise InputError("link_parent", [world.name_of(int(e)) for e in refs][:3],
+                                 "must be links of the same table (give every link of a tree the same components)")
+            if bad.any():
+                s, j = map(int, np.argwhere(bad)[0])
+                raise InputError(f"link_parent of {world.name_of(int(t.entities[j]))}", int(local[s, j]),
+                                 f"must be an earlier link of the same tree (parent index < {j}: parents before children)")
+            self.work.append(_Work(t, self.tableau.stages))
+            w = self.work[-1]
+            for s in range(t.samples):
+                b = s * E
+                link_poses.cpu(b, E, *self._model(t), w.M, w.V, w.Rw, w.pw, t["link_position"], t["link_attitude"],
+                               t["link_com_position"])
+
+    @staticmethod
+    def _model(t):
+        return (t["link_parent"], t["joint_kind"], t["joint_axis"], t["joint_offset"], t["joint_rotation"],
+                t["joint_q"], t["joint_qd"], t["joint_locked"], t["link_mass"], t["link_com"], t["link_inertia"])
+
+    def process(self, frame) -> None:
+        tab = self.tableau
+        h = frame.dt / self.substeps
+        a0 = np.zeros(6)
+        for w in self.work:
+            t = w.table
+            (parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia) = self._model(t)
+            advance_samples(t.samples, w.E, self.substeps, h, tab.a, tab.b, tab.stages, t["row_status"],
+                            t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), parent, kind, axis,
+                            offset, rotation, q, qd, locked, mass, com, inertia, t["joint_tau"], t["joint_viscous"],
+                            t["joint_coulomb"], t["joint_slip"], t["link_force"], t["link_torque"], self.mu, a0,
+                            w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"],
+                            t["link_attitude"], t["link_com_position"])
+            running = t["row_status"] == Status.RUNNING
+            t["row_time"][running] = frame.t + frame.dt
