@@ -35,8 +35,11 @@ Frames and conventions (the same as Pinocchio's, so that tests can build the ide
 * ``joint_tau``: applied generalised force (revolute: torque [N m]; prismatic: force [N];
   spherical: torque, body axes; free: force in joint axes then torque in body axes), summed by
   actuator systems.
-* ``joint_locked``: a locked joint is treated as fixed at run time (its ``q`` is frozen and its
-  ``qd`` ignored); it can be unlocked again.
+* ``joint_locked``: a locked joint is treated as fixed at run time: its ``q`` is frozen and its
+  ``qd`` set to zero at the next step (a kinematic lock: the relative motion it had is dropped, so
+  locking a moving joint does not conserve momentum; an impulsive, momentum-conserving capture is
+  not modelled). A system may lock and unlock joints between frames; an unlocked joint starts
+  from rest relative to its parent.
 * ``link_force``/``link_torque``: external force on the link, inertial axes, with its line of action
   through the link's CoM, and external torque about the CoM, body axes (gravity, loads, contact).
 """
@@ -289,19 +292,14 @@ def tree_spec(*, parents, kinds, mass, inertia, com=None, axis=None, offset=None
     if q is not None:
         qq = _vectors(q, n, Q_SLOTS, f"{field}.q", None)
     vv = _vectors(qd, n, QD_SLOTS, f"{field}.qd", (0.0,) * QD_SLOTS)
+    bad = joint_state_error(kind, qq, vv)
+    if bad is not None:
+        k, what, value, rule = bad
+        raise InputError(f"{field}.{what}[{k}]", value, rule)
     for k in range(n):
-        kk = int(kind[k])
-        if kk == SPHERICAL:
-            qq[k, 0:4] = _unit(qq[k, 0:4], f"{field}.q[{k}] (spherical joint quaternion)")
-        elif kk == FREE:
-            qq[k, 3:7] = _unit(qq[k, 3:7], f"{field}.q[{k}][3:7] (free joint quaternion)")
-        nq, nv = NQ[kk], NV[kk]
-        if np.any(qq[k, nq:] != 0.0):
-            raise InputError(f"{field}.q[{k}]", qq[k].tolist(),
-                             f"slots {nq}..6 must be 0 (a {KIND_NAMES[kk]} joint has {nq} position coordinates)")
-        if np.any(vv[k, nv:] != 0.0):
-            raise InputError(f"{field}.qd[{k}]", vv[k].tolist(),
-                             f"slots {nv}..5 must be 0 (a {KIND_NAMES[kk]} joint has {nv} velocity coordinates)")
+        o = {SPHERICAL: 0, FREE: 3}.get(int(kind[k]))
+        if o is not None:
+            qq[k, o:o + 4] /= np.linalg.norm(qq[k, o:o + 4])
     lk = np.zeros(n, np.bool_) if locked is None else np.array(locked, dtype=np.bool_)
     if lk.shape == ():
         lk = np.full(n, bool(lk))
@@ -312,6 +310,37 @@ def tree_spec(*, parents, kinds, mass, inertia, com=None, axis=None, offset=None
     sl = _scalars(slip, n, f"{field}.slip", 1e-3, rule="must be a finite number > 0", ok=lambda x: x > 0)
     return TreeSpec(parents=par, kind=kind, axis=ax, offset=off, rotation=rot, mass=m, com=c, inertia=inert,
                     q=qq, qd=vv, locked=lk, viscous=vis, coulomb=cou, slip=sl)
+
+
+def joint_state_error(kind, q, qd):
+    """The first joint whose state breaks a rule of its kind, as ``(row, "q" or "qd", value, rule)``,
+    or ``None``. Rules: the quaternion slots of a spherical joint (q[0:4]) and of a free joint
+    (q[3:7]) are unit to :data:`ecs.rules.QUATERNION_TOL`; the slots beyond a kind's ``nq``/``nv``
+    are zero. Vectorised over rows ``kind [n]``, ``q [n, 7]``, ``qd [n, 6]`` (used by
+    :func:`tree_spec` and, for dispersed or hand-built states, by the multibody system)."""
+    kind = np.asarray(kind)
+    q = np.asarray(q, float).reshape(-1, Q_SLOTS)
+    qd = np.asarray(qd, float).reshape(-1, QD_SLOTS)
+    nq = np.asarray(NQ)[kind]
+    nv = np.asarray(NV)[kind]
+    bad_q = np.zeros(len(kind), bool)
+    for kk, o in ((SPHERICAL, 0), (FREE, 3)):
+        sel = kind == kk
+        bad_q |= sel & ~(np.abs(np.linalg.norm(q[:, o:o + 4], axis=1) - 1.0) <= QUATERNION_TOL)
+    slots_q = (q != 0.0) & (np.arange(Q_SLOTS)[None, :] >= nq[:, None])
+    slots_v = (qd != 0.0) & (np.arange(QD_SLOTS)[None, :] >= nv[:, None])
+    for k in range(len(kind)):
+        name = KIND_NAMES[int(kind[k])]
+        if bad_q[k]:
+            where = "q[0:4]" if kind[k] == SPHERICAL else "q[3:7]"
+            return (k, "q", q[k].tolist(), f"{where} of a {name} joint must be a unit quaternion (w, x, y, z): "
+                                           f"| |q| - 1 | <= {QUATERNION_TOL:g}")
+        if slots_q[k].any():
+            return (k, "q", q[k].tolist(), f"slots {nq[k]}..6 must be 0 (a {name} joint has {nq[k]} position coordinates)")
+        if slots_v[k].any():
+            return (k, "qd", qd[k].tolist(),
+                    f"slots {nv[k]}..5 must be 0 (a {name} joint has {nv[k]} velocity coordinates)")
+    return None
 
 
 def _unit(qv: np.ndarray, field: str) -> np.ndarray:

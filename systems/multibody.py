@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from components.gravity import PointMass
-from components.multibody import QD_SLOTS
+from components.multibody import QD_SLOTS, joint_state_error
 from ecs import InputError, Phase, System
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
@@ -74,6 +74,23 @@ class MultibodyDynamics(System):
         self.method, self.tableau, self.substeps = m, TABLEAUX[m], int(substeps)
         self.work: list[_Work] = []
 
+    def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
+        """Refuse dispersed joint states that break their kind's rules (unit quaternions, unused
+        slots zero: :func:`components.multibody.joint_state_error`), naming link and sample."""
+        for t in world.tables_with(*JOINT_COLUMNS):
+            E = t.entity_count
+            kind = t["joint_kind"].reshape(-1, E)[0]
+            q0, qd0 = t["joint_q"].reshape(-1, E, 7)[0], t["joint_qd"].reshape(-1, E, QD_SLOTS)[0]
+            for j, e in enumerate(t.entities.tolist()):
+                if (e, "joint_q") not in overrides and (e, "joint_qd") not in overrides:
+                    continue
+                q = np.asarray(overrides.get((e, "joint_q"), np.broadcast_to(q0[j], (count, 7))), float)
+                qd = np.asarray(overrides.get((e, "joint_qd"), np.broadcast_to(qd0[j], (count, QD_SLOTS))), float)
+                bad = joint_state_error(np.full(count, kind[j]), q.reshape(count, 7), qd.reshape(count, QD_SLOTS))
+                if bad is not None:
+                    k, what, value, rule = bad
+                    raise InputError(f"joint_{what} of {world.name_of(e)} (sample {start + k})", value, rule)
+
     def bind(self, world) -> None:
         if world.backend != "cpu":
             raise InputError("backend", world.backend, "MultibodyDynamics runs on the CPU only (no GPU driver yet)")
@@ -99,6 +116,12 @@ class MultibodyDynamics(System):
                 s, j = map(int, np.argwhere(bad)[0])
                 raise InputError(f"link_parent of {world.name_of(int(t.entities[j]))}", int(local[s, j]),
                                  f"must be an earlier link of the same tree (parent index < {j}: parents before children)")
+            bad = joint_state_error(t["joint_kind"], t["joint_q"], t["joint_qd"])
+            if bad is not None:
+                k, what, value, rule = bad
+                s, j = divmod(k, E)
+                raise InputError(f"joint_{what} of {world.name_of(int(t.entities[j]))} (sample {t.sample_offset + s})",
+                                 value, rule)
             self.work.append(_Work(t, self.tableau.stages))
             w = self.work[-1]
             for s in range(t.samples):

@@ -411,10 +411,9 @@ _qddout = qdd_out.cpu
 
 
 # ------------------------------------------------------------------------------ ABA (RBDA Table 7.1)
-def _aba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, fext, a0, qdd, M, V):
-    """Forward dynamics of one sample's links: ``qdd[r, :]`` (state units, module docstring) from
-    the state, the applied joint forces ``tau`` and the external link forces ``fext``."""
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+def _aba_solve(b, n, parent, kind, locked, tau, fext, a0, qdd, M, V):
+    """Passes 2 and 3 of the ABA (after :func:`_velocities`): ``qdd[r, :]`` (state units, module
+    docstring) from the applied joint forces ``tau`` and the external link forces ``fext``."""
     for k in range(n):
         r = b + k
         # p^A = v ×* (I v) − f^ext  (I v into the tmp vector)
@@ -502,8 +501,19 @@ def _aba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, i
         _qddout(r, kind, nv, M, V, qdd)
 
 
+aba_solve = dual(_aba_solve, inline=False)
+_abas = aba_solve.cpu
+
+
+def _aba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, fext, a0, qdd, M, V):
+    """Forward dynamics of one sample's links (RBDA Table 7.1): ``qdd[r, :]`` (state units, module
+    docstring) from the state, the applied joint forces ``tau`` and the external link forces
+    ``fext`` (body axes, about the link origin)."""
+    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    _abas(b, n, parent, kind, locked, tau, fext, a0, qdd, M, V)
+
+
 aba = dual(_aba, inline=False)
-_aba_ = aba.cpu
 
 
 
@@ -782,7 +792,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
     _lforces(b, n, mu, mass, com, inertia, force, torque, Rw, pw, fext)
-    _aba_(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tauw, fext, a0, qdd, M, V)
+    _abas(b, n, parent, kind, locked, tauw, fext, a0, qdd, M, V)
     for k in range(n):
         r = b + k
         for i in range(Q_SLOTS + QD_SLOTS):
@@ -851,7 +861,8 @@ _qnorm_joint = normalize_joint_quaternions.cpu
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
              viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
-    sample's joint states; quaternions renormalised after the step. ``y0``, ``K``: per-row
+    sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
+    zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
     scratch [rows, 13] and [rows, stages, 13]; ``C`` [rows, 13]: the carries of the compensated
     summation of the state update (Kahan; N. J. Higham, *Accuracy and Stability of Numerical
     Algorithms*, SIAM, 2nd ed. 2002, §4.3), zero at the start and kept from step to step: they keep
@@ -860,6 +871,9 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     ns = Q_SLOTS + QD_SLOTS
     for k in range(n):
         r = b + k
+        if locked[r]:                             # a locked joint has no relative rate
+            for i in range(QD_SLOTS):
+                qd[r, i] = 0.0
         for i in range(Q_SLOTS):
             y0[r, i] = q[r, i]
         for i in range(QD_SLOTS):

@@ -31,8 +31,8 @@ CASES = [
     ({"kinds": ["free", "revolute"]}, "tree.kinds", "one per link"),
     ({"axis": [[0, 0, 1], [0, 0, 0], [0, 0, 1]]}, "tree.axis[1]", "non-zero"),
     ({"rotation": [[1, 0, 0, 0], [1, 0, 0, 0], [1.1, 0, 0, 0]]}, "tree.rotation[2]", "unit quaternion"),
-    ({"q": [[0, 0, 0, 1, 0, 0, 0], [0.1, 0, 0, 0, 0, 0, 0], [0.9, 0, 0, 0, 0, 0, 0]]}, "tree.q[2] (spherical joint quaternion)", "unit quaternion"),
-    ({"q": [[0, 0, 0, 2, 0, 0, 0], [0.1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0]]}, "tree.q[0][3:7] (free joint quaternion)", "unit quaternion"),
+    ({"q": [[0, 0, 0, 1, 0, 0, 0], [0.1, 0, 0, 0, 0, 0, 0], [0.9, 0, 0, 0, 0, 0, 0]]}, "tree.q[2]", "q[0:4] of a spherical joint must be a unit quaternion"),
+    ({"q": [[0, 0, 0, 2, 0, 0, 0], [0.1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0]]}, "tree.q[0]", "q[3:7] of a free joint must be a unit quaternion"),
     ({"q": [[0, 0, 0, 1, 0, 0, 0], [0.1, 0.2, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0]]}, "tree.q[1]", "must be 0"),
     ({"qd": [[0] * 6, [0.1, 0.3, 0, 0, 0, 0], [0] * 6]}, "tree.qd[1]", "must be 0"),
     ({"com": [[0, 0, 0], [0, 0]]}, "tree.com", "3 vectors of 3 numbers"),
@@ -89,3 +89,24 @@ def test_spawn_tree_links_parents_to_rows():
     rows = t["link_parent"].reshape(3, 4)
     assert rows.tolist() == [[-1, 0, 0, 2], [-1, 4, 4, 6], [-1, 8, 8, 10]]
     assert t.entities.tolist() == ents and w.name_of(ents[3]) == "arm.link3"
+
+
+def test_hand_built_or_dispersed_joint_states_are_checked():
+    """States that do not come through tree_spec (components built by hand, per-sample draws)
+    meet the same rules when the multibody system binds or the batch runner checks its inputs."""
+    from systems.multibody import MultibodyDynamics
+
+    w = World("mb")
+    w.spawn(Link(), LinkWrench(), *tree_spec(parents=[-1], kinds=["spherical"], mass=[1.0],
+                                             inertia=[[1.0, 1.0, 1.0]]).components(0)[2:], name="ball")
+    sysm = w.add_system(MultibodyDynamics())
+    e = w.entity("ball")
+    good = np.array([[1.0, 0, 0, 0, 0, 0, 0], [0.6, 0.8, 0, 0, 0, 0, 0]])
+    w.compile(samples=2, overrides={(e, "joint_q"): good})
+    bad = np.array([[1.0, 0, 0, 0, 0, 0, 0], [0.6, 0.6, 0, 0, 0, 0, 0]])
+    with pytest.raises(InputError) as err:
+        w.compile(samples=2, overrides={(e, "joint_q"): bad})
+    assert str(err.value).startswith("joint_q of ball (sample 1) = [0.6, 0.6"), str(err.value)
+    with pytest.raises(InputError) as err:
+        sysm.check_inputs(w, {(e, "joint_qd"): np.array([[0.1, 0, 0, 0, 0, 0], [0, 0, 0, 0.2, 0, 0]])}, 10, 2)
+    assert str(err.value).startswith("joint_qd of ball (sample 11) = ") and "slots 3..5 must be 0" in str(err.value)

@@ -137,3 +137,32 @@ def test_system_refuses_bad_setup():
     w.add_system(MultibodyDynamics())
     with pytest.raises(InputError, match="PointMass.center"):
         w.compile()
+
+
+def test_lock_and_unlock_at_run_time():
+    """A free two-link chain (hinge) in no gravity: locked between runs its hinge angle freezes and
+    its rate is zeroed while the pair goes on moving as one body; unlocked (and driven), the hinge
+    moves again. (Each ``world.run`` ends with rows DONE: the test sets them RUNNING again.)"""
+    spec = tree_spec(parents=[-1, 0], kinds=["free", "revolute"], mass=[5.0, 2.0], inertia=[[1.0, 1.5, 2.0]] * 2,
+                     axis=[[0, 0, 1], [0, 1, 0]], offset=[[0, 0, 0], [1.0, 0.2, 0.0]],
+                     qd=[[0, 0, 0, 0.1, 0.2, 0.3], [0.5, 0, 0, 0, 0, 0]])
+    w = World("lock")
+    spawn_tree(w, spec)
+    w.add_system(MultibodyDynamics(substeps=10))
+    (t,) = w.compile()
+    w.run(t_end=1.0, dt=0.1)
+    a1 = t["joint_q"][1, 0]
+    assert abs(a1) > 0.3
+    t["joint_locked"][1] = True
+    t["row_status"][:] = 0
+    w.run(t_end=2.0, dt=0.1)
+    assert t["joint_q"][1, 0] == a1 and np.all(t["joint_qd"][1] == 0.0)
+    root_q = t["joint_q"][0].copy()
+    t["row_status"][:] = 0
+    w.run(t_end=1.0, dt=0.1)
+    assert not np.array_equal(t["joint_q"][0], root_q), "the locked pair still moves as a rigid body"
+    t["joint_locked"][1] = False
+    t["joint_tau"][1, 0] = 0.5
+    t["row_status"][:] = 0
+    w.run(t_end=1.0, dt=0.1)
+    assert abs(t["joint_q"][1, 0] - a1) > 0.05
