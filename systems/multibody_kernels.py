@@ -988,10 +988,13 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
     b = s * E
     if status[b] != 0:
         return
-    for _ in range(steps):
+    j = 0
+    while j < steps:                  # a while loop, not for/break (ecs/kernels.py: numba pitfall)
+        j += 1
         _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia,
                      tau, viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
         if not _finite(b, E, q, qd):
+            j = steps
             for k in range(E):
                 for i in range(Q_SLOTS):
                     q[b + k, i] = y0[b + k, i]
@@ -999,7 +1002,6 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
                     qd[b + k, i] = y0[b + k, Q_SLOTS + i]
                 status[b + k] = failed
                 reason[b + k] = nonfinite
-            break
     _poses(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V, Rw, pw, position,
            attitude, com_position)
 

@@ -243,3 +243,27 @@ def test_locked_chain_single_link_and_rigid_body_agree_in_orbit():
     assert ab <= 1e-3
     assert bc <= 1e-5
     assert np.linalg.norm(com["chain"][-1] - com["chain"][0]) > 1e5, "the vehicle must have flown"
+
+
+def test_a_sample_that_blows_up_fails_alone():
+    """A non-finite state fails its own sample (reason NONFINITE_STATE, last good state kept);
+    the other samples of the batch run on unchanged."""
+    from ecs.status import Reason
+
+    spec = tree_spec(parents=[-1, 0], kinds=["free", "revolute"], mass=[5.0, 2.0], inertia=[[1.0, 1.5, 2.0]] * 2,
+                     offset=[[0, 0, 0], [1.0, 0, 0]], qd=[[0.1, 0, 0, 0, 0, 0.2], [0.3, 0, 0, 0, 0, 0]])
+    w = World("blowup")
+    ents = spawn_tree(w, spec)
+    w.add_system(MultibodyDynamics())
+    tau = np.zeros((2, 6))
+    tau[1, 0] = 1e308                               # sample 1: an absurd torque overflows the state
+    w.compile(samples=2, overrides={(ents[1], "joint_tau"): tau})
+    res = w.run(t_end=1.0, dt=0.1, final=("joint_q",))
+    assert res.status.tolist() == [int(Status.DONE), int(Status.FAILED)]
+    assert res.reason[1] == Reason.NONFINITE_STATE
+    assert np.all(np.isfinite(res.finals["joint_q"]))
+    w1 = World("alone")
+    spawn_tree(w1, spec)
+    w1.add_system(MultibodyDynamics())
+    alone = w1.run(t_end=1.0, dt=0.1, final=("joint_q",))
+    assert np.array_equal(alone.finals["joint_q"][0], res.finals["joint_q"][0])
