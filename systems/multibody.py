@@ -10,6 +10,10 @@ every link feels that point mass's gravity at its own CoM and its own gravity-gr
 frame (held over the frame's sub-steps): the world's DERIVATIVE pipeline is not called per stage
 yet, so a load that depends on the state must be written by a SCHEDULED system before this one.
 
+Gravity ``"full"`` or ``"differential"`` (seed 001, "Numerical considerations — scale": the
+multibody solve sees only each link's gravity minus the system's, the system's is added to the free
+root; :func:`systems.multibody_kernels._link_forces` evaluates the difference without cancellation).
+
 Stepping: an explicit fixed-step tableau of :mod:`ecs.stepping` (``"rk4"`` default, ``"euler"``),
 ``substeps`` steps per frame, compensated state update (``rk_step``). Joints with
 ``joint_locked`` set keep their state. A sample whose state turns non-finite is set FAILED
@@ -26,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from components.gravity import PointMass
-from components.multibody import QD_SLOTS, joint_state_error
+from components.multibody import FREE, QD_SLOTS, joint_state_error
 from ecs import InputError, Phase, System
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
@@ -36,6 +40,8 @@ JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "
                  "joint_locked", "joint_viscous", "joint_coulomb", "joint_slip")
 LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
+#: Gravity modes of the multibody solve (``gmode`` of the kernels).
+GRAVITY_MODES = {"full": 0, "differential": 1}
 
 
 class _Work:
@@ -58,20 +64,27 @@ class MultibodyDynamics(System):
     Args:
         method: a fixed-step tableau of :data:`ecs.stepping.TABLEAUX` (``"rk4"``, ``"euler"``).
         substeps: RK steps per frame (step = frame length / substeps).
+        gravity: ``"full"`` (each link's gravity enters the multibody solve) or ``"differential"``
+            (seed 001: only ``g_n − g(x_s)`` enters it, x_s the system CoM, and ``g(x_s)`` is added
+            to the free root's acceleration afterwards: the same motion, without the round-off of
+            solving for joint accelerations ~1e-6 of the gravity they are computed next to).
     """
 
     phase = Phase.SCHEDULED
     reads = JOINT_COLUMNS + LINK_COLUMNS
     writes = ("joint_q", "joint_qd") + POSE_COLUMNS + ("row_time",)
 
-    def __init__(self, method: str = "rk4", *, substeps: int = 1):
+    def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full"):
         m = str(method).lower()
         fixed = sorted(k for k, t in TABLEAUX.items() if t.b_err is None and k != "semi_implicit_euler")
         if m not in fixed:
             raise InputError("MultibodyDynamics.method", method, f"must be one of the fixed-step tableaux {fixed}")
         if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
             raise InputError("MultibodyDynamics.substeps", substeps, "must be a whole number >= 1")
+        if gravity not in GRAVITY_MODES:
+            raise InputError("MultibodyDynamics.gravity", gravity, f"must be one of {sorted(GRAVITY_MODES)}")
         self.method, self.tableau, self.substeps = m, TABLEAUX[m], int(substeps)
+        self.gravity, self.gmode = gravity, GRAVITY_MODES[gravity]
         self.work: list[_Work] = []
 
     def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
@@ -122,6 +135,13 @@ class MultibodyDynamics(System):
                 s, j = divmod(k, E)
                 raise InputError(f"joint_{what} of {world.name_of(int(t.entities[j]))} (sample {t.sample_offset + s})",
                                  value, rule)
+            if self.gmode == 1:
+                roots = t["link_parent"].reshape(t.samples, E) < 0
+                free = t["joint_kind"].reshape(t.samples, E)[:, 0] == FREE
+                if roots[:, 1:].any() or not free.all():
+                    raise InputError("MultibodyDynamics.gravity", self.gravity,
+                                     f"needs one tree per sample whose first link is its only root, on a free joint "
+                                     f"(table of {world.name_of(int(t.entities[0]))})")
             self.work.append(_Work(t, self.tableau.stages))
             w = self.work[-1]
             for s in range(t.samples):
@@ -144,7 +164,7 @@ class MultibodyDynamics(System):
             advance_samples(t.samples, w.E, self.substeps, h, tab.a, tab.b, tab.stages, t["row_status"],
                             t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), parent, kind, axis,
                             offset, rotation, q, qd, locked, mass, com, inertia, t["joint_tau"], t["joint_viscous"],
-                            t["joint_coulomb"], t["joint_slip"], t["link_force"], t["link_torque"], self.mu, a0,
+                            t["joint_coulomb"], t["joint_slip"], t["link_force"], t["link_torque"], self.mu, self.gmode, a0,
                             w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"],
                             t["link_attitude"], t["link_com_position"])
             running = t["row_status"] == Status.RUNNING

@@ -32,11 +32,12 @@ import numpy as np
 from numba import prange
 
 from components.multibody import FIXED, FREE, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
-from ecs.attitude import quat_derivative, quat_normalize
+from ecs.attitude import quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import cpu_parallel, dual
 
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
+_rot_inv = quat_rotate_inverse.cpu
 
 # scratch slots
 MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
@@ -676,8 +677,10 @@ crba = dual(_crba, inline=False)
 
 # ------------------------------------------------------------------------------ poses, energy, momentum
 def _world_pose(b, n, parent, M, Rw, pw):
-    """Rw[r] (link → inertial rotation) and pw[r] (link origin, inertial) from the placements that
-    a set-up pass left in ``M[r, MW]``."""
+    """Rw[r] (link → inertial rotation) and pw[r] (link origin, inertial axes) from the placements
+    that a set-up pass left in ``M[r, MW]``. ``pw`` is relative to the origin P of the sample's
+    first link (a root: ``M[b, MW][0:3, 3]``, see :func:`_origin`), so link positions in a 7000 km
+    orbit are summed as small numbers and added to P once: ``x = P + pw``."""
     for k in range(n):
         r = b + k
         p = parent[r]
@@ -686,7 +689,7 @@ def _world_pose(b, n, parent, M, Rw, pw):
             if p < 0:
                 for j in range(3):
                     Rw[r, i, j] = W[i, j]
-                pw[r, i] = W[i, 3]
+                pw[r, i] = W[i, 3] - M[b, MW, i, 3] if k > 0 else 0.0
             else:
                 for j in range(3):
                     Rw[r, i, j] = Rw[p, i, 0] * W[0, j] + Rw[p, i, 1] * W[1, j] + Rw[p, i, 2] * W[2, j]
@@ -697,10 +700,21 @@ world_pose = dual(_world_pose)
 _pose = world_pose.cpu
 
 
+def _origin(b, M, i):
+    """Component i of P, the inertial position of the sample's first link origin (the reference of
+    ``pw``, :func:`_world_pose`)."""
+    return M[b, MW, i, 3]
+
+
+origin = dual(_origin)
+_org = origin.cpu
+
+
 def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
                      out):
     """out[0] <- kinetic energy [J]; out[1:4] <- linear momentum [kg m/s], out[4:7] <- angular
-    momentum about the inertial origin [kg m²/s], both inertial axes. Also fills Rw, pw."""
+    momentum about the inertial origin [kg m²/s], both inertial axes. Also fills Rw, pw
+    (:func:`_world_pose`)."""
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
     for i in range(7):
@@ -716,7 +730,7 @@ def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, 
         f0 = Rw[r, 0, 0] * V[r, VT, 3] + Rw[r, 0, 1] * V[r, VT, 4] + Rw[r, 0, 2] * V[r, VT, 5]
         f1 = Rw[r, 1, 0] * V[r, VT, 3] + Rw[r, 1, 1] * V[r, VT, 4] + Rw[r, 1, 2] * V[r, VT, 5]
         f2 = Rw[r, 2, 0] * V[r, VT, 3] + Rw[r, 2, 1] * V[r, VT, 4] + Rw[r, 2, 2] * V[r, VT, 5]
-        px, py, pz = pw[r, 0], pw[r, 1], pw[r, 2]
+        px, py, pz = _org(b, M, 0) + pw[r, 0], _org(b, M, 1) + pw[r, 1], _org(b, M, 2) + pw[r, 2]
         out[1] += f0
         out[2] += f1
         out[3] += f2
@@ -729,35 +743,81 @@ energy_momentum = dual(_energy_momentum, inline=False)
 
 
 # ------------------------------------------------------------------------------ external forces
-def _link_forces(b, n, mu, mass, com, inertia, force, torque, Rw, pw, fext):
+def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, fext):
     """fext[r] <- the link's external spatial force, body axes, about the link origin: the
     accumulated ``force`` (inertial, through the CoM) and ``torque`` (body, about the CoM), plus,
-    when ``mu > 0``, the link's own point-mass gravity ``−μ m r/|r|³`` at its CoM and its
-    gravity-gradient torque ``3μ/|r|⁵ r_b × (I_c r_b)`` (r_b: CoM position in body axes; seed 001
-    "each body as if it was independent", MBGravityTorque)."""
+    when ``mu > 0``, the link's own point-mass gravity at its CoM and its gravity-gradient torque
+    ``3μ/|x|⁵ x_b × (I_c x_b)`` (x_b: CoM position in body axes; seed 001 "each body as if it was
+    independent", MBGravityTorque).
+
+    ``gmode`` 0 (full): the gravity force is ``m g(x)``, ``g(x) = −μ x/|x|³``. ``gmode`` 1
+    (differential, seed 001 "Numerical considerations — scale"): it is ``m (g(x) − g(x_s))`` with
+    x_s the system CoM; ``g(x_s)`` is left in ``M[b, MW][0:3, 4]`` for the caller to add to the
+    root's acceleration after the solve. The difference is evaluated without cancellation from
+    the link's offset d = x − x_s (from relative kinematics, :func:`_world_pose`), Encke-style:
+    ``g(x_s + d) − g(x_s) = −μ [d/|x|³ − x_s δ (r_s² + r_s r + r²)/((r_s + r) r³ r_s³)]`` with
+    ``δ = |x|² − r_s² = 2 x_s·d + d·d``."""
+    # system CoM relative to the origin P (differential mode only)
+    sx = 0.0
+    sy = 0.0
+    sz = 0.0
+    if gmode == 1 and mu > 0.0:
+        ms = 0.0
+        for k in range(n):
+            r = b + k
+            m = mass[r]
+            ms += m
+            sx += m * (pw[r, 0] + Rw[r, 0, 0] * com[r, 0] + Rw[r, 0, 1] * com[r, 1] + Rw[r, 0, 2] * com[r, 2])
+            sy += m * (pw[r, 1] + Rw[r, 1, 0] * com[r, 0] + Rw[r, 1, 1] * com[r, 1] + Rw[r, 1, 2] * com[r, 2])
+            sz += m * (pw[r, 2] + Rw[r, 2, 0] * com[r, 0] + Rw[r, 2, 1] * com[r, 1] + Rw[r, 2, 2] * com[r, 2])
+        sx /= ms
+        sy /= ms
+        sz /= ms
+    xs0 = _org(b, M, 0) + sx
+    xs1 = _org(b, M, 1) + sy
+    xs2 = _org(b, M, 2) + sz
+    rs2 = xs0 * xs0 + xs1 * xs1 + xs2 * xs2
+    rs = math.sqrt(rs2)
+    if gmode == 1 and mu > 0.0:
+        gs = -mu / (rs2 * rs)
+        M[b, MW, 0, 4] = gs * xs0
+        M[b, MW, 1, 4] = gs * xs1
+        M[b, MW, 2, 4] = gs * xs2
     for k in range(n):
         r = b + k
         c0, c1, c2 = com[r, 0], com[r, 1], com[r, 2]
         F0, F1, F2 = force[r, 0], force[r, 1], force[r, 2]
         t0, t1, t2 = torque[r, 0], torque[r, 1], torque[r, 2]
-        # CoM position, inertial, and in body axes
-        x0 = pw[r, 0] + Rw[r, 0, 0] * c0 + Rw[r, 0, 1] * c1 + Rw[r, 0, 2] * c2
-        x1 = pw[r, 1] + Rw[r, 1, 0] * c0 + Rw[r, 1, 1] * c1 + Rw[r, 1, 2] * c2
-        x2 = pw[r, 2] + Rw[r, 2, 0] * c0 + Rw[r, 2, 1] * c1 + Rw[r, 2, 2] * c2
+        # CoM offset d from the system CoM (differential) or from P (full), then the position x
+        d0 = pw[r, 0] + Rw[r, 0, 0] * c0 + Rw[r, 0, 1] * c1 + Rw[r, 0, 2] * c2 - sx
+        d1 = pw[r, 1] + Rw[r, 1, 0] * c0 + Rw[r, 1, 1] * c1 + Rw[r, 1, 2] * c2 - sy
+        d2 = pw[r, 2] + Rw[r, 2, 0] * c0 + Rw[r, 2, 1] * c1 + Rw[r, 2, 2] * c2 - sz
+        x0 = xs0 + d0
+        x1 = xs1 + d1
+        x2 = xs2 + d2
         if mu > 0.0:
-            d2 = x0 * x0 + x1 * x1 + x2 * x2
-            d = math.sqrt(d2)
-            g = -mu * mass[r] / (d2 * d)
-            F0 += g * x0
-            F1 += g * x1
-            F2 += g * x2
+            rr2 = x0 * x0 + x1 * x1 + x2 * x2
+            rr = math.sqrt(rr2)
+            m = mass[r]
+            if gmode == 1:
+                delta = 2.0 * (xs0 * d0 + xs1 * d1 + xs2 * d2) + (d0 * d0 + d1 * d1 + d2 * d2)
+                r3 = rr2 * rr
+                e = delta * (rs2 + rs * rr + rr2) / ((rs + rr) * r3 * rs2 * rs)
+                F0 += -mu * m * (d0 / r3 - xs0 * e)
+                F1 += -mu * m * (d1 / r3 - xs1 * e)
+                F2 += -mu * m * (d2 / r3 - xs2 * e)
+            else:
+                g = -mu * m / (rr2 * rr)
+                F0 += g * x0
+                F1 += g * x1
+                F2 += g * x2
             rb0 = Rw[r, 0, 0] * x0 + Rw[r, 1, 0] * x1 + Rw[r, 2, 0] * x2
             rb1 = Rw[r, 0, 1] * x0 + Rw[r, 1, 1] * x1 + Rw[r, 2, 1] * x2
             rb2 = Rw[r, 0, 2] * x0 + Rw[r, 1, 2] * x1 + Rw[r, 2, 2] * x2
             i0 = inertia[r, 0, 0] * rb0 + inertia[r, 0, 1] * rb1 + inertia[r, 0, 2] * rb2
             i1 = inertia[r, 1, 0] * rb0 + inertia[r, 1, 1] * rb1 + inertia[r, 1, 2] * rb2
             i2 = inertia[r, 2, 0] * rb0 + inertia[r, 2, 1] * rb1 + inertia[r, 2, 2] * rb2
-            gg = 3.0 * mu / (d2 * d2 * d)
+            gg = 3.0 * mu / (rr2 * rr2 * rr)
             t0 += gg * (rb1 * i2 - rb2 * i1)
             t1 += gg * (rb2 * i0 - rb0 * i2)
             t2 += gg * (rb0 * i1 - rb1 * i0)
@@ -778,12 +838,14 @@ _lforces = link_forces.cpu
 
 # ------------------------------------------------------------------------------ state derivative and RK step
 def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
-                slip, force, torque, mu, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage):
+                slip, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage):
     """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
 
     Generalised forces: ``tau`` minus the regularised joint friction
     ``viscous qd + coulomb tanh(qd / slip)`` per velocity coordinate; external link forces from
-    :func:`_link_forces`. Locked joints: zero derivative (state frozen)."""
+    :func:`_link_forces`, with gravity ``gmode`` 0 (full) or 1 (differential: applies to a sample
+    whose first link is an unlocked free root, full gravity otherwise — a fixed base feels the
+    uniform part). Locked joints: zero derivative (state frozen)."""
     for k in range(n):
         r = b + k
         for i in range(QD_SLOTS):
@@ -791,8 +853,15 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
             tauw[r, i] = tau[r, i] - viscous[r] * w - coulomb[r] * math.tanh(w / slip[r])
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
-    _lforces(b, n, mu, mass, com, inertia, force, torque, Rw, pw, fext)
+    diff = 1 if (gmode == 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
+    _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, fext)
     _abas(b, n, parent, kind, locked, tauw, fext, a0, qdd, M, V)
+    if diff == 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
+        gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
+                              M[b, MW, 0, 4], M[b, MW, 1, 4], M[b, MW, 2, 4])
+        qdd[b, 0] += gx
+        qdd[b, 1] += gy
+        qdd[b, 2] += gz
     for k in range(n):
         r = b + k
         for i in range(Q_SLOTS + QD_SLOTS):
@@ -859,7 +928,7 @@ _qnorm_joint = normalize_joint_quaternions.cpu
 
 
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-             viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
+             viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
     zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
@@ -888,7 +957,7 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
                         v += h * A[st, j] * K[r, j, i]
                     _put(r, i, v, q, qd)
         _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
-               slip, force, torque, mu, a0, tauw, fext, qdd, Rw, pw, M, V, K, st)
+               slip, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st)
     for k in range(n):
         r = b + k
         for i in range(ns):
@@ -956,8 +1025,9 @@ def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
         attitude[r, 2] = y
         attitude[r, 3] = z
         for i in range(3):
-            position[r, i] = pw[r, i]
-            com_position[r, i] = pw[r, i] + Rw[r, i, 0] * com[r, 0] + Rw[r, i, 1] * com[r, 1] + Rw[r, i, 2] * com[r, 2]
+            position[r, i] = _org(b, M, i) + pw[r, i]
+            com_position[r, i] = _org(b, M, i) + (pw[r, i] + Rw[r, i, 0] * com[r, 0] + Rw[r, i, 1] * com[r, 1]
+                                                  + Rw[r, i, 2] * com[r, 2])
 
 
 link_poses = dual(_link_poses, inline=False)
@@ -980,8 +1050,8 @@ _finite = sample_finite.cpu
 
 
 def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                    rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, a0,
-                    y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
+                    rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
+                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
     """``steps`` RK steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING, then its link
     poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
     state of its last good step."""
@@ -992,7 +1062,7 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
     while j < steps:                  # a while loop, not for/break (ecs/kernels.py: numba pitfall)
         j += 1
         _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia,
-                     tau, viscous, coulomb, slip, force, torque, mu, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
+                     tau, viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
         if not _finite(b, E, q, qd):
             j = steps
             for k in range(E):
@@ -1012,10 +1082,10 @@ _advance = advance_sample.cpu
 
 @cpu_parallel
 def advance_samples(ns, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                    rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, a0,
-                    y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
+                    rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
+                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
     """CPU driver of :data:`advance_sample` over ``ns`` samples of ``E`` links (one thread per sample)."""
     for s in prange(ns):
         _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                 rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, a0,
-                 y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position)
+                 rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
+                 a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position)
