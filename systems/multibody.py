@@ -41,7 +41,7 @@ JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "
 LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
 #: Gravity modes of the multibody solve (``gmode`` of the kernels).
-GRAVITY_MODES = {"full": 0, "differential": 1}
+GRAVITY_MODES = {"full": 0, "differential": 1, "linearized": 2}
 
 
 class _Work:
@@ -67,7 +67,10 @@ class MultibodyDynamics(System):
         gravity: ``"full"`` (each link's gravity enters the multibody solve) or ``"differential"``
             (seed 001: only ``g_n − g(x_s)`` enters it, x_s the system CoM, and ``g(x_s)`` is added
             to the free root's acceleration afterwards: the same motion, without the round-off of
-            solving for joint accelerations ~1e-6 of the gravity they are computed next to).
+            solving for joint accelerations ~1e-6 of the gravity they are computed next to), or
+            ``"linearized"`` (seed 001: as differential with ``g_n − g(x_s) ≈ Γ(x_s) d_n``, the
+            gravity gradient at the system CoM times the link's offset, and each link's gradient
+            torque from Γ(x_s): one gravity evaluation per tree).
     """
 
     phase = Phase.SCHEDULED
@@ -135,7 +138,7 @@ class MultibodyDynamics(System):
                 s, j = divmod(k, E)
                 raise InputError(f"joint_{what} of {world.name_of(int(t.entities[j]))} (sample {t.sample_offset + s})",
                                  value, rule)
-            if self.gmode == 1:
+            if self.gmode >= 1:
                 roots = t["link_parent"].reshape(t.samples, E) < 0
                 free = t["joint_kind"].reshape(t.samples, E)[:, 0] == FREE
                 if roots[:, 1:].any() or not free.all():

@@ -756,12 +756,14 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     root's acceleration after the solve. The difference is evaluated without cancellation from
     the link's offset d = x − x_s (from relative kinematics, :func:`_world_pose`), Encke-style:
     ``g(x_s + d) − g(x_s) = −μ [d/|x|³ − x_s δ (r_s² + r_s r + r²)/((r_s + r) r³ r_s³)]`` with
-    ``δ = |x|² − r_s² = 2 x_s·d + d·d``."""
+    ``δ = |x|² − r_s² = 2 x_s·d + d·d``. ``gmode`` 2 (linearised, seed 001 "Simplifying
+    assumptions"): as 1 with the difference replaced by ``Γ(x_s) d``, ``Γ = μ/r_s³ (3 r̂ r̂ᵀ − E)``,
+    and each link's gradient torque taken from Γ(x_s) (``3μ/r_s⁵ x_b × (I_c x_b)`` at ``x = x_s``)."""
     # system CoM relative to the origin P (differential mode only)
     sx = 0.0
     sy = 0.0
     sz = 0.0
-    if gmode == 1 and mu > 0.0:
+    if gmode >= 1 and mu > 0.0:
         ms = 0.0
         for k in range(n):
             r = b + k
@@ -778,7 +780,7 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     xs2 = _org(b, M, 2) + sz
     rs2 = xs0 * xs0 + xs1 * xs1 + xs2 * xs2
     rs = math.sqrt(rs2)
-    if gmode == 1 and mu > 0.0:
+    if gmode >= 1 and mu > 0.0:
         gs = -mu / (rs2 * rs)
         M[b, MW, 0, 4] = gs * xs0
         M[b, MW, 1, 4] = gs * xs1
@@ -799,7 +801,15 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
             rr2 = x0 * x0 + x1 * x1 + x2 * x2
             rr = math.sqrt(rr2)
             m = mass[r]
-            if gmode == 1:
+            if gmode == 2:                        # linearised: Γ(x_s) d, Γ = μ/r_s³ (3 r̂ r̂ᵀ − E)
+                t = 3.0 * (xs0 * d0 + xs1 * d1 + xs2 * d2) / rs2
+                gl = m * mu / (rs2 * rs)
+                F0 += gl * (t * xs0 - d0)
+                F1 += gl * (t * xs1 - d1)
+                F2 += gl * (t * xs2 - d2)
+                x0, x1, x2 = xs0, xs1, xs2           # and the gradient torque of Γ(x_s)
+                rr2, rr = rs2, rs
+            elif gmode == 1:
                 delta = 2.0 * (xs0 * d0 + xs1 * d1 + xs2 * d2) + (d0 * d0 + d1 * d1 + d2 * d2)
                 r3 = rr2 * rr
                 e = delta * (rs2 + rs * rr + rr2) / ((rs + rr) * r3 * rs2 * rs)
@@ -843,9 +853,9 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
 
     Generalised forces: ``tau`` minus the regularised joint friction
     ``viscous qd + coulomb tanh(qd / slip)`` per velocity coordinate; external link forces from
-    :func:`_link_forces`, with gravity ``gmode`` 0 (full) or 1 (differential: applies to a sample
-    whose first link is an unlocked free root, full gravity otherwise — a fixed base feels the
-    uniform part). Locked joints: zero derivative (state frozen)."""
+    :func:`_link_forces`, with gravity ``gmode`` 0 (full), 1 (differential) or 2 (linearised); modes
+    1 and 2 apply to a sample whose first link is an unlocked free root, full gravity otherwise (a
+    fixed base feels the uniform part). Locked joints: zero derivative (state frozen)."""
     for k in range(n):
         r = b + k
         for i in range(QD_SLOTS):
@@ -853,10 +863,10 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
             tauw[r, i] = tau[r, i] - viscous[r] * w - coulomb[r] * math.tanh(w / slip[r])
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
-    diff = 1 if (gmode == 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
+    diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
     _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, fext)
     _abas(b, n, parent, kind, locked, tauw, fext, a0, qdd, M, V)
-    if diff == 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
+    if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
                               M[b, MW, 0, 4], M[b, MW, 1, 4], M[b, MW, 2, 4])
         qdd[b, 0] += gx
