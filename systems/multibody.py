@@ -15,7 +15,8 @@ multibody solve sees only each link's gravity minus the system's, the system's i
 root; :func:`systems.multibody_kernels._link_forces` evaluates the difference without cancellation).
 
 Stepping: an explicit fixed-step tableau of :mod:`ecs.stepping` (``"rk4"`` default, ``"euler"``),
-``substeps`` steps per frame, compensated state update (``rk_step``). Joints with
+compensated state update (``rk_step``), or the Kuo–Nguyen scheme of seed 001 (``"kuo_nguyen"``);
+``substeps`` steps per frame. Joints with
 ``joint_locked`` set keep their state. A sample whose state turns non-finite is set FAILED
 (:class:`ecs.status.Reason` NONFINITE_STATE) with its last good state; the others go on.
 After every frame (and at bind) the :class:`components.multibody.LinkPose` columns hold each link's
@@ -40,6 +41,8 @@ JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "
                  "joint_locked", "joint_viscous", "joint_coulomb", "joint_slip")
 LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
+#: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
+KUO_NGUYEN = "kuo_nguyen"
 #: Gravity modes of the multibody solve (``gmode`` of the kernels).
 GRAVITY_MODES = {"full": 0, "differential": 1, "linearized": 2}
 
@@ -62,7 +65,9 @@ class MultibodyDynamics(System):
     """Integrate every articulated-tree table (module docstring).
 
     Args:
-        method: a fixed-step tableau of :data:`ecs.stepping.TABLEAUX` (``"rk4"``, ``"euler"``).
+        method: a fixed-step tableau of :data:`ecs.stepping.TABLEAUX` (``"rk4"``, ``"euler"``) or
+            ``"kuo_nguyen"`` (seed 001: third-order Taylor step for the free root's orbit with the
+            jerk from a backward difference, Euler–Cromer for every other DOF).
         substeps: RK steps per frame (step = frame length / substeps).
         gravity: ``"full"`` (each link's gravity enters the multibody solve) or ``"differential"``
             (seed 001: only ``g_n − g(x_s)`` enters it, x_s the system CoM, and ``g(x_s)`` is added
@@ -80,13 +85,16 @@ class MultibodyDynamics(System):
     def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full"):
         m = str(method).lower()
         fixed = sorted(k for k, t in TABLEAUX.items() if t.b_err is None and k != "semi_implicit_euler")
-        if m not in fixed:
-            raise InputError("MultibodyDynamics.method", method, f"must be one of the fixed-step tableaux {fixed}")
+        if m not in fixed + [KUO_NGUYEN]:
+            raise InputError("MultibodyDynamics.method", method,
+                             f"must be {KUO_NGUYEN!r} or one of the fixed-step tableaux {fixed}")
         if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
             raise InputError("MultibodyDynamics.substeps", substeps, "must be a whole number >= 1")
         if gravity not in GRAVITY_MODES:
             raise InputError("MultibodyDynamics.gravity", gravity, f"must be one of {sorted(GRAVITY_MODES)}")
-        self.method, self.tableau, self.substeps = m, TABLEAUX[m], int(substeps)
+        self.method, self.substeps = m, int(substeps)
+        self.tableau = TABLEAUX["euler"] if m == KUO_NGUYEN else TABLEAUX[m]   # KN: A, B unused
+        self.nstages = 0 if m == KUO_NGUYEN else self.tableau.stages
         self.gravity, self.gmode = gravity, GRAVITY_MODES[gravity]
         self.work: list[_Work] = []
 
@@ -145,7 +153,8 @@ class MultibodyDynamics(System):
                     raise InputError("MultibodyDynamics.gravity", self.gravity,
                                      f"needs one tree per sample whose first link is its only root, on a free joint "
                                      f"(table of {world.name_of(int(t.entities[0]))})")
-            self.work.append(_Work(t, self.tableau.stages))
+            self.work.append(_Work(t, max(self.nstages, 2)))
+            self.work[-1].K[:, 1, :] = np.nan           # Kuo–Nguyen: no previous acceleration yet
             w = self.work[-1]
             for s in range(t.samples):
                 b = s * E
@@ -164,7 +173,7 @@ class MultibodyDynamics(System):
         for w in self.work:
             t = w.table
             (parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia) = self._model(t)
-            advance_samples(t.samples, w.E, self.substeps, h, tab.a, tab.b, tab.stages, t["row_status"],
+            advance_samples(t.samples, w.E, self.substeps, h, tab.a, tab.b, self.nstages, t["row_status"],
                             t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), parent, kind, axis,
                             offset, rotation, q, qd, locked, mass, com, inertia, t["joint_tau"], t["joint_viscous"],
                             t["joint_coulomb"], t["joint_slip"], t["link_force"], t["link_torque"], self.mu, self.gmode, a0,

@@ -937,6 +937,24 @@ normalize_joint_quaternions = dual(_normalize_joint_quaternions)
 _qnorm_joint = normalize_joint_quaternions.cpu
 
 
+def _step_start(b, n, locked, q, qd, y0):
+    """Before a step: a locked joint's rate is zeroed (it has no relative motion) and the state is
+    copied into ``y0`` (the stage base, and the last good state if the step fails)."""
+    for k in range(n):
+        r = b + k
+        if locked[r]:
+            for i in range(QD_SLOTS):
+                qd[r, i] = 0.0
+        for i in range(Q_SLOTS):
+            y0[r, i] = q[r, i]
+        for i in range(QD_SLOTS):
+            y0[r, Q_SLOTS + i] = qd[r, i]
+
+
+step_start = dual(_step_start)
+_start = step_start.cpu
+
+
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
              viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
@@ -948,15 +966,7 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     the round-off of 10⁵–10⁶ small increments to a large state (an orbit radius, a drifting
     position) from accumulating."""
     ns = Q_SLOTS + QD_SLOTS
-    for k in range(n):
-        r = b + k
-        if locked[r]:                             # a locked joint has no relative rate
-            for i in range(QD_SLOTS):
-                qd[r, i] = 0.0
-        for i in range(Q_SLOTS):
-            y0[r, i] = q[r, i]
-        for i in range(QD_SLOTS):
-            y0[r, Q_SLOTS + i] = qd[r, i]
+    _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
         if st > 0:
             for k in range(n):
@@ -983,6 +993,60 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
 
 rk_step = dual(_rk_step, inline=False)
 _rk_step_cpu = rk_step.cpu
+
+
+def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous,
+                     coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
+    """One step of the Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration").
+
+    The orbital DOFs of the root (position and velocity of a free first link, joint axes) take the
+    third-order Taylor step with the jerk from a backward difference of the acceleration:
+    ``x += ẋ h + (2/3 ẍ − 1/6 ẍ_prev) h²``, ``ẋ += (3/2 ẍ − 1/2 ẍ_prev) h``. Every other DOF
+    (the root's attitude and rate, all other joints) takes an Euler–Cromer step:
+    ``ẋ_m += ẍ_m h``, then ``x_m += ẋ_m(t + h) h`` (quaternions: ``q += h ½ q ⊗ ω(t + h)``,
+    renormalised). ``ẍ_prev`` is kept in ``K[b, 1, 7:10]`` (NaN before the first step, which then
+    uses ``ẍ_prev = ẍ``: a second-order Taylor start). ``K`` needs 2 stage slots; ``y0`` keeps the
+    state before the step; locked joints are frozen with zero rate."""
+    _start(b, n, locked, q, qd, y0)
+    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
+           slip, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
+    orbit = kind[b] == FREE and not locked[b]
+    if orbit:
+        for i in range(3):
+            a = K[b, 0, Q_SLOTS + i]
+            ap = K[b, 1, Q_SLOTS + i]
+            if not math.isfinite(ap):
+                ap = a
+            q[b, i] += qd[b, i] * h + (2.0 / 3.0 * a - 1.0 / 6.0 * ap) * h * h
+            qd[b, i] += (1.5 * a - 0.5 * ap) * h
+            K[b, 1, Q_SLOTS + i] = a
+    for k in range(n):
+        r = b + k
+        kk = kind[r]
+        if locked[r] or kk == FIXED:
+            continue
+        for i in range(QD_SLOTS):                         # Euler–Cromer: rates first ...
+            if not (orbit and r == b and i < 3):
+                qd[r, i] += h * K[r, 0, Q_SLOTS + i]
+        if kk == REVOLUTE or kk == PRISMATIC:             # ... then positions with the new rates
+            q[r, 0] += h * qd[r, 0]
+        else:
+            o = 0 if kk == SPHERICAL else 3
+            w0 = 0 if kk == SPHERICAL else 3
+            if kk == FREE and not (orbit and r == b):
+                for i in range(3):
+                    q[r, i] += h * qd[r, i]
+            d0, d1, d2, d3 = _qdot(q[r, o], q[r, o + 1], q[r, o + 2], q[r, o + 3], qd[r, w0], qd[r, w0 + 1],
+                                   qd[r, w0 + 2])
+            q[r, o] += h * d0
+            q[r, o + 1] += h * d1
+            q[r, o + 2] += h * d2
+            q[r, o + 3] += h * d3
+            _qnorm_joint(r, kind, q, C)
+
+
+kuo_nguyen_step = dual(_kuo_nguyen_step, inline=False)
+_kn_step = kuo_nguyen_step.cpu
 
 
 def _matrix_to_quat(R, i):
@@ -1062,8 +1126,8 @@ _finite = sample_finite.cpu
 def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                     rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
                     a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
-    """``steps`` RK steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING, then its link
-    poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
+    """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
+    (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
     state of its last good step."""
     b = s * E
     if status[b] != 0:
@@ -1071,8 +1135,13 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
     j = 0
     while j < steps:                  # a while loop, not for/break (ecs/kernels.py: numba pitfall)
         j += 1
-        _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia,
-                     tau, viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
+        if nstages == 0:
+            _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous,
+                     coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
+        else:
+            _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
+                         inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
+                         Rw, pw, M, V)
         if not _finite(b, E, q, qd):
             j = steps
             for k in range(E):
