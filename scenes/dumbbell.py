@@ -23,7 +23,9 @@ amplitude correction O(pitch0²).
 Scene parameters (keyword-only): ``altitude`` [m] (400 km), ``mu`` [m³/s²] (Earth, 3.986004418e14),
 ``earth_radius`` [m] (6378137), ``mass`` [kg] (500 per sphere), ``radius`` [m] (0.5), ``length``
 [m] (20, centre to centre), ``pitch0`` [rad] (0.05), ``dt`` [s] (5), ``t_end`` [s] (two libration
-periods), ``record_every`` [frames] (1), ``substeps`` (1).
+periods), ``record_every`` [frames] (1), ``substeps`` (1), ``method`` (``"rk4"``; or ``"euler"``,
+``"kuo_nguyen"``) and ``gravity`` (``"full"``; or ``"differential"``, ``"linearized"``) of
+:class:`systems.multibody.MultibodyDynamics`.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def libration_frequency(*, mu: float, r: float, mass: float, radius: float, leng
 
 def build(*, altitude: float = 400e3, mu: float = MU_EARTH, earth_radius: float = R_EARTH, mass: float = 500.0,
           radius: float = 0.5, length: float = 20.0, pitch0: float = 0.05, dt: float = 5.0,
-          t_end: float | None = None, record_every: int | None = 1, substeps: int = 1) -> Scene:
+          t_end: float | None = None, record_every: int | None = 1, substeps: int = 1, method: str = "rk4",
+          gravity: str = "full") -> Scene:
     """The dumbbell scene (module docstring)."""
     for name, v, unit in (("altitude", altitude, "m"), ("mu", mu, "m^3/s^2"), ("earth_radius", earth_radius, "m"),
                           ("mass", mass, "kg"), ("radius", radius, "m"), ("length", length, "m"), ("dt", dt, "s")):
@@ -92,9 +95,10 @@ def build(*, altitude: float = 400e3, mu: float = MU_EARTH, earth_radius: float 
     world = World("dumbbell")
     world.add_resource(PointMass(mu=mu))
     spawn_tree(world, spec, name="dumbbell")
-    world.add_system(MultibodyDynamics("rk4", substeps=substeps))
+    world.add_system(MultibodyDynamics(method, substeps=substeps, gravity=gravity))
     params = dict(altitude=altitude, mu=mu, earth_radius=earth_radius, mass=mass, radius=radius, length=length,
-                  pitch0=pitch0, dt=dt, t_end=t_end, record_every=record_every, substeps=substeps)
+                  pitch0=pitch0, dt=dt, t_end=t_end, record_every=record_every, substeps=substeps, method=method,
+                  gravity=gravity)
     cols = ("link_com_position", "link_attitude", "joint_q", "joint_qd")
     return Scene(name="dumbbell", description=DESCRIPTION, world=world, t_end=float(t_end), dt=float(dt),
                  record_every=record_every, record=cols, final=cols, params=params)

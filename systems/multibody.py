@@ -22,8 +22,10 @@ compensated state update (``rk_step``), or the Kuo–Nguyen scheme of seed 001 (
 After every frame (and at bind) the :class:`components.multibody.LinkPose` columns hold each link's
 origin, attitude and CoM in the inertial frame.
 
-CPU only for now: the kernels are plain loops on scalars written for a CUDA twin, but the GPU
-driver is not written yet; ``backend="gpu"`` is refused by name.
+Backends: the CPU driver runs one sample per thread (``prange``); ``backend="gpu"`` runs the same
+row function (:data:`systems.multibody_kernels.advance_sample`) as a CUDA kernel, one thread per
+sample, through :func:`ecs.kernels.launch_rows` (checked under numba's CUDA simulator:
+tests/test_multibody_gpu_sim.py; not yet on a device).
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ import numpy as np
 from components.gravity import PointMass
 from components.multibody import FREE, QD_SLOTS, joint_state_error
 from ecs import InputError, Phase, System
+from ecs.kernels import array_module, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
-from systems.multibody_kernels import STATE, advance_samples, link_poses, new_scratch
+from systems.multibody_kernels import STATE, advance_sample, advance_samples, new_scratch
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
                  "joint_locked", "joint_viscous", "joint_coulomb", "joint_slip")
@@ -48,17 +51,19 @@ GRAVITY_MODES = {"full": 0, "differential": 1, "linearized": 2}
 
 
 class _Work:
-    """Per-table scratch of the system."""
+    """Per-table scratch of the system (numpy, or cupy on the GPU backend)."""
 
-    def __init__(self, table, stages):
+    def __init__(self, table, stages, xp):
         n = table.row_count
         self.table = table
         self.E = table.entity_count
-        self.M, self.V = new_scratch(n)
-        self.y0, self.C = np.zeros((n, STATE)), np.zeros((n, STATE))
-        self.K = np.zeros((n, stages, STATE))
-        self.tauw, self.fext, self.qdd = np.zeros((n, QD_SLOTS)), np.zeros((n, 6)), np.zeros((n, 6))
-        self.Rw, self.pw = np.zeros((n, 3, 3)), np.zeros((n, 3))
+        self.M, self.V = (xp.asarray(a) for a in new_scratch(n))
+        self.y0, self.C = xp.zeros((n, STATE)), xp.zeros((n, STATE))
+        K = np.zeros((n, stages, STATE))
+        K[:, 1, :] = np.nan                     # Kuo–Nguyen: no previous acceleration yet
+        self.K = xp.asarray(K)
+        self.tauw, self.fext, self.qdd = xp.zeros((n, QD_SLOTS)), xp.zeros((n, 6)), xp.zeros((n, 6))
+        self.Rw, self.pw = xp.zeros((n, 3, 3)), xp.zeros((n, 3))
 
 
 class MultibodyDynamics(System):
@@ -116,8 +121,6 @@ class MultibodyDynamics(System):
                     raise InputError(f"joint_{what} of {world.name_of(e)} (sample {start + k})", value, rule)
 
     def bind(self, world) -> None:
-        if world.backend != "cpu":
-            raise InputError("backend", world.backend, "MultibodyDynamics runs on the CPU only (no GPU driver yet)")
         self.mu = 0.0
         src = world.resource(PointMass, None)
         if src is not None:
@@ -128,7 +131,7 @@ class MultibodyDynamics(System):
         self.work = []
         for t in world.tables_with(*JOINT_COLUMNS, *LINK_COLUMNS, *POSE_COLUMNS):
             E = t.entity_count
-            parent = t["link_parent"].reshape(t.samples, E)
+            parent = to_host(t["link_parent"]).reshape(t.samples, E)
             local = parent - (np.arange(t.samples) * E)[:, None]
             k = np.arange(E)[None, :]
             bad = (parent >= 0) & ~((local >= 0) & (local < k))
@@ -140,44 +143,41 @@ class MultibodyDynamics(System):
                 s, j = map(int, np.argwhere(bad)[0])
                 raise InputError(f"link_parent of {world.name_of(int(t.entities[j]))}", int(local[s, j]),
                                  f"must be an earlier link of the same tree (parent index < {j}: parents before children)")
-            bad = joint_state_error(t["joint_kind"], t["joint_q"], t["joint_qd"])
+            kind = to_host(t["joint_kind"]).reshape(t.samples, E)
+            bad = joint_state_error(kind.ravel(), to_host(t["joint_q"]), to_host(t["joint_qd"]))
             if bad is not None:
                 k, what, value, rule = bad
                 s, j = divmod(k, E)
                 raise InputError(f"joint_{what} of {world.name_of(int(t.entities[j]))} (sample {t.sample_offset + s})",
                                  value, rule)
             if self.gmode >= 1:
-                roots = t["link_parent"].reshape(t.samples, E) < 0
-                free = t["joint_kind"].reshape(t.samples, E)[:, 0] == FREE
-                if roots[:, 1:].any() or not free.all():
+                if (parent[:, 1:] < 0).any() or not (kind[:, 0] == FREE).all():
                     raise InputError("MultibodyDynamics.gravity", self.gravity,
                                      f"needs one tree per sample whose first link is its only root, on a free joint "
                                      f"(table of {world.name_of(int(t.entities[0]))})")
-            self.work.append(_Work(t, max(self.nstages, 2)))
-            self.work[-1].K[:, 1, :] = np.nan           # Kuo–Nguyen: no previous acceleration yet
-            w = self.work[-1]
-            for s in range(t.samples):
-                b = s * E
-                link_poses.cpu(b, E, *self._model(t), w.M, w.V, w.Rw, w.pw, t["link_position"], t["link_attitude"],
-                               t["link_com_position"])
+            xp = array_module(t["joint_q"])
+            self.work.append(_Work(t, max(self.nstages, 2), xp))
+        self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
+        self._a0 = xp.zeros(6) if self.work else None
+        for w in self.work:                    # the poses at t = 0 (zero steps)
+            self._advance(world.backend, w, 0, 0.0)
 
     @staticmethod
     def _model(t):
         return (t["link_parent"], t["joint_kind"], t["joint_axis"], t["joint_offset"], t["joint_rotation"],
                 t["joint_q"], t["joint_qd"], t["joint_locked"], t["link_mass"], t["link_com"], t["link_inertia"])
 
+    def _advance(self, backend, w, steps, h) -> None:
+        t = w.table
+        launch_rows(backend, advance_samples, advance_sample, t.samples, w.E, steps, h, self._a, self._b, self.nstages,
+                    t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
+                    t["joint_tau"], t["joint_viscous"], t["joint_coulomb"], t["joint_slip"], t["link_force"],
+                    t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw,
+                    w.M, w.V, t["link_position"], t["link_attitude"], t["link_com_position"])
+
     def process(self, frame) -> None:
-        tab = self.tableau
-        h = frame.dt / self.substeps
-        a0 = np.zeros(6)
         for w in self.work:
+            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps)
             t = w.table
-            (parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia) = self._model(t)
-            advance_samples(t.samples, w.E, self.substeps, h, tab.a, tab.b, self.nstages, t["row_status"],
-                            t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), parent, kind, axis,
-                            offset, rotation, q, qd, locked, mass, com, inertia, t["joint_tau"], t["joint_viscous"],
-                            t["joint_coulomb"], t["joint_slip"], t["link_force"], t["link_torque"], self.mu, self.gmode, a0,
-                            w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"],
-                            t["link_attitude"], t["link_com_position"])
             running = t["row_status"] == Status.RUNNING
             t["row_time"][running] = frame.t + frame.dt
