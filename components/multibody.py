@@ -40,6 +40,8 @@ Frames and conventions (the same as Pinocchio's, so that tests can build the ide
   locking a moving joint does not conserve momentum; an impulsive, momentum-conserving capture is
   not modelled). A system may lock and unlock joints between frames; an unlocked joint starts
   from rest relative to its parent.
+* Joint laws, per joint: friction (:class:`JointFriction`), spring-damper (:class:`JointSpring`)
+  and end stops (:class:`JointLimit`); the last two act on revolute and prismatic joints.
 * ``link_force``/``link_torque``: external force on the link, inertial axes, with its line of action
   through the link's CoM, and external torque about the CoM, body axes (gravity, loads, contact).
 """
@@ -66,6 +68,9 @@ NQ = (0, 1, 1, 4, 7)
 NV = (0, 1, 1, 3, 6)
 #: Slots of the ``joint_q`` and ``joint_qd`` columns.
 Q_SLOTS, QD_SLOTS = 7, 6
+#: The joint-law parameters, in the order of the kernels' ``law`` array (columns ``joint_<name>``).
+LAW_FIELDS = ("viscous", "coulomb", "slip", "stiffness", "damping", "rest", "lower", "upper", "limit_stiffness",
+              "limit_damping")
 #: Allowed | |a| - 1 | of a joint axis after it was normalised by :func:`tree_spec`.
 AXIS_TOL = 1e-12
 
@@ -140,6 +145,27 @@ class JointFriction:
                          check=positive())
 
 
+@component("joint")
+class JointSpring:
+    """Spring-damper of a revolute or prismatic joint (flexibility): ``tau = −k (q − rest) − c qd``."""
+
+    stiffness: float = column("1", default=0.0, doc="k (N m/rad or N/m)", check=nonnegative())
+    damping: float = column("1", default=0.0, doc="c (N m s/rad or N s/m)", check=nonnegative())
+    rest: float = column("1", default=0.0, doc="rest position (rad or m)")
+
+
+@component("joint")
+class JointLimit:
+    """End stops of a revolute or prismatic joint as a stiff penalty spring-damper, active below
+    ``lower`` and above ``upper`` when ``limit_stiffness > 0``."""
+
+    lower: float = column("1", default=0.0, doc="lower stop (rad or m)")
+    upper: float = column("1", default=0.0, doc="upper stop (rad or m)")
+    limit_stiffness: float = column("1", default=0.0, doc="penalty stiffness (N m/rad or N/m); 0: no stops",
+                                    check=nonnegative())
+    limit_damping: float = column("1", default=0.0, doc="penalty damping while past a stop", check=nonnegative())
+
+
 # ------------------------------------------------------------------------------ tree description
 @dataclass(frozen=True)
 class TreeSpec:
@@ -147,7 +173,8 @@ class TreeSpec:
 
     Attributes (``n`` links): parents [n] int64; kind [n] int8; axis [n, 3]; offset [n, 3];
     rotation [n, 4]; mass [n]; com [n, 3]; inertia [n, 3, 3]; q [n, 7]; qd [n, 6]; locked [n] bool;
-    viscous, coulomb, slip [n] (joint friction).
+    viscous, coulomb, slip [n] (joint friction); stiffness, damping, rest [n] (joint springs);
+    lower, upper, limit_stiffness, limit_damping [n] (end stops).
     """
 
     parents: np.ndarray
@@ -164,10 +191,22 @@ class TreeSpec:
     viscous: np.ndarray
     coulomb: np.ndarray
     slip: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+    rest: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    limit_stiffness: np.ndarray
+    limit_damping: np.ndarray
 
     @property
     def n(self) -> int:
         return len(self.parents)
+
+    @property
+    def law(self) -> np.ndarray:
+        """The joint-law parameters [n, len(LAW_FIELDS)] (friction, springs, end stops)."""
+        return np.stack([getattr(self, f) for f in LAW_FIELDS], axis=1)
 
     @property
     def nv(self) -> np.ndarray:
@@ -184,7 +223,11 @@ class TreeSpec:
                       rotation=self.rotation[k].copy(), q=self.q[k].copy(), qd=self.qd[k].copy(),
                       locked=bool(self.locked[k])),
                 JointFriction(viscous=float(self.viscous[k]), coulomb=float(self.coulomb[k]),
-                              slip=float(self.slip[k])))
+                              slip=float(self.slip[k])),
+                JointSpring(stiffness=float(self.stiffness[k]), damping=float(self.damping[k]),
+                            rest=float(self.rest[k])),
+                JointLimit(lower=float(self.lower[k]), upper=float(self.upper[k]),
+                           limit_stiffness=float(self.limit_stiffness[k]), limit_damping=float(self.limit_damping[k])))
 
 
 def _vectors(value, n: int, width: int, field: str, default) -> np.ndarray:
@@ -217,7 +260,8 @@ def _scalars(value, n: int, field: str, default, *, rule: str, ok) -> np.ndarray
 
 
 def tree_spec(*, parents, kinds, mass, inertia, com=None, axis=None, offset=None, rotation=None, q=None, qd=None,
-              locked=None, viscous=None, coulomb=None, slip=None, field: str = "tree") -> TreeSpec:
+              locked=None, viscous=None, coulomb=None, slip=None, stiffness=None, damping=None, rest=None,
+              lower=None, upper=None, limit_stiffness=None, limit_damping=None, field: str = "tree") -> TreeSpec:
     """Validate an articulated tree given as per-link arrays (module docstring: conventions).
 
     Args:
@@ -233,6 +277,9 @@ def tree_spec(*, parents, kinds, mass, inertia, com=None, axis=None, offset=None
             slots of spherical and free joints must be unit to 1e-6 and are normalised here.
         locked: [n] bool (default False).
         viscous, coulomb, slip: [n] joint friction (defaults 0, 0, 1e-3).
+        stiffness, damping, rest: [n] joint spring-dampers (default 0: none).
+        lower, upper, limit_stiffness, limit_damping: [n] end stops (default stiffness 0: none).
+        Springs and stops act on revolute and prismatic joints only.
         field: name used in error messages.
 
     Raises:
@@ -308,8 +355,24 @@ def tree_spec(*, parents, kinds, mass, inertia, com=None, axis=None, offset=None
     vis = _scalars(viscous, n, f"{field}.viscous", 0.0, rule="must be a finite number >= 0", ok=lambda x: x >= 0)
     cou = _scalars(coulomb, n, f"{field}.coulomb", 0.0, rule="must be a finite number >= 0", ok=lambda x: x >= 0)
     sl = _scalars(slip, n, f"{field}.slip", 1e-3, rule="must be a finite number > 0", ok=lambda x: x > 0)
+    nonneg = dict(rule="must be a finite number >= 0", ok=lambda x: x >= 0)
+    anyv = dict(rule="must be a finite number", ok=lambda x: True)
+    law = {name: _scalars(v, n, f"{field}.{name}", 0.0, **rule) for name, v, rule in (
+        ("stiffness", stiffness, nonneg), ("damping", damping, nonneg), ("rest", rest, anyv),
+        ("lower", lower, anyv), ("upper", upper, anyv), ("limit_stiffness", limit_stiffness, nonneg),
+        ("limit_damping", limit_damping, nonneg))}
+    for k in range(n):
+        one_dof = int(kind[k]) in (REVOLUTE, PRISMATIC)
+        for name in ("stiffness", "damping", "limit_stiffness"):
+            if law[name][k] != 0.0 and not one_dof:
+                raise InputError(f"{field}.{name}[{k}]", float(law[name][k]),
+                                 f"must be 0 for a {KIND_NAMES[int(kind[k])]} joint (springs and stops act on "
+                                 f"revolute and prismatic joints)")
+        if law["limit_stiffness"][k] > 0.0 and not law["lower"][k] <= law["upper"][k]:
+            raise InputError(f"{field}.lower[{k}]", float(law["lower"][k]),
+                             f"must be <= upper = {law['upper'][k]!r} when the end stops are on")
     return TreeSpec(parents=par, kind=kind, axis=ax, offset=off, rotation=rot, mass=m, com=c, inertia=inert,
-                    q=qq, qd=vv, locked=lk, viscous=vis, coulomb=cou, slip=sl)
+                    q=qq, qd=vv, locked=lk, viscous=vis, coulomb=cou, slip=sl, **law)
 
 
 def joint_state_error(kind, q, qd):

@@ -38,10 +38,10 @@ from ecs import InputError, Phase, System
 from ecs.kernels import array_module, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
-from systems.multibody_kernels import STATE, advance_sample, advance_samples, new_scratch
+from systems.multibody_kernels import LAW_COLUMNS, STATE, advance_sample, advance_samples, new_scratch
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
-                 "joint_locked", "joint_viscous", "joint_coulomb", "joint_slip")
+                 "joint_locked") + LAW_COLUMNS
 LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
 #: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
@@ -64,6 +64,12 @@ class _Work:
         self.K = xp.asarray(K)
         self.tauw, self.fext, self.qdd = xp.zeros((n, QD_SLOTS)), xp.zeros((n, 6)), xp.zeros((n, 6))
         self.Rw, self.pw = xp.zeros((n, 3, 3)), xp.zeros((n, 3))
+        self.law = xp.zeros((n, len(LAW_COLUMNS)))
+
+    def refresh_law(self) -> None:
+        """Joint-law parameters from their columns (another system may have changed them)."""
+        for j, c in enumerate(LAW_COLUMNS):
+            self.law[:, j] = self.table[c]
 
 
 class MultibodyDynamics(System):
@@ -169,11 +175,12 @@ class MultibodyDynamics(System):
 
     def _advance(self, backend, w, steps, h) -> None:
         t = w.table
+        w.refresh_law()
         launch_rows(backend, advance_samples, advance_sample, t.samples, w.E, steps, h, self._a, self._b, self.nstages,
                     t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
-                    t["joint_tau"], t["joint_viscous"], t["joint_coulomb"], t["joint_slip"], t["link_force"],
-                    t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw,
-                    w.M, w.V, t["link_position"], t["link_attitude"], t["link_com_position"])
+                    t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
+                    w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
+                    t["link_com_position"])
 
     def process(self, frame) -> None:
         for w in self.work:

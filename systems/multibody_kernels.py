@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import prange
 
-from components.multibody import FIXED, FREE, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
+from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
 from ecs.attitude import quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import cpu_parallel, dual
 
@@ -44,6 +44,10 @@ MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I
 M_SLOTS = 8
 VV, VC, VPA, VU, VA, VQD, VQDD, VT = 0, 1, 2, 3, 4, 5, 6, 7  # V[r, slot]: v, c, p^A, u, a, q̇int, q̈int, tmp
 V_SLOTS = 8
+#: Joint-law parameters, ``law[r, LAW_*]``: the columns they come from (components.multibody).
+LAW_COLUMNS = tuple("joint_" + f for f in LAW_FIELDS)
+(LAW_VISCOUS, LAW_COULOMB, LAW_SLIP, LAW_STIFFNESS, LAW_DAMPING, LAW_REST, LAW_LOWER, LAW_UPPER, LAW_LIMIT_STIFFNESS,
+ LAW_LIMIT_DAMPING) = range(len(LAW_COLUMNS))
 #: State size per link for integration: q (7) then qd (6).
 STATE = Q_SLOTS + QD_SLOTS
 
@@ -847,12 +851,14 @@ _lforces = link_forces.cpu
 
 
 # ------------------------------------------------------------------------------ state derivative and RK step
-def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
-                slip, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage):
+def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage):
     """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
 
     Generalised forces: ``tau`` minus the regularised joint friction
-    ``viscous qd + coulomb tanh(qd / slip)`` per velocity coordinate; external link forces from
+    ``viscous qd + coulomb tanh(qd / slip)`` per velocity coordinate, plus, for revolute and
+    prismatic joints, the spring-damper ``−k (q − q_rest) − c qd`` and the end stops
+    (penalty ``k_l (lower − q) − c_l qd`` below ``lower``, likewise above ``upper``, when
+    ``k_l > 0``); the per-row parameters are ``law[r, LAW_*]`` (:data:`LAW_COLUMNS`); external link forces from
     :func:`_link_forces`, with gravity ``gmode`` 0 (full), 1 (differential) or 2 (linearised); modes
     1 and 2 apply to a sample whose first link is an unlocked free root, full gravity otherwise (a
     fixed base feels the uniform part). Locked joints: zero derivative (state frozen)."""
@@ -860,7 +866,19 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
         r = b + k
         for i in range(QD_SLOTS):
             w = qd[r, i]
-            tauw[r, i] = tau[r, i] - viscous[r] * w - coulomb[r] * math.tanh(w / slip[r])
+            tauw[r, i] = tau[r, i] - law[r, LAW_VISCOUS] * w - law[r, LAW_COULOMB] * math.tanh(w / law[r, LAW_SLIP])
+        kk = kind[r]
+        if kk == REVOLUTE or kk == PRISMATIC:           # spring-damper and end stops of a 1-DOF joint
+            x = q[r, 0]
+            w = qd[r, 0]
+            t = -law[r, LAW_STIFFNESS] * (x - law[r, LAW_REST]) - law[r, LAW_DAMPING] * w
+            kl = law[r, LAW_LIMIT_STIFFNESS]
+            if kl > 0.0:
+                if x < law[r, LAW_LOWER]:
+                    t += kl * (law[r, LAW_LOWER] - x) - law[r, LAW_LIMIT_DAMPING] * w
+                elif x > law[r, LAW_UPPER]:
+                    t += kl * (law[r, LAW_UPPER] - x) - law[r, LAW_LIMIT_DAMPING] * w
+            tauw[r, 0] += t
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
@@ -956,7 +974,7 @@ _start = step_start.cpu
 
 
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-             viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
+             law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
     zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
@@ -976,8 +994,7 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
                     for j in range(st):
                         v += h * A[st, j] * K[r, j, i]
                     _put(r, i, v, q, qd)
-        _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
-               slip, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st)
+        _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st)
     for k in range(n):
         r = b + k
         for i in range(ns):
@@ -995,8 +1012,7 @@ rk_step = dual(_rk_step, inline=False)
 _rk_step_cpu = rk_step.cpu
 
 
-def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous,
-                     coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
+def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
     """One step of the Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration").
 
     The orbital DOFs of the root (position and velocity of a free first link, joint axes) take the
@@ -1008,8 +1024,7 @@ def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locke
     uses ``ẍ_prev = ẍ``: a second-order Taylor start). ``K`` needs 2 stage slots; ``y0`` keeps the
     state before the step; locked joints are frozen with zero rate."""
     _start(b, n, locked, q, qd, y0)
-    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb,
-           slip, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
+    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
         for i in range(3):
@@ -1124,7 +1139,7 @@ _finite = sample_finite.cpu
 
 
 def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                    rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
+                    rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
                     a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
     """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
     (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
@@ -1136,11 +1151,10 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
     while j < steps:                  # a while loop, not for/break (ecs/kernels.py: numba pitfall)
         j += 1
         if nstages == 0:
-            _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, viscous,
-                     coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
+            _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
         else:
             _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
-                         inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
+                         inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
                          Rw, pw, M, V)
         if not _finite(b, E, q, qd):
             j = steps
@@ -1161,10 +1175,10 @@ _advance = advance_sample.cpu
 
 @cpu_parallel
 def advance_samples(ns, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                    rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
+                    rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
                     a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
     """CPU driver of :data:`advance_sample` over ``ns`` samples of ``E`` links (one thread per sample)."""
     for s in prange(ns):
         _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                 rotation, q, qd, locked, mass, com, inertia, tau, viscous, coulomb, slip, force, torque, mu, gmode,
+                 rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
                  a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position)

@@ -76,16 +76,16 @@ SCRIPT = textwrap.dedent(
     tab = TABLEAUX["rk4"]
     gs = rk_step.gpu
     @cuda.jit
-    def k_step(ns, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, vi, co, sl, F, T, mu, gm, a0, y0, C, K,
+    def k_step(ns, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
                tw, fx, qdd, Rw, pw, M, V):
         s = cuda.grid(1)
         if s < ns:
-            gs(s * E, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, vi, co, sl, F, T, mu, gm, a0, y0, C, K,
+            gs(s * E, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
                tw, fx, qdd, Rw, pw, M, V)
     res = []
     for mode in ("cpu", "gpu"):
         st = [a.copy() for a in model]
-        extra = (cat("viscous"), cat("coulomb"), cat("slip"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0,
+        extra = (cat("law"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0,
                  np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)), np.zeros((n, 6)),
                  np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n)
         if mode == "cpu":

@@ -72,7 +72,7 @@ class Stepper:
     def step(self, h):
         s = self.s
         rk_step.cpu(0, s.n, h, RK4.a, RK4.b, RK4.stages, s.parents, s.kind, s.axis, s.offset, s.rotation, self.q,
-                    self.qd, s.locked, s.mass, s.com, s.inertia, self.zeros6, s.viscous, s.coulomb, s.slip,
+                    self.qd, s.locked, s.mass, s.com, s.inertia, self.zeros6, s.law,
                     self.zeros3, self.zeros3, 0.0, 0, np.zeros(6), self.y0, self.C, self.K, self.tauw, self.fext,
                     self.qdd, self.Rw, self.pw, self.M, self.V)
 

@@ -79,7 +79,7 @@ def test_orbit_step_is_third_order_locally_and_second_order_globally():
         q, qd = spec.q.copy(), spec.qd.copy()
         z3, z6 = np.zeros((1, 3)), np.zeros((1, 6))
         kuo_nguyen_step.cpu(0, 1, h, spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, q, qd, spec.locked,
-                            spec.mass, spec.com, spec.inertia, z6, spec.viscous, spec.coulomb, spec.slip, z3, z3, MU_EARTH,
+                            spec.mass, spec.com, spec.inertia, z6, spec.law, z3, z3, MU_EARTH,
                             0, np.zeros(6), np.zeros((1, STATE)), np.zeros((1, STATE)), K, z6.copy(), z6.copy(),
                             z6.copy(), np.zeros((1, 3, 3)), np.zeros((1, 3)), M, Vs)
         local.append(float(np.linalg.norm(q[0, :3] - exact(2 * h))))

@@ -308,7 +308,7 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
     for gmode in (0, 1):
         M, V = new_scratch(n)
         qdd = np.zeros((n, 6))
-        derivative.cpu(0, n, *model, np.zeros((n, 6)), spec.viscous, spec.coulomb, spec.slip, np.zeros((n, 3)),
+        derivative.cpu(0, n, *model, np.zeros((n, 6)), spec.law, np.zeros((n, 3)),
                        np.zeros((n, 3)), MU_EARTH, gmode, np.zeros(6), np.zeros((n, 6)), np.zeros((n, 6)), qdd,
                        np.zeros((n, 3, 3)), np.zeros((n, 3)), M, V, np.zeros((n, 1, STATE)), 0)
         out[gmode] = qdd
