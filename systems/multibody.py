@@ -91,7 +91,9 @@ class MultibodyDynamics(System):
 
     phase = Phase.SCHEDULED
     reads = JOINT_COLUMNS + LINK_COLUMNS
-    writes = ("joint_q", "joint_qd") + POSE_COLUMNS + ("row_time",)
+    # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
+    # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
+    writes = ("joint_q", "joint_qd") + POSE_COLUMNS
 
     def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full"):
         m = str(method).lower()
@@ -185,6 +187,3 @@ class MultibodyDynamics(System):
     def process(self, frame) -> None:
         for w in self.work:
             self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps)
-            t = w.table
-            running = t["row_status"] == Status.RUNNING
-            t["row_time"][running] = frame.t + frame.dt

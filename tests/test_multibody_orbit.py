@@ -426,3 +426,33 @@ def test_linearized_gravity_error_is_quadratic_and_small_for_a_100m_station():
     print(f"\nlinearised gravity error / g: {err}")
     assert 3.9 <= err[50.0] / err[25.0] <= 4.1 and 3.9 <= err[100.0] / err[50.0] <= 4.1
     assert err[100.0] <= 1e-9
+
+
+def test_trees_and_rigid_bodies_share_a_world():
+    """A rigid body (Integrator + GravitySystem) and a tree (MultibodyDynamics) in one world: both
+    systems schedule together and each flies exactly as it does alone."""
+    from components.rigid import rigid_body
+    from systems.gravity_fields import GravitySystem
+    from systems.integration import Integrator
+
+    r = R_EARTH + 500e3
+    body = dict(mass=100.0, inertia=(10.0, 12.0, 14.0), position=(0.0, r, 0.0),
+                velocity=(-math.sqrt(MU_EARTH / r), 0.0, 0.0), omega=(0.0, 0.01, 0.0))
+
+    def world(with_body, with_tree):
+        w = World("mixed")
+        w.add_resource(PointMass(mu=MU_EARTH))
+        if with_body:
+            w.spawn(*rigid_body(**body), name="payload")
+            w.add_system(GravitySystem())
+            w.add_system(Integrator("rk4"))
+        if with_tree:
+            spawn_tree(w, _arm_in_orbit())
+            w.add_system(MultibodyDynamics())
+        return w
+
+    both = world(True, True).run(t_end=300.0, dt=5.0, final=("body_position", "joint_q"))
+    body_only = world(True, False).run(t_end=300.0, dt=5.0, final=("body_position",))
+    tree_only = world(False, True).run(t_end=300.0, dt=5.0, final=("joint_q",))
+    assert np.array_equal(both.finals["body_position"], body_only.finals["body_position"])
+    assert np.array_equal(both.finals["joint_q"], tree_only.finals["joint_q"])
