@@ -166,6 +166,21 @@ class JointLimit:
     limit_damping: float = column("1", default=0.0, doc="penalty damping while past a stop", check=nonnegative())
 
 
+@component("poi")
+class PointOfInterest:
+    """A point fixed on a link whose motion is written out after every frame (seed 001's points of
+    interest and NonGravAccels: what an accelerometer or a docking target on the link sees).
+    ``nongrav_acceleration`` is the acceleration minus the gravity of the whole tree at its CoM."""
+
+    link: int = column("1", dtype=ENTITY, doc="the link entity the point is fixed on")
+    offset: np.ndarray = column("m", shape=3, frame="link", doc="the point, link body axes, from the link origin")
+    position: np.ndarray = column("m", shape=3, frame="inertial", doc="output: position")
+    velocity: np.ndarray = column("m/s", shape=3, frame="inertial", doc="output: velocity")
+    acceleration: np.ndarray = column("m/s^2", shape=3, frame="inertial", doc="output: acceleration")
+    nongrav_acceleration: np.ndarray = column("m/s^2", shape=3, frame="inertial",
+                                              doc="output: acceleration minus the tree's gravity at its CoM")
+
+
 # ------------------------------------------------------------------------------ tree description
 @dataclass(frozen=True)
 class TreeSpec:

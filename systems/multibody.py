@@ -20,7 +20,10 @@ compensated state update (``rk_step``), or the Kuo–Nguyen scheme of seed 001 (
 ``joint_locked`` set keep their state. A sample whose state turns non-finite is set FAILED
 (:class:`ecs.status.Reason` NONFINITE_STATE) with its last good state; the others go on.
 After every frame (and at bind) the :class:`components.multibody.LinkPose` columns hold each link's
-origin, attitude and CoM in the inertial frame.
+origin, attitude and CoM in the inertial frame, and every :class:`components.multibody.PointOfInterest`
+its position, velocity, acceleration and non-gravitational acceleration (acceleration minus the
+tree's gravity at its CoM; seed 001's NonGravAccels), from one more evaluation of the dynamics at
+the frame-end state.
 
 Backends: the CPU driver runs one sample per thread (``prange``); ``backend="gpu"`` runs the same
 row function (:data:`systems.multibody_kernels.advance_sample`) as a CUDA kernel, one thread per
@@ -38,12 +41,14 @@ from ecs import InputError, Phase, System
 from ecs.kernels import array_module, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
-from systems.multibody_kernels import LAW_COLUMNS, STATE, advance_sample, advance_samples, new_scratch
+from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
+                                       link_motion_samples, new_scratch, poi_row, poi_rows)
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
                  "joint_locked") + LAW_COLUMNS
 LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
+POI_COLUMNS = ("poi_link", "poi_offset", "poi_position", "poi_velocity", "poi_acceleration", "poi_nongrav_acceleration")
 #: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
 KUO_NGUYEN = "kuo_nguyen"
 #: Gravity modes of the multibody solve (``gmode`` of the kernels).
@@ -65,6 +70,8 @@ class _Work:
         self.tauw, self.fext, self.qdd = xp.zeros((n, QD_SLOTS)), xp.zeros((n, 6)), xp.zeros((n, 6))
         self.Rw, self.pw = xp.zeros((n, 3, 3)), xp.zeros((n, 3))
         self.law = xp.zeros((n, len(LAW_COLUMNS)))
+        self.ACC = None                         # per-link motion for points of interest (if any)
+        self.points: list = []
 
     def refresh_law(self) -> None:
         """Joint-law parameters from their columns (another system may have changed them)."""
@@ -90,10 +97,10 @@ class MultibodyDynamics(System):
     """
 
     phase = Phase.SCHEDULED
-    reads = JOINT_COLUMNS + LINK_COLUMNS
+    reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2]
     # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
     # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
-    writes = ("joint_q", "joint_qd") + POSE_COLUMNS
+    writes = ("joint_q", "joint_qd") + POSE_COLUMNS + POI_COLUMNS[2:]
 
     def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full"):
         m = str(method).lower()
@@ -167,8 +174,26 @@ class MultibodyDynamics(System):
             self.work.append(_Work(t, max(self.nstages, 2), xp))
         self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
         self._a0 = xp.zeros(6) if self.work else None
-        for w in self.work:                    # the poses at t = 0 (zero steps)
+        self._bind_points(world)
+        for w in self.work:                    # the poses (and points of interest) at t = 0
             self._advance(world.backend, w, 0, 0.0)
+            self._points(world.backend, w)
+
+    def _bind_points(self, world) -> None:
+        """Attach every point-of-interest table to the link table its ``poi_link`` refers to."""
+        for w in self.work:
+            w.points = []
+        for pt in world.tables_with(*POI_COLUMNS):
+            refs = pt.entities_ref.get("poi_link")
+            links = to_host(pt["poi_link"])
+            target = [w for w in self.work if refs is not None and np.array_equal(refs, w.table.entities)]
+            if not target or (links < 0).any():
+                raise InputError("poi_link", [world.name_of(int(e)) for e in pt.entities][:3],
+                                 "must name a link of an articulated tree (every point of interest needs its link)")
+            w = target[0]
+            if w.ACC is None:
+                w.ACC = array_module(w.y0).zeros((w.table.row_count, ACC_WIDTH))
+            w.points.append(pt)
 
     @staticmethod
     def _model(t):
@@ -184,6 +209,20 @@ class MultibodyDynamics(System):
                     w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
                     t["link_com_position"])
 
+    def _points(self, backend, w) -> None:
+        """The motion of the points of interest on ``w``'s links, at the current state."""
+        if not w.points:
+            return
+        t = w.table
+        launch_rows(backend, link_motion_samples, link_motion_sample, t.samples, w.E, t["row_status"],
+                    *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode,
+                    self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC)
+        for pt in w.points:
+            launch_rows(backend, poi_rows, poi_row, pt.row_count, pt["poi_link"], pt["poi_offset"], w.Rw, w.ACC,
+                        pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
+                        pt["poi_nongrav_acceleration"])
+
     def process(self, frame) -> None:
         for w in self.work:
             self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps)
+            self._points(frame.backend, w)

@@ -34,6 +34,7 @@ from numba import prange
 from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
 from ecs.attitude import quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import cpu_parallel, dual
+from ecs.status import Status
 
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
@@ -48,6 +49,10 @@ V_SLOTS = 8
 LAW_COLUMNS = tuple("joint_" + f for f in LAW_FIELDS)
 (LAW_VISCOUS, LAW_COULOMB, LAW_SLIP, LAW_STIFFNESS, LAW_DAMPING, LAW_REST, LAW_LOWER, LAW_UPPER, LAW_LIMIT_STIFFNESS,
  LAW_LIMIT_DAMPING) = range(len(LAW_COLUMNS))
+#: ``row_status`` code of a FAILED row.
+FAILED_CODE = int(Status.FAILED)
+#: Width of the per-link motion array of :func:`_link_motion`.
+ACC_WIDTH = 18
 #: State size per link for integration: q (7) then qd (6).
 STATE = Q_SLOTS + QD_SLOTS
 
@@ -117,18 +122,35 @@ crm = dual(_crm)
 _crm_ = crm.cpu
 
 
-def _crf_add(v, f, out):
-    """out += v ×* f (spatial force cross product, RBDA eq. 2.32)."""
-    out[0] += v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
-    out[1] += v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
-    out[2] += v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
-    out[3] += v[1] * f[5] - v[2] * f[4]
-    out[4] += v[2] * f[3] - v[0] * f[5]
-    out[5] += v[0] * f[4] - v[1] * f[3]
+def _bias_add(m, c, I, v, out):
+    """out += v ×* (I v), the velocity-product force of a link of mass m, CoM c and spatial inertia
+    I (RBDA eq. 2.32, 2.63), in the form that holds no ``v_O × m v_O`` term: with ω, v_O the parts of
+    v, ``n = ω × (I_O ω) + m c × (ω × v_O)``, ``f = m ω × (v_O + ω × c)`` (I_O: I's upper-left block).
+    The literal product ``v ×* (I v)`` contains ``v_O × m v_O``, zero only to round-off: for a link
+    in orbit (v_O ~ 7.6 km/s) that round-off is a spurious torque of ~m |v_O|² ε ~ 1e-7 N m per kg
+    (measured: a torque-free spinning sphere's rate drifted by 1e-6 in 30 s)."""
+    w0, w1, w2 = v[0], v[1], v[2]
+    u0, u1, u2 = v[3], v[4], v[5]
+    l0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2
+    l1 = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2
+    l2 = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2
+    x0 = w1 * u2 - w2 * u1                   # ω × v_O
+    x1 = w2 * u0 - w0 * u2
+    x2 = w0 * u1 - w1 * u0
+    c0, c1, c2 = c[0], c[1], c[2]
+    y0 = w1 * c2 - w2 * c1                   # ω × c
+    y1 = w2 * c0 - w0 * c2
+    y2 = w0 * c1 - w1 * c0
+    out[0] += w1 * l2 - w2 * l1 + m * (c1 * x2 - c2 * x1)
+    out[1] += w2 * l0 - w0 * l2 + m * (c2 * x0 - c0 * x2)
+    out[2] += w0 * l1 - w1 * l0 + m * (c0 * x1 - c1 * x0)
+    out[3] += m * (x0 + w1 * y2 - w2 * y1)
+    out[4] += m * (x1 + w2 * y0 - w0 * y2)
+    out[5] += m * (x2 + w0 * y1 - w1 * y0)
 
 
-crf_add = dual(_crf_add)
-_crf = crf_add.cpu
+bias_add = dual(_bias_add)
+_bias = bias_add.cpu
 
 
 def _spatial_inertia(m, c, Ic, I):
@@ -383,7 +405,11 @@ def _velocities(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
                 vj += S[i, j] * V[r, VQD, j]
             V[r, VT, i] = vj
             V[r, VV, i] = s + vj
-        _crm_(V[r, VV], V[r, VT], V[r, VC])
+        if p >= 0:
+            _crm_(V[r, VV], V[r, VT], V[r, VC])
+        else:                            # a root: v = v_J, so c = v_J ×m v_J = 0 (exactly, not by round-off)
+            for i in range(6):
+                V[r, VC, i] = 0.0
         _sinertia(mass[r], com[r], inertia[r], M[r, MIA])
 
 
@@ -416,16 +442,15 @@ _qddout = qdd_out.cpu
 
 
 # ------------------------------------------------------------------------------ ABA (RBDA Table 7.1)
-def _aba_solve(b, n, parent, kind, locked, tau, fext, a0, qdd, M, V):
+def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
     """Passes 2 and 3 of the ABA (after :func:`_velocities`): ``qdd[r, :]`` (state units, module
     docstring) from the applied joint forces ``tau`` and the external link forces ``fext``."""
     for k in range(n):
         r = b + k
-        # p^A = v ×* (I v) − f^ext  (I v into the tmp vector)
-        _mv(M[r, MIA], V[r, VV], V[r, VT])
+        # p^A = v ×* (I v) − f^ext
         for i in range(6):
             V[r, VPA, i] = -fext[r, i]
-        _crf(V[r, VV], V[r, VT], V[r, VPA])
+        _bias(mass[r], com[r], M[r, MIA], V[r, VV], V[r, VPA])
     for k in range(n - 1, -1, -1):
         r = b + k
         nv = _nv(kind[r], locked[r])
@@ -515,7 +540,7 @@ def _aba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, i
     docstring) from the state, the applied joint forces ``tau`` and the external link forces
     ``fext`` (body axes, about the link origin)."""
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
-    _abas(b, n, parent, kind, locked, tau, fext, a0, qdd, M, V)
+    _abas(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V)
 
 
 aba = dual(_aba, inline=False)
@@ -557,16 +582,10 @@ def _rnea(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, 
             for j in range(nv):
                 s += S[i, j] * V[r, VQDD, j]
             V[r, VA, i] = s
-        I = M[r, MIA]
+        _mv(M[r, MIA], V[r, VA], V[r, VPA])
         for i in range(6):
-            s = 0.0
-            t = 0.0
-            for j in range(6):
-                s += I[i, j] * V[r, VA, j]
-                t += I[i, j] * V[r, VV, j]
-            V[r, VPA, i] = s - fext[r, i]
-            V[r, VT, i] = t
-        _crf(V[r, VV], V[r, VT], V[r, VPA])
+            V[r, VPA, i] -= fext[r, i]
+        _bias(mass[r], com[r], M[r, MIA], V[r, VV], V[r, VPA])
     for k in range(n - 1, -1, -1):
         r = b + k
         p = parent[r]
@@ -883,7 +902,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
     _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, fext)
-    _abas(b, n, parent, kind, locked, tauw, fext, a0, qdd, M, V)
+    _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
     if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
                               M[b, MW, 0, 4], M[b, MW, 1, 4], M[b, MW, 2, 4])
@@ -1062,6 +1081,127 @@ def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locke
 
 kuo_nguyen_step = dual(_kuo_nguyen_step, inline=False)
 _kn_step = kuo_nguyen_step.cpu
+
+
+def _link_motion(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+                 mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC):
+    """Per link row r of one sample, inertial axes: ``ACC[r]`` = (classical acceleration of the link
+    origin (3), angular acceleration (3), angular velocity (3), origin velocity (3), the system's
+    gravity g(x_s) at its CoM x_s (3), origin position (3)), from one evaluation of the dynamics
+    at the current state (``K[:, 0]`` is overwritten). For points of interest."""
+    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+           mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
+    diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
+    ms = 0.0
+    sx = 0.0
+    sy = 0.0
+    sz = 0.0
+    for k in range(n):
+        r = b + k
+        m = mass[r]
+        ms += m
+        sx += m * (pw[r, 0] + Rw[r, 0, 0] * com[r, 0] + Rw[r, 0, 1] * com[r, 1] + Rw[r, 0, 2] * com[r, 2])
+        sy += m * (pw[r, 1] + Rw[r, 1, 0] * com[r, 0] + Rw[r, 1, 1] * com[r, 1] + Rw[r, 1, 2] * com[r, 2])
+        sz += m * (pw[r, 2] + Rw[r, 2, 0] * com[r, 0] + Rw[r, 2, 1] * com[r, 1] + Rw[r, 2, 2] * com[r, 2])
+    xs0 = _org(b, M, 0) + sx / ms
+    xs1 = _org(b, M, 1) + sy / ms
+    xs2 = _org(b, M, 2) + sz / ms
+    g0 = 0.0
+    g1 = 0.0
+    g2 = 0.0
+    if mu > 0.0:
+        rs2 = xs0 * xs0 + xs1 * xs1 + xs2 * xs2
+        gs = -mu / (rs2 * math.sqrt(rs2))
+        g0, g1, g2 = gs * xs0, gs * xs1, gs * xs2
+    for k in range(n):
+        r = b + k
+        w0, w1, w2 = V[r, VV, 0], V[r, VV, 1], V[r, VV, 2]
+        v0, v1, v2 = V[r, VV, 3], V[r, VV, 4], V[r, VV, 5]
+        # classical acceleration of the origin = spatial linear part + ω × v_O (body axes)
+        c0 = V[r, VA, 3] + w1 * v2 - w2 * v1
+        c1 = V[r, VA, 4] + w2 * v0 - w0 * v2
+        c2 = V[r, VA, 5] + w0 * v1 - w1 * v0
+        for i in range(3):
+            ACC[r, i] = Rw[r, i, 0] * c0 + Rw[r, i, 1] * c1 + Rw[r, i, 2] * c2
+            ACC[r, 3 + i] = Rw[r, i, 0] * V[r, VA, 0] + Rw[r, i, 1] * V[r, VA, 1] + Rw[r, i, 2] * V[r, VA, 2]
+            ACC[r, 6 + i] = Rw[r, i, 0] * w0 + Rw[r, i, 1] * w1 + Rw[r, i, 2] * w2
+            ACC[r, 9 + i] = Rw[r, i, 0] * v0 + Rw[r, i, 1] * v1 + Rw[r, i, 2] * v2
+            ACC[r, 15 + i] = _org(b, M, i) + pw[r, i]
+        ACC[r, 12] = g0
+        ACC[r, 13] = g1
+        ACC[r, 14] = g2
+        if diff:                         # the solve ran in the frame falling with g(x_s)
+            ACC[r, 0] += g0
+            ACC[r, 1] += g1
+            ACC[r, 2] += g2
+
+
+link_motion = dual(_link_motion, inline=False)
+_lmotion = link_motion.cpu
+
+
+def _link_motion_sample(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
+                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC):
+    """:func:`_link_motion` of sample s unless it FAILED (then its outputs keep their last values)."""
+    b = s * E
+    if status[b] == FAILED_CODE:
+        return
+    _lmotion(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+             mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC)
+
+
+link_motion_sample = dual(_link_motion_sample, inline=False)
+_lmotion_s = link_motion_sample.cpu
+
+
+@cpu_parallel
+def link_motion_samples(ns, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
+                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC):
+    """CPU driver of :data:`link_motion_sample` over ``ns`` samples of ``E`` links."""
+    for s in prange(ns):
+        _lmotion_s(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law,
+                   force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC)
+
+
+def _poi_row(i, link, offset, Rw, ACC, position, velocity, acceleration, nongrav):
+    """Point of interest i on link row ``link[i]`` at ``offset[i]`` (link axes): its inertial position,
+    velocity, acceleration, and acceleration minus the system's gravity g(x_s) (seed 001's
+    NonGravAccels, a sensor's view) — ``a = a_O + α × ρ + ω × (ω × ρ)``, ``ρ = R offset``."""
+    r = link[i]
+    p0 = Rw[r, 0, 0] * offset[i, 0] + Rw[r, 0, 1] * offset[i, 1] + Rw[r, 0, 2] * offset[i, 2]
+    p1 = Rw[r, 1, 0] * offset[i, 0] + Rw[r, 1, 1] * offset[i, 1] + Rw[r, 1, 2] * offset[i, 2]
+    p2 = Rw[r, 2, 0] * offset[i, 0] + Rw[r, 2, 1] * offset[i, 1] + Rw[r, 2, 2] * offset[i, 2]
+    al0, al1, al2 = ACC[r, 3], ACC[r, 4], ACC[r, 5]
+    w0, w1, w2 = ACC[r, 6], ACC[r, 7], ACC[r, 8]
+    u0 = w1 * p2 - w2 * p1                   # ω × ρ
+    u1 = w2 * p0 - w0 * p2
+    u2 = w0 * p1 - w1 * p0
+    position[i, 0] = ACC[r, 15] + p0
+    position[i, 1] = ACC[r, 16] + p1
+    position[i, 2] = ACC[r, 17] + p2
+    velocity[i, 0] = ACC[r, 9] + u0
+    velocity[i, 1] = ACC[r, 10] + u1
+    velocity[i, 2] = ACC[r, 11] + u2
+    a0_ = ACC[r, 0] + (al1 * p2 - al2 * p1) + (w1 * u2 - w2 * u1)
+    a1_ = ACC[r, 1] + (al2 * p0 - al0 * p2) + (w2 * u0 - w0 * u2)
+    a2_ = ACC[r, 2] + (al0 * p1 - al1 * p0) + (w0 * u1 - w1 * u0)
+    acceleration[i, 0] = a0_
+    acceleration[i, 1] = a1_
+    acceleration[i, 2] = a2_
+    nongrav[i, 0] = a0_ - ACC[r, 12]
+    nongrav[i, 1] = a1_ - ACC[r, 13]
+    nongrav[i, 2] = a2_ - ACC[r, 14]
+
+
+poi_row = dual(_poi_row)
+_poi = poi_row.cpu
+
+
+@cpu_parallel
+def poi_rows(n, link, offset, Rw, ACC, position, velocity, acceleration, nongrav):
+    """CPU driver of :data:`poi_row`."""
+    for i in prange(n):
+        _poi(i, link, offset, Rw, ACC, position, velocity, acceleration, nongrav)
 
 
 def _matrix_to_quat(R, i):

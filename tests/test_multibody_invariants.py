@@ -4,9 +4,9 @@ with the classical RK4 tableau of ecs/stepping.py.
 * No gravity, no joint forces: kinetic energy, linear momentum and angular momentum about the
   inertial origin are invariants of the exact motion. Over 100 s at h = 1 ms (joint rates ~0.1-0.3
   rad/s, so ω h ~ 3e-4) RK4's truncation error is below round-off; measured worst relative
-  changes (E, P, L) were 3.6e-15, 1.8e-14, 5.4e-14 (tolerances: 1e-10, 1e-12, 1e-12, those of
-  the issue). With the compensated state update of ``rk_step`` switched off they were 3.3e-14,
-  1.1e-13, 3.4e-13 (and 1.8e-12 for L on another random 6-link tree), so the round-off of 10⁵
+  changes (E, P, L) were 3.4e-15, 1.7e-14, 5.2e-14 (tolerances: 1e-10, 1e-12, 1e-12, those of
+  the issue). With the compensated state update of ``rk_step`` switched off they were 3.4e-14,
+  1.0e-13, 3.1e-13 (and 1.8e-12 for L on another random 6-link tree), so the round-off of 10⁵
   steps, not truncation, is what these tolerances bound.
 * With regularised viscous + Coulomb joint friction (internal forces): momentum is still
   conserved, and energy never rises from one step to the next (dE/dt = −Σ qd·τ_f ≤ 0); a rise of
