@@ -766,6 +766,26 @@ energy_momentum = dual(_energy_momentum, inline=False)
 
 
 # ------------------------------------------------------------------------------ external forces
+def _system_com(b, n, mass, com, Rw, pw):
+    """The sample's CoM relative to the origin P of ``pw`` (:func:`_world_pose`), inertial axes."""
+    ms = 0.0
+    sx = 0.0
+    sy = 0.0
+    sz = 0.0
+    for k in range(n):
+        r = b + k
+        m = mass[r]
+        ms += m
+        sx += m * (pw[r, 0] + Rw[r, 0, 0] * com[r, 0] + Rw[r, 0, 1] * com[r, 1] + Rw[r, 0, 2] * com[r, 2])
+        sy += m * (pw[r, 1] + Rw[r, 1, 0] * com[r, 0] + Rw[r, 1, 1] * com[r, 1] + Rw[r, 1, 2] * com[r, 2])
+        sz += m * (pw[r, 2] + Rw[r, 2, 0] * com[r, 0] + Rw[r, 2, 1] * com[r, 1] + Rw[r, 2, 2] * com[r, 2])
+    return sx / ms, sy / ms, sz / ms
+
+
+system_com = dual(_system_com)
+_scom = system_com.cpu
+
+
 def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, fext):
     """fext[r] <- the link's external spatial force, body axes, about the link origin: the
     accumulated ``force`` (inertial, through the CoM) and ``torque`` (body, about the CoM), plus,
@@ -782,22 +802,12 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     ``δ = |x|² − r_s² = 2 x_s·d + d·d``. ``gmode`` 2 (linearised, seed 001 "Simplifying
     assumptions"): as 1 with the difference replaced by ``Γ(x_s) d``, ``Γ = μ/r_s³ (3 r̂ r̂ᵀ − E)``,
     and each link's gradient torque taken from Γ(x_s) (``3μ/r_s⁵ x_b × (I_c x_b)`` at ``x = x_s``)."""
-    # system CoM relative to the origin P (differential mode only)
+    # system CoM relative to the origin P (differential and linearised modes only)
     sx = 0.0
     sy = 0.0
     sz = 0.0
     if gmode >= 1 and mu > 0.0:
-        ms = 0.0
-        for k in range(n):
-            r = b + k
-            m = mass[r]
-            ms += m
-            sx += m * (pw[r, 0] + Rw[r, 0, 0] * com[r, 0] + Rw[r, 0, 1] * com[r, 1] + Rw[r, 0, 2] * com[r, 2])
-            sy += m * (pw[r, 1] + Rw[r, 1, 0] * com[r, 0] + Rw[r, 1, 1] * com[r, 1] + Rw[r, 1, 2] * com[r, 2])
-            sz += m * (pw[r, 2] + Rw[r, 2, 0] * com[r, 0] + Rw[r, 2, 1] * com[r, 1] + Rw[r, 2, 2] * com[r, 2])
-        sx /= ms
-        sy /= ms
-        sz /= ms
+        sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
     xs0 = _org(b, M, 0) + sx
     xs1 = _org(b, M, 1) + sy
     xs2 = _org(b, M, 2) + sz
@@ -1092,20 +1102,10 @@ def _link_motion(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass
     _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
            mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
-    ms = 0.0
-    sx = 0.0
-    sy = 0.0
-    sz = 0.0
-    for k in range(n):
-        r = b + k
-        m = mass[r]
-        ms += m
-        sx += m * (pw[r, 0] + Rw[r, 0, 0] * com[r, 0] + Rw[r, 0, 1] * com[r, 1] + Rw[r, 0, 2] * com[r, 2])
-        sy += m * (pw[r, 1] + Rw[r, 1, 0] * com[r, 0] + Rw[r, 1, 1] * com[r, 1] + Rw[r, 1, 2] * com[r, 2])
-        sz += m * (pw[r, 2] + Rw[r, 2, 0] * com[r, 0] + Rw[r, 2, 1] * com[r, 1] + Rw[r, 2, 2] * com[r, 2])
-    xs0 = _org(b, M, 0) + sx / ms
-    xs1 = _org(b, M, 1) + sy / ms
-    xs2 = _org(b, M, 2) + sz / ms
+    sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
+    xs0 = _org(b, M, 0) + sx
+    xs1 = _org(b, M, 1) + sy
+    xs2 = _org(b, M, 2) + sz
     g0 = 0.0
     g1 = 0.0
     g2 = 0.0
