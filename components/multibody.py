@@ -181,6 +181,21 @@ class PointOfInterest:
                                               doc="output: acceleration minus the tree's gravity at its CoM")
 
 
+@component("command")
+class JointCommand:
+    """A commanded generalised force on one joint (a motor), written into its ``joint_tau`` at the
+    start of every frame and held over it (a digital command, zero-order hold):
+    ``tau = scale · (bias + [series(t), series_upper(t)])``, ``series`` and ``series_upper`` being
+    indices of 3-component time series in the :class:`components.loads.LoadSeries` resource
+    (linear interpolation, zero outside their span; ``-1``: none) that drive slots 0-2 and 3-5."""
+
+    joint: int = column("1", dtype=ENTITY, doc="the link entity whose joint is commanded")
+    series: int = column("1", dtype=np.int64, default=-1, doc="LoadSeries index driving joint_tau slots 0-2")
+    series_upper: int = column("1", dtype=np.int64, default=-1, doc="LoadSeries index driving joint_tau slots 3-5")
+    scale: float = column("1", default=1.0, doc="multiplies the whole command")
+    bias: np.ndarray = column("1", shape=QD_SLOTS, doc="constant part of the command (units by joint kind)")
+
+
 # ------------------------------------------------------------------------------ tree description
 @dataclass(frozen=True)
 class TreeSpec:

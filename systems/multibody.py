@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba import prange
+
 from components.gravity import PointMass
+from components.loads import LoadSeries
 from components.multibody import FREE, QD_SLOTS, joint_state_error
 from ecs import InputError, Phase, System
-from ecs.kernels import array_module, launch_rows, to_host
+from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
+from systems.loads import series_value
 from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
                                        link_motion_samples, new_scratch, poi_row, poi_rows)
 
@@ -226,3 +230,77 @@ class MultibodyDynamics(System):
         for w in self.work:
             self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps)
             self._points(frame.backend, w)
+
+
+# ------------------------------------------------------------------------------ joint commands
+_series = series_value.cpu
+
+COMMAND_COLUMNS = ("command_joint", "command_series", "command_series_upper", "command_scale", "command_bias")
+
+
+def _command_row(i, joint, series, series_upper, scale, bias, times, values, off, t, tau):
+    """joint_tau of command i's joint <- scale · (bias + series(t), series_upper(t))."""
+    r = joint[i]
+    x0 = x1 = x2 = y0 = y1 = y2 = 0.0
+    if series[i] >= 0:
+        x0, x1, x2 = _series(times, values, off, series[i], t)
+    if series_upper[i] >= 0:
+        y0, y1, y2 = _series(times, values, off, series_upper[i], t)
+    s = scale[i]
+    tau[r, 0] = s * (bias[i, 0] + x0)
+    tau[r, 1] = s * (bias[i, 1] + x1)
+    tau[r, 2] = s * (bias[i, 2] + x2)
+    tau[r, 3] = s * (bias[i, 3] + y0)
+    tau[r, 4] = s * (bias[i, 4] + y1)
+    tau[r, 5] = s * (bias[i, 5] + y2)
+
+
+command_row = dual(_command_row)
+_command = command_row.cpu
+
+
+@cpu_parallel
+def command_rows(n, joint, series, series_upper, scale, bias, times, values, off, t, tau):
+    """CPU driver of :data:`command_row` (one command per joint: no two rows write one joint)."""
+    for i in prange(n):
+        _command(i, joint, series, series_upper, scale, bias, times, values, off, t, tau)
+
+
+class JointCommands(System):
+    """Write every :class:`components.multibody.JointCommand` into its joint's ``joint_tau`` at the
+    start of each frame (SCHEDULED, before :class:`MultibodyDynamics`, which reads ``joint_tau``).
+    A user controller is any SCHEDULED system that writes ``joint_tau`` the same way."""
+
+    phase = Phase.SCHEDULED
+    reads = COMMAND_COLUMNS
+    writes = ("joint_tau",)
+
+    def bind(self, world) -> None:
+        self.tables = []
+        for ct in world.tables_with(*COMMAND_COLUMNS):
+            joint = to_host(ct["command_joint"])
+            refs = ct.entities_ref.get("command_joint")
+            links = [t for t in world.tables_with("joint_tau", "link_parent")
+                     if refs is not None and np.array_equal(refs, t.entities)]
+            if not links or (joint < 0).any():
+                raise InputError("command_joint", [world.name_of(int(e)) for e in ct.entities][:3],
+                                 "must name a link of an articulated tree")
+            uniq, counts = np.unique(joint, return_counts=True)
+            if (counts > 1).any():
+                e = int(links[0].entities[int(uniq[counts > 1][0]) % links[0].entity_count])
+                raise InputError("command_joint", world.name_of(e), "is commanded twice: one command per joint")
+            series = world.resource(LoadSeries, None)
+            used = np.concatenate([to_host(ct["command_series"]), to_host(ct["command_series_upper"])])
+            n_series = 0 if series is None else len(series.times)
+            if (used >= n_series).any():
+                raise InputError("command_series", int(used.max()),
+                                 f"must index a series of the LoadSeries resource (it has {n_series}) or be -1")
+            xp = array_module(ct["command_scale"])
+            packed = (series or LoadSeries()).packed()
+            self.tables.append((ct, links[0], tuple(xp.asarray(a) for a in packed)))
+
+    def process(self, frame) -> None:
+        for ct, lt, (times, values, off) in self.tables:
+            launch_rows(frame.backend, command_rows, command_row, ct.row_count, ct["command_joint"],
+                        ct["command_series"], ct["command_series_upper"], ct["command_scale"], ct["command_bias"],
+                        times, values, off, frame.t, lt["joint_tau"])
