@@ -20,6 +20,10 @@ moment of inertia about the dumbbell axis and C = B the transverse moment about 
 (:func:`libration_frequency`). Finite size corrections are O(length / r) ~ 1e-6 and the
 amplitude correction O(pitch0²).
 
+A point of interest on the far sphere's surface, on the dumbbell axis, records its acceleration
+minus the dumbbell's gravity at its CoM (seed 001's NonGravAccels): for the dumbbell at rest in
+the orbiting frame, the centripetal ``n² (length/2 + radius)`` ≈ 1.4e-5 m/s² towards the Earth.
+
 Scene parameters (keyword-only): ``altitude`` [m] (400 km), ``mu`` [m³/s²] (Earth, 3.986004418e14),
 ``earth_radius`` [m] (6378137), ``mass`` [kg] (500 per sphere), ``radius`` [m] (0.5), ``length``
 [m] (20, centre to centre), ``pitch0`` [rad] (0.05), ``dt`` [s] (5), ``t_end`` [s] (two libration
@@ -35,7 +39,7 @@ import math
 import numpy as np
 
 from components.gravity import PointMass
-from components.multibody import spawn_tree, tree_spec
+from components.multibody import PointOfInterest, spawn_tree, tree_spec
 from ecs import InputError, Scene, World
 from scenes._common import positive
 from systems.multibody import MultibodyDynamics
@@ -94,12 +98,14 @@ def build(*, altitude: float = 400e3, mu: float = MU_EARTH, earth_radius: float 
                      offset=[[0.0, 0.0, 0.0], [length, 0.0, 0.0]], q=q, qd=qd, field="dumbbell")
     world = World("dumbbell")
     world.add_resource(PointMass(mu=mu))
-    spawn_tree(world, spec, name="dumbbell")
+    links = spawn_tree(world, spec, name="dumbbell")
+    # an accelerometer on the far sphere's surface, on the dumbbell axis (seed 001 NonGravAccels)
+    world.spawn(PointOfInterest(link=links[1], offset=(radius, 0.0, 0.0)), name="dumbbell.sensor")
     world.add_system(MultibodyDynamics(method, substeps=substeps, gravity=gravity))
     params = dict(altitude=altitude, mu=mu, earth_radius=earth_radius, mass=mass, radius=radius, length=length,
                   pitch0=pitch0, dt=dt, t_end=t_end, record_every=record_every, substeps=substeps, method=method,
                   gravity=gravity)
-    cols = ("link_com_position", "link_attitude", "joint_q", "joint_qd")
+    cols = ("link_com_position", "link_attitude", "joint_q", "joint_qd", "poi_position", "poi_nongrav_acceleration")
     return Scene(name="dumbbell", description=DESCRIPTION, world=world, t_end=float(t_end), dt=float(dt),
                  record_every=record_every, record=cols, final=cols, params=params)
 
