@@ -44,6 +44,8 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
                    "10 kg box of 0.3 x 0.28 x 0.2 m released over an Itokawa-like asteroid (any size with -p size)"),
     "deploy-shapes": ("scenes.deploy:build_shapes",
                       "the six lander shapes of seed 004 Table 4.7 released over an Itokawa-like asteroid"),
+    "dumbbell": ("scenes.dumbbell",
+                 "two-sphere dumbbell in a circular LEO: pitch libration at n sqrt(3 (C - A)/C) (seed 001)"),
     "jeod-point": ("scenes.jeod:build_point", "JEOD RUN_point: two 100 kg spheres collide head-on at 2 m/s"),
     "jeod-point-inverse": ("scenes.jeod:build_point_inverse", "JEOD RUN_point_inverse: as jeod-point, vehicle 2 pitched 180°"),
     "jeod-point-off-center": ("scenes.jeod:build_point_off_center",

@@ -1,0 +1,306 @@
+"""Articulated trees as a system: :class:`MultibodyDynamics` integrates every link table's joint
+states, one tree (or forest) per sample, with the O(n) articulated-body algorithm of
+:mod:`systems.multibody_kernels`.
+
+Environment (seed 001, "the JEOD model applies gravitation and environmental effects on each body
+as if it was independent"): when the world holds a :class:`components.gravity.PointMass` resource,
+every link feels that point mass's gravity at its own CoM and its own gravity-gradient torque
+(MBGravityTorque), evaluated at every RK stage from the link's current pose. The accumulators
+``link_force``/``link_torque`` are added as well; they are read as they stand at the start of the
+frame (held over the frame's sub-steps): the world's DERIVATIVE pipeline is not called per stage
+yet, so a load that depends on the state must be written by a SCHEDULED system before this one.
+
+Gravity ``"full"`` or ``"differential"`` (seed 001, "Numerical considerations — scale": the
+multibody solve sees only each link's gravity minus the system's, the system's is added to the free
+root; :func:`systems.multibody_kernels._link_forces` evaluates the difference without cancellation).
+
+Stepping: an explicit fixed-step tableau of :mod:`ecs.stepping` (``"rk4"`` default, ``"euler"``),
+compensated state update (``rk_step``), or the Kuo–Nguyen scheme of seed 001 (``"kuo_nguyen"``);
+``substeps`` steps per frame. Joints with
+``joint_locked`` set keep their state. A sample whose state turns non-finite is set FAILED
+(:class:`ecs.status.Reason` NONFINITE_STATE) with its last good state; the others go on.
+After every frame (and at bind) the :class:`components.multibody.LinkPose` columns hold each link's
+origin, attitude and CoM in the inertial frame, and every :class:`components.multibody.PointOfInterest`
+its position, velocity, acceleration and non-gravitational acceleration (acceleration minus the
+tree's gravity at its CoM; seed 001's NonGravAccels), from one more evaluation of the dynamics at
+the frame-end state.
+
+Backends: the CPU driver runs one sample per thread (``prange``); ``backend="gpu"`` runs the same
+row function (:data:`systems.multibody_kernels.advance_sample`) as a CUDA kernel, one thread per
+sample, through :func:`ecs.kernels.launch_rows` (checked under numba's CUDA simulator:
+tests/test_multibody_gpu_sim.py; not yet on a device).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numba import prange
+
+from components.gravity import PointMass
+from components.loads import LoadSeries
+from components.multibody import FREE, QD_SLOTS, joint_state_error
+from ecs import InputError, Phase, System
+from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
+from ecs.status import Reason, Status
+from ecs.stepping import TABLEAUX
+from systems.loads import series_value
+from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
+                                       link_motion_samples, new_scratch, poi_row, poi_rows)
+
+JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
+                 "joint_locked") + LAW_COLUMNS
+LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
+POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
+POI_COLUMNS = ("poi_link", "poi_offset", "poi_position", "poi_velocity", "poi_acceleration", "poi_nongrav_acceleration")
+#: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
+KUO_NGUYEN = "kuo_nguyen"
+#: Gravity modes of the multibody solve (``gmode`` of the kernels).
+GRAVITY_MODES = {"full": 0, "differential": 1, "linearized": 2}
+
+
+class _Work:
+    """Per-table scratch of the system (numpy, or cupy on the GPU backend)."""
+
+    def __init__(self, table, stages, xp):
+        n = table.row_count
+        self.table = table
+        self.E = table.entity_count
+        self.M, self.V = (xp.asarray(a) for a in new_scratch(n))
+        self.y0, self.C = xp.zeros((n, STATE)), xp.zeros((n, STATE))
+        K = np.zeros((n, stages, STATE))
+        K[:, 1, :] = np.nan                     # Kuo–Nguyen: no previous acceleration yet
+        self.K = xp.asarray(K)
+        self.tauw, self.fext, self.qdd = xp.zeros((n, QD_SLOTS)), xp.zeros((n, 6)), xp.zeros((n, 6))
+        self.Rw, self.pw = xp.zeros((n, 3, 3)), xp.zeros((n, 3))
+        self.law = xp.zeros((n, len(LAW_COLUMNS)))
+        self.ACC = None                         # per-link motion for points of interest (if any)
+        self.points: list = []
+
+    def refresh_law(self) -> None:
+        """Joint-law parameters from their columns (another system may have changed them)."""
+        for j, c in enumerate(LAW_COLUMNS):
+            self.law[:, j] = self.table[c]
+
+
+class MultibodyDynamics(System):
+    """Integrate every articulated-tree table (module docstring).
+
+    Args:
+        method: a fixed-step tableau of :data:`ecs.stepping.TABLEAUX` (``"rk4"``, ``"euler"``) or
+            ``"kuo_nguyen"`` (seed 001: third-order Taylor step for the free root's orbit with the
+            jerk from a backward difference, Euler–Cromer for every other DOF).
+        substeps: RK steps per frame (step = frame length / substeps).
+        gravity: ``"full"`` (each link's gravity enters the multibody solve) or ``"differential"``
+            (seed 001: only ``g_n − g(x_s)`` enters it, x_s the system CoM, and ``g(x_s)`` is added
+            to the free root's acceleration afterwards: the same motion, without the round-off of
+            solving for joint accelerations ~1e-6 of the gravity they are computed next to), or
+            ``"linearized"`` (seed 001: as differential with ``g_n − g(x_s) ≈ Γ(x_s) d_n``, the
+            gravity gradient at the system CoM times the link's offset, and each link's gradient
+            torque from Γ(x_s): one gravity evaluation per tree).
+    """
+
+    phase = Phase.SCHEDULED
+    reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2]
+    # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
+    # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
+    writes = ("joint_q", "joint_qd") + POSE_COLUMNS + POI_COLUMNS[2:]
+
+    def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full"):
+        m = str(method).lower()
+        fixed = sorted(k for k, t in TABLEAUX.items() if t.b_err is None and k != "semi_implicit_euler")
+        if m not in fixed + [KUO_NGUYEN]:
+            raise InputError("MultibodyDynamics.method", method,
+                             f"must be {KUO_NGUYEN!r} or one of the fixed-step tableaux {fixed}")
+        if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
+            raise InputError("MultibodyDynamics.substeps", substeps, "must be a whole number >= 1")
+        if gravity not in GRAVITY_MODES:
+            raise InputError("MultibodyDynamics.gravity", gravity, f"must be one of {sorted(GRAVITY_MODES)}")
+        self.method, self.substeps = m, int(substeps)
+        self.tableau = TABLEAUX["euler"] if m == KUO_NGUYEN else TABLEAUX[m]   # KN: A, B unused
+        self.nstages = 0 if m == KUO_NGUYEN else self.tableau.stages
+        self.gravity, self.gmode = gravity, GRAVITY_MODES[gravity]
+        self.work: list[_Work] = []
+
+    def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
+        """Refuse dispersed joint states that break their kind's rules (unit quaternions, unused
+        slots zero: :func:`components.multibody.joint_state_error`), naming link and sample."""
+        for t in world.tables_with(*JOINT_COLUMNS):
+            E = t.entity_count
+            kind = t["joint_kind"].reshape(-1, E)[0]
+            q0, qd0 = t["joint_q"].reshape(-1, E, 7)[0], t["joint_qd"].reshape(-1, E, QD_SLOTS)[0]
+            for j, e in enumerate(t.entities.tolist()):
+                if (e, "joint_q") not in overrides and (e, "joint_qd") not in overrides:
+                    continue
+                q = np.asarray(overrides.get((e, "joint_q"), np.broadcast_to(q0[j], (count, 7))), float)
+                qd = np.asarray(overrides.get((e, "joint_qd"), np.broadcast_to(qd0[j], (count, QD_SLOTS))), float)
+                bad = joint_state_error(np.full(count, kind[j]), q.reshape(count, 7), qd.reshape(count, QD_SLOTS))
+                if bad is not None:
+                    k, what, value, rule = bad
+                    raise InputError(f"joint_{what} of {world.name_of(e)} (sample {start + k})", value, rule)
+
+    def bind(self, world) -> None:
+        self.mu = 0.0
+        src = world.resource(PointMass, None)
+        if src is not None:
+            if np.any(src.center_of_mass != 0.0):
+                raise InputError("PointMass.center", src.center_of_mass.tolist(),
+                                 "must be the inertial origin for MultibodyDynamics")
+            self.mu = float(src.mu)
+        self.work = []
+        for t in world.tables_with(*JOINT_COLUMNS, *LINK_COLUMNS, *POSE_COLUMNS):
+            E = t.entity_count
+            parent = to_host(t["link_parent"]).reshape(t.samples, E)
+            local = parent - (np.arange(t.samples) * E)[:, None]
+            k = np.arange(E)[None, :]
+            bad = (parent >= 0) & ~((local >= 0) & (local < k))
+            refs = t.entities_ref.get("link_parent")
+            if (parent >= 0).any() and not np.array_equal(refs, t.entities):
+                raise InputError("link_parent", [world.name_of(int(e)) for e in refs][:3],
+                                 "must be links of the same table (give every link of a tree the same components)")
+            if bad.any():
+                s, j = map(int, np.argwhere(bad)[0])
+                raise InputError(f"link_parent of {world.name_of(int(t.entities[j]))}", int(local[s, j]),
+                                 f"must be an earlier link of the same tree (parent index < {j}: parents before children)")
+            kind = to_host(t["joint_kind"]).reshape(t.samples, E)
+            bad = joint_state_error(kind.ravel(), to_host(t["joint_q"]), to_host(t["joint_qd"]))
+            if bad is not None:
+                k, what, value, rule = bad
+                s, j = divmod(k, E)
+                raise InputError(f"joint_{what} of {world.name_of(int(t.entities[j]))} (sample {t.sample_offset + s})",
+                                 value, rule)
+            if self.gmode >= 1:
+                if (parent[:, 1:] < 0).any() or not (kind[:, 0] == FREE).all():
+                    raise InputError("MultibodyDynamics.gravity", self.gravity,
+                                     f"needs one tree per sample whose first link is its only root, on a free joint "
+                                     f"(table of {world.name_of(int(t.entities[0]))})")
+            xp = array_module(t["joint_q"])
+            self.work.append(_Work(t, max(self.nstages, 2), xp))
+        self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
+        self._a0 = xp.zeros(6) if self.work else None
+        self._bind_points(world)
+        for w in self.work:                    # the poses (and points of interest) at t = 0
+            self._advance(world.backend, w, 0, 0.0)
+            self._points(world.backend, w)
+
+    def _bind_points(self, world) -> None:
+        """Attach every point-of-interest table to the link table its ``poi_link`` refers to."""
+        for w in self.work:
+            w.points = []
+        for pt in world.tables_with(*POI_COLUMNS):
+            refs = pt.entities_ref.get("poi_link")
+            links = to_host(pt["poi_link"])
+            target = [w for w in self.work if refs is not None and np.array_equal(refs, w.table.entities)]
+            if not target or (links < 0).any():
+                raise InputError("poi_link", [world.name_of(int(e)) for e in pt.entities][:3],
+                                 "must name a link of an articulated tree (every point of interest needs its link)")
+            w = target[0]
+            if w.ACC is None:
+                w.ACC = array_module(w.y0).zeros((w.table.row_count, ACC_WIDTH))
+            w.points.append(pt)
+
+    @staticmethod
+    def _model(t):
+        return (t["link_parent"], t["joint_kind"], t["joint_axis"], t["joint_offset"], t["joint_rotation"],
+                t["joint_q"], t["joint_qd"], t["joint_locked"], t["link_mass"], t["link_com"], t["link_inertia"])
+
+    def _advance(self, backend, w, steps, h) -> None:
+        t = w.table
+        w.refresh_law()
+        launch_rows(backend, advance_samples, advance_sample, t.samples, w.E, steps, h, self._a, self._b, self.nstages,
+                    t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
+                    t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
+                    w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
+                    t["link_com_position"])
+
+    def _points(self, backend, w) -> None:
+        """The motion of the points of interest on ``w``'s links, at the current state."""
+        if not w.points:
+            return
+        t = w.table
+        launch_rows(backend, link_motion_samples, link_motion_sample, t.samples, w.E, t["row_status"],
+                    *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode,
+                    self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC)
+        for pt in w.points:
+            launch_rows(backend, poi_rows, poi_row, pt.row_count, pt["poi_link"], pt["poi_offset"], w.Rw, w.ACC,
+                        pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
+                        pt["poi_nongrav_acceleration"])
+
+    def process(self, frame) -> None:
+        for w in self.work:
+            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps)
+            self._points(frame.backend, w)
+
+
+# ------------------------------------------------------------------------------ joint commands
+_series = series_value.cpu
+
+COMMAND_COLUMNS = ("command_joint", "command_series", "command_series_upper", "command_scale", "command_bias")
+
+
+def _command_row(i, joint, series, series_upper, scale, bias, times, values, off, t, tau):
+    """joint_tau of command i's joint <- scale · (bias + series(t), series_upper(t))."""
+    r = joint[i]
+    x0 = x1 = x2 = y0 = y1 = y2 = 0.0
+    if series[i] >= 0:
+        x0, x1, x2 = _series(times, values, off, series[i], t)
+    if series_upper[i] >= 0:
+        y0, y1, y2 = _series(times, values, off, series_upper[i], t)
+    s = scale[i]
+    tau[r, 0] = s * (bias[i, 0] + x0)
+    tau[r, 1] = s * (bias[i, 1] + x1)
+    tau[r, 2] = s * (bias[i, 2] + x2)
+    tau[r, 3] = s * (bias[i, 3] + y0)
+    tau[r, 4] = s * (bias[i, 4] + y1)
+    tau[r, 5] = s * (bias[i, 5] + y2)
+
+
+command_row = dual(_command_row)
+_command = command_row.cpu
+
+
+@cpu_parallel
+def command_rows(n, joint, series, series_upper, scale, bias, times, values, off, t, tau):
+    """CPU driver of :data:`command_row` (one command per joint: no two rows write one joint)."""
+    for i in prange(n):
+        _command(i, joint, series, series_upper, scale, bias, times, values, off, t, tau)
+
+
+class JointCommands(System):
+    """Write every :class:`components.multibody.JointCommand` into its joint's ``joint_tau`` at the
+    start of each frame (SCHEDULED, before :class:`MultibodyDynamics`, which reads ``joint_tau``).
+    A user controller is any SCHEDULED system that writes ``joint_tau`` the same way."""
+
+    phase = Phase.SCHEDULED
+    reads = COMMAND_COLUMNS
+    writes = ("joint_tau",)
+
+    def bind(self, world) -> None:
+        self.tables = []
+        for ct in world.tables_with(*COMMAND_COLUMNS):
+            joint = to_host(ct["command_joint"])
+            refs = ct.entities_ref.get("command_joint")
+            links = [t for t in world.tables_with("joint_tau", "link_parent")
+                     if refs is not None and np.array_equal(refs, t.entities)]
+            if not links or (joint < 0).any():
+                raise InputError("command_joint", [world.name_of(int(e)) for e in ct.entities][:3],
+                                 "must name a link of an articulated tree")
+            uniq, counts = np.unique(joint, return_counts=True)
+            if (counts > 1).any():
+                e = int(links[0].entities[int(uniq[counts > 1][0]) % links[0].entity_count])
+                raise InputError("command_joint", world.name_of(e), "is commanded twice: one command per joint")
+            series = world.resource(LoadSeries, None)
+            used = np.concatenate([to_host(ct["command_series"]), to_host(ct["command_series_upper"])])
+            n_series = 0 if series is None else len(series.times)
+            if (used >= n_series).any():
+                raise InputError("command_series", int(used.max()),
+                                 f"must index a series of the LoadSeries resource (it has {n_series}) or be -1")
+            xp = array_module(ct["command_scale"])
+            packed = (series or LoadSeries()).packed()
+            self.tables.append((ct, links[0], tuple(xp.asarray(a) for a in packed)))
+
+    def process(self, frame) -> None:
+        for ct, lt, (times, values, off) in self.tables:
+            launch_rows(frame.backend, command_rows, command_row, ct.row_count, ct["command_joint"],
+                        ct["command_series"], ct["command_series_upper"], ct["command_scale"], ct["command_bias"],
+                        times, values, off, frame.t, lt["joint_tau"])
