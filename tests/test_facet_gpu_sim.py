@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent(
     from systems.gravity import UniformGravity
     from systems.integration import Integrator
 
-    def run(backend, broadphase, law="momentum"):
+    def run(backend, broadphase, law="momentum", method="rk4"):
         w = World()
         inter = w.add_resource(PairInteractions())
         inter.register("steel", "steel", SpringInteraction(k=3000.0, c=50.0, mu=0.3, law=law))
@@ -44,12 +44,15 @@ SCRIPT = textwrap.dedent(
         w.spawn(point_facet(b, radius=0.6, material="steel"))
         w.add_system(FacetContact(broadphase=broadphase))
         w.add_system(UniformGravity((0.0, 0.0, -9.81)))
-        w.add_system(Integrator("rk4"))
+        w.add_system(Integrator(method))
         v2 = np.array([[-1.5, 0.0, 0.2], [-2.5, 0.1, 0.0]])
         w.compile(samples=2, backend=backend, overrides={(b, "body_velocity"): v2})
         r = w.run(t_end=0.3, dt=0.01, final=("body_position", "body_velocity", "body_attitude", "body_omega",
                                               "contact_force"))
-        return {c: v.tolist() for c, v in r.finals.items()}
+        out = {c: v.tolist() for c, v in r.finals.items()}
+        out["contact_time"] = np.nan_to_num(r.events["contact_time"], nan=-1.0).tolist()
+        out["event_count"] = r.event_count.tolist()
+        return out
 
     out = {}
     for bp in (True, False):
@@ -59,6 +62,10 @@ SCRIPT = textwrap.dedent(
     cpu, gpu = run("cpu", True, "jeod"), run("gpu", True, "jeod")   # the JEOD-compatible law's own branch
     out["jeod"] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
     out["forcejeod"] = float(np.abs(np.array(cpu["contact_force"])).max())
+    # adaptive steps with the sample's bodies coupled (one error norm per sample), and contact events
+    cpu, gpu = run("cpu", True, "jeod", "dp54"), run("gpu", True, "jeod", "dp54")
+    out["dp54"] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
+    out["events"] = [cpu["event_count"], gpu["event_count"]]
     print(json.dumps(out))
     """
 )
@@ -75,6 +82,8 @@ def test_cuda_simulator_matches_cpu():
     # fastmath contraction): measured 1e-10 on forces of ~1e3 N, i.e. 1e-13 relative
     assert out["True"] < 1e-9 and out["False"] < 1e-9
     assert out["forcejeod"] > 10.0 and out["jeod"] < 1e-9
+    # dp54 (coupled rows, grouped error norm) and the contact start/end events: same on both
+    assert out["dp54"] < 1e-9 and out["events"][0] == out["events"][1] and min(out["events"][0]) > 0
 
 
 @pytest.mark.gpu
