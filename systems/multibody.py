@@ -10,14 +10,20 @@ every link feels that point mass's gravity at its own CoM and its own gravity-gr
 frame (held over the frame's sub-steps): the world's DERIVATIVE pipeline is not called per stage
 yet, so a load that depends on the state must be written by a SCHEDULED system before this one.
 
-Gravity ``"full"`` or ``"differential"`` (seed 001, "Numerical considerations — scale": the
+Gravity ``"full"``, ``"differential"`` (seed 001, "Numerical considerations — scale": the
 multibody solve sees only each link's gravity minus the system's, the system's is added to the free
-root; :func:`systems.multibody_kernels._link_forces` evaluates the difference without cancellation).
+root; :func:`systems.multibody_kernels._link_forces` evaluates the difference without cancellation)
+or ``"linearized"`` (seed 001, "Simplifying assumptions": the difference from the gravity gradient
+at the system CoM).
+
+Joint forces: ``joint_tau`` (written by :class:`JointCommands` from :class:`components.multibody.JointCommand`
+series, or by any user controller system, once per frame), friction, spring-dampers and end stops
+(:class:`components.multibody.JointFriction`, ``JointSpring``, ``JointLimit``) evaluated at every stage.
 
 Stepping: an explicit fixed-step tableau of :mod:`ecs.stepping` (``"rk4"`` default, ``"euler"``),
 compensated state update (``rk_step``), or the Kuo–Nguyen scheme of seed 001 (``"kuo_nguyen"``);
-``substeps`` steps per frame. Joints with
-``joint_locked`` set keep their state. A sample whose state turns non-finite is set FAILED
+``substeps`` steps per frame. Joints with ``joint_locked`` set keep their position (their rate is
+zeroed: a kinematic lock). A sample whose state turns non-finite is set FAILED
 (:class:`ecs.status.Reason` NONFINITE_STATE) with its last good state; the others go on.
 After every frame (and at bind) the :class:`components.multibody.LinkPose` columns hold each link's
 origin, attitude and CoM in the inertial frame, and every :class:`components.multibody.PointOfInterest`
@@ -34,7 +40,6 @@ tests/test_multibody_gpu_sim.py; not yet on a device).
 from __future__ import annotations
 
 import numpy as np
-
 from numba import prange
 
 from components.gravity import PointMass
