@@ -62,7 +62,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
-from systems.deploy_physics import K0, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
+from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -134,6 +134,7 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
     # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
     _load(i, w, pos, vel, att, om)
     w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
+    w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
     w[TS] = rtime[i]
     _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     best = -1

@@ -41,7 +41,7 @@ After an accepted step:
 * **Event threshold**: the event function starts above zero when every vertex lies on or above
   the surface (the collision's and the drift's projections see to it). Where a projection could
   not lift a vertex (a crease of the terrain gripping the probe), a step starting at or below the
-  threshold lowers it to the step start's value less ``contact_gap`` for the rest of the launch,
+  threshold lowers it to the step start's value less ``contact_gap`` for the rest of the phase,
   as flight does: before, such a step was committed without looking for an event, and a vertex
   sank 31 mm unseen in one contact phase (``deploy-box`` at level 1 on fBm + rock texture).
 """
@@ -60,7 +60,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, T0, TS, WARM, Y0, Y1, drop_snapshots_after, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     lift_out, vertex_distance, vertex_world)
 
@@ -224,7 +224,8 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
     n = 0
     dist = distance[i]
     fresh = True   # Y0 is new (launch start or an accepted step): set up its active set and rates
-    thr = 0.0      # event threshold of contact_clearance (lowered only after a failed projection)
+    thr = w[THR]   # event threshold of contact_clearance: 0 from the collision that started the
+    #                phase, lowered only after a failed projection, kept across launches
     while True:
         # the decisions at a new Y0 (fly, collide, settle) are taken before the launch may end, so
         # where a launch ends (frame end, steps_per_launch) changes no decision
@@ -319,6 +320,7 @@ def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, 
             max_pen[i] = pen                # K0 is re-evaluated at the next step's start (fresh)
         if trace.shape[1] > 0:
             _trace(i, t, hh, _PHASE_CONTACT, w, Y0, trace, trace_n)
+    w[THR] = thr
     _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 

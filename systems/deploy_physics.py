@@ -968,9 +968,11 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
     quadratic programme, solved exactly by trying the equality solutions of every subset of at most
     three constraints and keeping the shortest feasible one). Repeated until no vertex considered
     lies more than :data:`LIFT_TOL` below the surface (at most :data:`LIFT_ITERATIONS` lifts). A
-    lift that leaves the deepest vertex deeper (the rock texture is only piecewise trilinear: the
-    linearisation can fail within a millimetre) is halved, up to :data:`LIFT_HALVINGS` times, and
-    then undone: the projection never makes the probe's deepest vertex deeper.
+    lift that leaves the deepest vertex deeper is undone: when that vertex was outside the working
+    set, the lift is redone with it in; when inside (the rock texture is only piecewise trilinear:
+    the linearisation can fail within a millimetre), the lift is halved, up to
+    :data:`LIFT_HALVINGS` times, and then undone. The projection never leaves the probe's deepest
+    vertex deeper than it found it.
 
     Why not "lift the deepest vertex by its depth along its normal", as before: the terrain's value
     is not a unit-gradient distance where fBm relief and rock texture add to the base
@@ -1011,26 +1013,35 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
                     arg = v
         if it == 0 and arg != -2:
             first = -deep
-        if deep < prev:      # the lift left the deepest vertex deeper (the linearisation failed)
-            if halved == LIFT_HALVINGS:
-                w[ys] -= dx      # back to the best state
-                w[ys + 1] -= dy
-                w[ys + 2] -= dz
-                break
-            dx, dy, dz = 0.5 * dx, 0.5 * dy, 0.5 * dz
-            w[ys] -= dx
-            w[ys + 1] -= dy
-            w[ys + 2] -= dz
-            halved += 1
-            continue
-        prev = deep
-        halved = 0
-        if arg == -2 or it == LIFT_ITERATIONS:
-            break
         member = False
         for k in range(nw):
             if w[LIFT + k] == arg:
                 member = True
+        if deep < prev:      # the last lift left the deepest vertex deeper
+            if member:       # one of its own constraints: the linearisation failed; halve the lift
+                if halved == LIFT_HALVINGS:
+                    w[ys] -= dx      # back to the best state
+                    w[ys + 1] -= dy
+                    w[ys + 2] -= dz
+                    break
+                dx, dy, dz = 0.5 * dx, 0.5 * dy, 0.5 * dz
+                w[ys] -= dx
+                w[ys + 1] -= dy
+                w[ys + 2] -= dz
+                halved += 1
+                continue
+            # a vertex it did not constrain: back to the best state, lift again with it constrained
+            w[ys] -= dx
+            w[ys + 1] -= dy
+            w[ys + 2] -= dz
+            halved = 0
+            if it == LIFT_ITERATIONS:
+                break
+        else:
+            prev = deep
+            halved = 0
+            if arg == -2 or it == LIFT_ITERATIONS:
+                break
         if not member:
             w[LIFT + nw] = arg
             nw += 1
@@ -1053,6 +1064,8 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
                 if w[LIFT + k] == arg:
                     keep = 1 << k
             _ok, dx, dy, dz = _lsubset(w, nw, _i(keep))
+            if not (dx * dx + dy * dy + dz * dz > 0.0):
+                break
         w[ys] += dx
         w[ys + 1] += dy
         w[ys + 2] += dz
