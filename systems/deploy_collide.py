@@ -11,10 +11,15 @@ For each such row, at its current state:
    term: velocities relative to the target frame are the velocities relative to the (static)
    surface.
 2. **Contact entry** (§2.5.3): if the most-approaching touching vertex comes in slower than
-   ``contact_speed`` and its free normal acceleration (gravity, Coriolis, centrifugal and the
-   rigid-body terms, no contact force) points into the surface, the collision is resolved with
-   e = 0 (a final, plastic collision) and the row enters CONTACT; otherwise it is resolved with the
-   pair's restitution (regolith modulation included) and the row flies on.
+   ``contact_speed`` and the free normal acceleration (gravity, Coriolis, centrifugal and the
+   rigid-body terms, no contact force) of some touching vertex points into the surface, the
+   collision is resolved with e = 0 (a final, plastic collision) and the row enters CONTACT;
+   otherwise it is resolved with the pair's restitution (regolith modulation included) and the row
+   flies on. The seed states the test for its one contact point; with several touching, the
+   most-approaching one alone decided before, and a box resting on a corner whose edge vertex
+   slid against an overhang of the rock texture (free normal acceleration outwards there) bounced
+   off with nothing to resolve, fell ``contact_gap`` in flight onto its corner, entered contact,
+   and did so again every 1.8 s without ever resting 60 s (TIMED_OUT after 20,000 collisions).
 3. **Resolution**: the multi-vertex policy of :data:`systems.collision.vertex_impacts_row`
    (most-approaching vertex first, repeat; each single impact Stronge's, so kinetic energy never
    rises). A bounce takes each vertex's impact normal by type (eq 2.33: the surface normal at a
@@ -31,9 +36,15 @@ For each such row, at its current state:
    the deployment loop's pass guard failed it (40 of 100 ``deploy-cube`` samples at level 1 on
    ``rocks=psr``). Along N the entry leaves every touching vertex at ``N·v ≥ −APPROACH_TOL``, so
    contact motion starts without a sinking contact: each contact-entry pass makes progress.
-4. **Projection**: a touching vertex found below the surface (event location leaves the probe
-   above it; contact motion may sink by round-off) is lifted back along its normal, so that
-   successive flight starts never ratchet the probe deeper; the depth is recorded.
+   A bounce whose eq 2.33 normals resolve nothing while a touching vertex approaches along N
+   (a face vertex sliding into the flank of a rock-texture bump at 17 mm/s, measured) is resolved
+   along N as well: otherwise flight carried the vertex ``contact_gap`` deeper, the collision
+   again resolved nothing, and only the projection below held the probe up, every 11 ms.
+4. **Projection**: vertices found below the surface (flight sinks up to ``contact_gap`` after a
+   launch that starts touching; contact motion's held vertices as much) are lifted out by
+   :data:`systems.deploy_physics.lift_out` (every vertex, a Newton step on the active
+   constraints), so that successive phase starts never ratchet the probe deeper; the depth of the
+   deepest vertex is recorded (``probe_max_penetration``).
 5. **Records**: one event per collision (:func:`declare_collision_events`), the first-impact time,
    the number of collisions and of bounces (collisions after which the probe flew on).
 """
@@ -51,7 +62,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
-from systems.deploy_physics import K0, TS, WARM, Y0, load_state, probe_rhs, terrain_at
+from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -60,6 +71,7 @@ _rot_inv = quat_rotate_inverse_call.cpu
 _load = load_state.cpu
 _rhs = probe_rhs.cpu
 _tat = terrain_at.cpu
+_lift = lift_out.cpu
 _impacts = vertex_impacts_row.cpu
 _kin = kinetic_body.cpu
 _MODE_FLY = _i(0)
@@ -122,13 +134,13 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
     # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
     _load(i, w, pos, vel, att, om)
     w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
+    w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
     w[TS] = rtime[i]
     _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
     best = -1
     bvn = 0.0
     ban = 0.0
     deep = 0.0
-    dnx = dny = dnz = 0.0
     for k in range(nv):
         if sphere_r > 0.0:
             r = _tat(ta, x, y, z)
@@ -150,7 +162,6 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
             continue
         if d < deep:
             deep = d
-            dnx, dny, dnz = nx, ny, nz
         # contact-point velocity and free acceleration, target frame
         ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
         px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
@@ -159,16 +170,17 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
         cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
         ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
         an = (w[K0 + 3] + ax) * nx + (w[K0 + 4] + ay) * ny + (w[K0 + 5] + az) * nz
+        if an < ban:
+            ban = an
         if best < 0 or vn < bvn:
             best = k
             bvn = vn
-            ban = an
     for k in range(nv, touch.shape[1]):
         touch[i, k] = 0
     if best < 0:  # nothing touches any more (drift): fly on
         phase[i] = DeployPhase.FLY
         return
-    enter = -bvn < contact_speed and ban < 0.0
+    enter = -bvn < contact_speed and ban < 0.0   # some touching vertex would sink without the surface
     for c in range(PAIR_FIELD_COUNT):
         cpair[i, c] = pair[i, c]
     if enter:
@@ -185,6 +197,13 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
     else:         # a bounce: the impact normal by vertex type (eq 2.33)
         _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
                  ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
+        if mstatus[i] != MULTI_IMPACT_FAILED and mcount[i] == 0 and bvn < -APPROACH_TOL:
+            # nothing approaches along eq 2.33's normals, yet a vertex approaches along N (a face
+            # or edge vertex sliding into a terrain feature's flank): the bounce acts along N, so
+            # that flight does not carry it deeper (module docstring)
+            _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal,
+                     touch, cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL,
+                     mstatus, mcount)
     mstat = mstatus[i]
     count = mcount[i]
     if mstat == MULTI_IMPACT_FAILED:
@@ -193,11 +212,10 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
         phase[i] = DeployPhase.ENDED
         return
     if deep < 0.0:   # project out of the terrain (no penetration ratchet across phase switches)
-        if -deep > max_pen[i]:
-            max_pen[i] = -deep
-        pos[i, 0] -= deep * dnx
-        pos[i, 1] -= deep * dny
-        pos[i, 2] -= deep * dnz
+        pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, cs[6], cs[7], i, False)
+        if pen > max_pen[i]:
+            max_pen[i] = pen
+        pos[i, 0], pos[i, 1], pos[i, 2] = w[Y0], w[Y0 + 1], w[Y0 + 2]
     e1 = _kin(mass[i], inertia[i], vel[i, 0], vel[i, 1], vel[i, 2], om[i, 0], om[i, 1], om[i, 2])
     t = rtime[i]
     if count > 0 or enter:

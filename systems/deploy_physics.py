@@ -73,7 +73,11 @@ TS = _i(218)
 WARM = _i(219)
 THR = _i(220)
 G0 = _i(221)
-WORK_SIZE = 222
+# :data:`lift_out`'s working set: up to LIFT_SET vertex numbers, then their linearised constraints
+# (gradient, right-hand side: 4 numbers each)
+LIFT_SET = 4
+LIFT = _i(222)
+WORK_SIZE = 222 + 5 * LIFT_SET
 #: w[Y1:SNAP_SAVE_END] is what a dense-output trial step overwrites (:data:`record_snapshots`)
 SNAP_SAVE_END = 217
 # state lengths / strides as int64 (a Python-int literal argument compiles a callee per value)
@@ -788,6 +792,216 @@ def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, g
 contact_clearance = dual_call(_contact_clearance)
 _cclear = contact_clearance.cpu
 _clear = clearance.cpu
+
+#: Most lifts of one projection out of the terrain (:data:`lift_out`); each is a Newton step, so
+#: a handful suffice (the guard bounds a kinked field's pathological case).
+LIFT_ITERATIONS = 24
+#: Halvings of a lift that left the deepest vertex deeper before the projection gives up (and
+#: keeps its best state).
+LIFT_HALVINGS = 4
+#: A projection stops once its deepest vertex lies less than this [m] below the surface (round-off
+#: of a distance evaluated ~100 m from the target's centre is ~1e-14 m).
+LIFT_TOL = 1e-12
+
+
+def _lift_field(w, ys, ta, vpos, v, sphere_r):
+    """Terrain distance [m] and gradient at vertex v of the state w[ys:] (v < 0: a sphere probe,
+    its centre's distance minus its radius)."""
+    if v < 0:
+        r = _tat(ta, w[ys], w[ys + 1], w[ys + 2])
+        return r[0] - sphere_r, r[1], r[2], r[3]
+    px, py, pz = _vworld(w, ys, vpos, v)
+    r = _tat(ta, px, py, pz)
+    return r[0], r[1], r[2], r[3]
+
+
+lift_field = dual_call(_lift_field)
+_lfield = lift_field.cpu
+
+
+def _lift_subset(w, nw, mask):
+    """The smallest translation [m] that meets the linearised constraints ``g_k·Δ = b_k`` of the
+    working-set members in ``mask`` (one, two or three of them) with equality, and whether it meets
+    every member's ``g_k·Δ ≥ b_k`` (``(ok, Δx, Δy, Δz)``; not ok when the subset's gradients are
+    near-dependent)."""
+    ia = ib = ic = -1
+    for k in range(nw):
+        if (mask >> k) & 1:
+            if ia < 0:
+                ia = k
+            elif ib < 0:
+                ib = k
+            elif ic < 0:
+                ic = k
+            else:
+                return False, 0.0, 0.0, 0.0
+    c = LIFT + LIFT_SET
+    ax, ay, az, ba = w[c + 4 * ia], w[c + 4 * ia + 1], w[c + 4 * ia + 2], w[c + 4 * ia + 3]
+    saa = ax * ax + ay * ay + az * az
+    if not (saa > 0.0):
+        return False, 0.0, 0.0, 0.0
+    if ib < 0:
+        f = ba / saa
+        dx, dy, dz = f * ax, f * ay, f * az
+    else:
+        bx, by, bz, bb = w[c + 4 * ib], w[c + 4 * ib + 1], w[c + 4 * ib + 2], w[c + 4 * ib + 3]
+        sbb = bx * bx + by * by + bz * bz
+        if ic < 0:
+            sab = ax * bx + ay * by + az * bz
+            det = saa * sbb - sab * sab
+            if not (det > 1e-10 * saa * sbb):
+                return False, 0.0, 0.0, 0.0
+            la = (ba * sbb - bb * sab) / det
+            lb = (bb * saa - ba * sab) / det
+            dx, dy, dz = la * ax + lb * bx, la * ay + lb * by, la * az + lb * bz
+        else:
+            cx, cy, cz, bc = w[c + 4 * ic], w[c + 4 * ic + 1], w[c + 4 * ic + 2], w[c + 4 * ic + 3]
+            scc = cx * cx + cy * cy + cz * cz
+            ux, uy, uz = _cross(bx, by, bz, cx, cy, cz)
+            vx, vy, vz = _cross(cx, cy, cz, ax, ay, az)
+            tx, ty, tz = _cross(ax, ay, az, bx, by, bz)
+            det = ax * ux + ay * uy + az * uz
+            if not (abs(det) > 1e-6 * math.sqrt(saa * sbb * scc)):
+                return False, 0.0, 0.0, 0.0
+            dx = (ba * ux + bb * vx + bc * tx) / det
+            dy = (ba * uy + bb * vy + bc * ty) / det
+            dz = (ba * uz + bb * vz + bc * tz) / det
+    for k in range(nw):
+        gx, gy, gz, b = w[c + 4 * k], w[c + 4 * k + 1], w[c + 4 * k + 2], w[c + 4 * k + 3]
+        if gx * dx + gy * dy + gz * dz < b - LIFT_TOL * math.sqrt(gx * gx + gy * gy + gz * gz):
+            return False, dx, dy, dz
+    return True, dx, dy, dz
+
+
+lift_subset = dual_call(_lift_subset)
+_lsubset = lift_subset.cpu
+
+
+def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_active):
+    """Project the state w[ys:] out of the terrain by translating the CoM; returns the depth [m] of
+    its deepest vertex before (0 when none lies below the surface).
+
+    The vertices considered: the active contact slots of row i (``only_active``: contact motion's
+    drift correction), or all of the shape's vertices (the collision's projection; a sphere: its
+    centre's distance minus its radius).
+
+    Each lift is a Newton step of the constraints ``d_k(x + Δ) ≥ 0``: linearised at the current
+    state, ``∇d_k·Δ ≥ −d_k``, over a working set of vertices — the deepest one, and those whose
+    constraints bound the previous lift — the smallest Δ that meets them all (a three-unknown
+    quadratic programme, solved exactly by trying the equality solutions of every subset of at most
+    three constraints and keeping the shortest feasible one). Repeated until no vertex considered
+    lies more than :data:`LIFT_TOL` below the surface (at most :data:`LIFT_ITERATIONS` lifts). A
+    lift that leaves the deepest vertex deeper is undone: when that vertex was outside the working
+    set, the lift is redone with it in; when inside (the rock texture is only piecewise trilinear:
+    the linearisation can fail within a millimetre), the lift is halved, up to
+    :data:`LIFT_HALVINGS` times, and then undone. The projection never leaves the probe's deepest
+    vertex deeper than it found it.
+
+    Why not "lift the deepest vertex by its depth along its normal", as before: the terrain's value
+    is not a unit-gradient distance where fBm relief and rock texture add to the base
+    (:data:`systems.sdf.eval_terrain_point`; |∇d| from 0.4 to 1.3 measured at contacts on
+    ``fbm=true``), so such a lift reached only |∇d| of the way (−0.27 mm lifted to −0.18 mm) and
+    collide → fly rounds ratcheted a vertex deeper; it left other vertices below the surface, so
+    contact motion started with its event function below zero and located no event (31 mm sunk
+    in one phase); and in a crease of the rock texture lifting one vertex off one face pushed the
+    vertex on the facing side deeper (−35 mm became −63 mm), where the working set lifts along
+    the crease, off both faces.
+    """
+    first = 0.0
+    nw = 0
+    prev = -math.inf     # depth after the last accepted lift (the best so far)
+    halved = 0
+    dx = dy = dz = 0.0
+    for it in range(LIFT_ITERATIONS + 1):
+        deep = -LIFT_TOL
+        arg = -2
+        if sphere_r > 0.0:
+            d, _gx, _gy, _gz = _lfield(w, ys, ta, vpos, _i(-1), sphere_r)
+            if d < deep:
+                deep = d
+                arg = -1
+        else:
+            n = act.shape[1] if only_active else v1 - v0
+            for k in range(n):
+                if only_active:
+                    if act[i, k] == 0:
+                        continue
+                    v = slot_vertex[i, k]
+                else:
+                    v = v0 + k
+                px, py, pz = _vworld(w, ys, vpos, v)
+                d = _tat(ta, px, py, pz)[0]
+                if d < deep:
+                    deep = d
+                    arg = v
+        if it == 0 and arg != -2:
+            first = -deep
+        member = False
+        for k in range(nw):
+            if w[LIFT + k] == arg:
+                member = True
+        if deep < prev:      # the last lift left the deepest vertex deeper
+            if member:       # one of its own constraints: the linearisation failed; halve the lift
+                if halved == LIFT_HALVINGS:
+                    w[ys] -= dx      # back to the best state
+                    w[ys + 1] -= dy
+                    w[ys + 2] -= dz
+                    break
+                dx, dy, dz = 0.5 * dx, 0.5 * dy, 0.5 * dz
+                w[ys] -= dx
+                w[ys + 1] -= dy
+                w[ys + 2] -= dz
+                halved += 1
+                continue
+            # a vertex it did not constrain: back to the best state, lift again with it constrained
+            w[ys] -= dx
+            w[ys + 1] -= dy
+            w[ys + 2] -= dz
+            halved = 0
+            if it == LIFT_ITERATIONS:
+                break
+        else:
+            prev = deep
+            halved = 0
+            if arg == -2 or it == LIFT_ITERATIONS:
+                break
+        if not member:
+            w[LIFT + nw] = arg
+            nw += 1
+        c = LIFT + LIFT_SET
+        for k in range(nw):
+            d, gx, gy, gz = _lfield(w, ys, ta, vpos, _i(w[LIFT + k]), sphere_r)
+            w[c + 4 * k], w[c + 4 * k + 1], w[c + 4 * k + 2], w[c + 4 * k + 3] = gx, gy, gz, -d
+        best = math.inf
+        keep = 0
+        dx = dy = dz = 0.0
+        for mask in range(1, 1 << nw):
+            ok, ex, ey, ez = _lsubset(w, nw, _i(mask))
+            q = ex * ex + ey * ey + ez * ez
+            if ok and q < best:
+                best = q
+                keep = mask
+                dx, dy, dz = ex, ey, ez
+        if keep == 0:        # round-off: no subset met every linearised constraint; lift the deepest
+            for k in range(nw):
+                if w[LIFT + k] == arg:
+                    keep = 1 << k
+            _ok, dx, dy, dz = _lsubset(w, nw, _i(keep))
+            if not (dx * dx + dy * dy + dz * dz > 0.0):
+                break
+        w[ys] += dx
+        w[ys + 1] += dy
+        w[ys + 2] += dz
+        m = 0                # the working set: the constraints that bound this lift
+        for k in range(nw):
+            if (keep >> k) & 1:
+                w[LIFT + m] = w[LIFT + k]
+                m += 1
+        nw = m
+    return first
+
+
+lift_out = dual_call(_lift_out)
 
 
 def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track):
