@@ -311,6 +311,7 @@ class World:
         if active is not None and (isinstance(active, bool) or not isinstance(active, (int, np.integer)) or active < 1):
             raise InputError("active", active, "must be an integer >= 1 (sample slots of the streaming active set)")
         self.flush()
+        was_compiled = self._compiled
         overrides = dict(overrides or {})
         with self._active():
             ents = sorted(esper.get_entities())
@@ -383,6 +384,16 @@ class World:
         if unused:
             e, c = sorted(unused)[0]
             raise InputError("override", f"{c} of {self.name_of(e)}", "no such column on that entity")
+        if (active is not None and active < samples and was_compiled and getattr(self, "_pool", None) is not None
+                and self.samples == active and backend == self.backend and _schema(tables) == _schema(self.tables)):
+            # the same world streams the next block: its slots, systems and buffers stay, only the pool
+            # changes (no reallocation between blocks: memory stays flat however many blocks run)
+            self._pool = _Pool(samples, [t.columns for t in tables])
+            self.sample_offset = sample_offset
+            for t in self.tables:
+                t.sample_offset = sample_offset
+            self._load_slots(np.arange(active), np.arange(active))
+            return self.tables
         self.tables = tables
         self.backend = backend
         self.sample_offset = sample_offset
@@ -400,6 +411,25 @@ class World:
         for s in self._systems:
             s.bind(self)
         return tables
+
+    def _load_slots(self, slots: np.ndarray, samples: np.ndarray) -> None:
+        """Load block-local ``samples`` from the pool into sample ``slots`` (streaming active set):
+        their packed rows, reset engine columns and event log rows; then every system's
+        :meth:`~ecs.system.System.refill`."""
+        for t, cols in zip(self.tables, self._pool.columns):
+            E = t.entity_count
+            dst = (slots[:, None] * E + np.arange(E)).ravel()
+            src = (samples[:, None] * E + np.arange(E)).ravel()
+            for k, v in t.columns.items():
+                if k != "row_sample":           # a row's sample index is its slot (the event log's row)
+                    v[dst] = cols[k][src]
+        ev = self.events
+        for a in ev.arrays.values():
+            a[slots] = np.nan if np.issubdtype(a.dtype, np.floating) else -1
+        ev.count[slots] = 0
+        ev.overflow[slots] = 0
+        for s in self._systems:
+            s.refill(self, slots)
 
     def can_stream(self) -> bool:
         """True when this world can run a streaming active set: CPU backend, no entity-reference
@@ -679,16 +709,21 @@ class _Stream:
         self.F = int(flush or STREAM_FLUSH)
         self.W = int(min(self.B, max(window or STREAM_WINDOW * self.n, self.F)))
         W = self.W
-        self.fin = {c: np.zeros((W, rec_tables[c].entity_count) + rec_tables[c].specs[c].shape,
-                                rec_tables[c].specs[c].storage_dtype) for c in final}
-        self.traj = {c: np.zeros((W, n_rec, rec_tables[c].entity_count) + rec_tables[c].specs[c].shape,
-                                 rec_tables[c].specs[c].storage_dtype) for c in record}
         ev = world.events
-        self.ev = {k: np.empty((W,) + a.shape[1:], a.dtype) for k, a in ev.arrays.items()}
-        self.count = np.zeros(W, np.int32)
-        self.overflow = np.zeros(W, np.int8)
-        self.status = np.zeros(W, np.int8)
-        self.reason = np.zeros(W, np.int8)
+        key = (W, n_rec, record, final, tuple((k, a.shape[1:], a.dtype.str) for k, a in ev.arrays.items()))
+        ring = getattr(world, "_ring", None)
+        if ring is None or ring[0] != key:        # the ring of the previous block is reused when it fits
+            ring = world._ring = (key, {
+                "fin": {c: np.zeros((W, rec_tables[c].entity_count) + rec_tables[c].specs[c].shape,
+                                    rec_tables[c].specs[c].storage_dtype) for c in final},
+                "traj": {c: np.zeros((W, n_rec, rec_tables[c].entity_count) + rec_tables[c].specs[c].shape,
+                                     rec_tables[c].specs[c].storage_dtype) for c in record},
+                "ev": {k: np.empty((W,) + a.shape[1:], a.dtype) for k, a in ev.arrays.items()},
+                "count": np.zeros(W, np.int32), "overflow": np.zeros(W, np.int8), "status": np.zeros(W, np.int8),
+                "reason": np.zeros(W, np.int8)})
+        r = ring[1]
+        self.fin, self.traj, self.ev = r["fin"], r["traj"], r["ev"]
+        self.count, self.overflow, self.status, self.reason = r["count"], r["overflow"], r["status"], r["reason"]
         self.ready = np.zeros(W, bool)
         self.slot_sample = np.arange(self.n, dtype=np.int64)     # compile put samples 0..n-1 in the slots
         self.slot_start = np.zeros(self.n, np.int64)
@@ -748,23 +783,9 @@ class _Stream:
     # ------------------------------------------------------------------ slots
     def _refill(self, slots: np.ndarray, samples: np.ndarray, i: int) -> None:
         """Load ``samples`` (block-local) from the pool into ``slots`` at frame ``i``."""
-        world = self.world
-        for t, cols in zip(world.tables, world._pool.columns):
-            E = t.entity_count
-            dst = (slots[:, None] * E + np.arange(E)).ravel()
-            src = (samples[:, None] * E + np.arange(E)).ravel()
-            for k, v in t.columns.items():
-                if k != "row_sample":           # a row's sample index is its slot (the event log's row)
-                    v[dst] = cols[k][src]
-        ev = world.events
-        for k, a in ev.arrays.items():
-            a[slots] = np.nan if np.issubdtype(a.dtype, np.floating) else -1
-        ev.count[slots] = 0
-        ev.overflow[slots] = 0
+        self.world._load_slots(slots, samples)
         self.slot_sample[slots] = samples
         self.slot_start[slots] = i
-        for s in world._systems:
-            s.refill(world, slots)
         if self.n_rec:
             self._take(slots, np.zeros(len(slots), np.int64))
 
@@ -852,3 +873,10 @@ def _concat(results: list[RunResult]) -> RunResult:
                      events={k: cat(lambda r: r.events[k]) for k in r0.events},
                      event_count=cat(lambda r: r.event_count), dims=r0.dims, frames=r0.frames,
                      reason=cat(lambda r: r.reason))
+
+
+def _schema(tables: list[Table]) -> list:
+    """What must match for a streaming world to keep its slots for another block: per table its
+    archetype, entities and every column's row shape and dtype."""
+    return [(t.archetype, t.entities.tolist(), sorted((k, v.shape[1:], v.dtype.str) for k, v in t.columns.items()))
+            for t in tables]
