@@ -19,6 +19,16 @@ can change phase several times within a frame. On the CPU the running rows are d
 group per numba thread, and each group runs this loop on its own; a worker that runs out of rows
 takes over half of another's pending rows (:meth:`DeploymentLoop.process`, :class:`RowShare`).
 
+Streaming active set (seed 004 §2.7.3: n ≪ N active runs refilled from the pool): the loop
+``streams`` (:meth:`ecs.world.World.compile` with ``active``). Its tables then hold sample slots;
+when a slot's sample has finished, the world loads the next pending sample into it and
+:meth:`DeploymentLoop.refill` resets the rows' state kept outside the columns (work arrays,
+contact and collision scratch, dense-output ring, inverse inertia). A refilled row counts its
+frames from the frame it entered (:meth:`ecs.world.Frame.row_ends`), so every launch runs each
+row to its *own* frame end (the kernels take per-row frame ends): its steps, records and results
+are those of a frame-synchronous run. Refills happen between frames, so :class:`RowShare` deals and
+hands over rows exactly as before.
+
 End states (:class:`EndProbes`, our criteria where the seed is silent):
 
 * **SETTLED** — in contact motion with |v| < ``settle_speed`` and |ω| < ``settle_rate``
