@@ -617,8 +617,10 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
                 n = b - a
                 on_frame = None
                 if progress is not None:
-                    def on_frame(i, nf, _base=finished, _n=n):
-                        if nf and (i == nf or i % max(1, nf // 50) == 0):
+                    def on_frame(i, nf, _base=finished, _n=n, _last=[0.0]):
+                        # i of nf: frames, or (streaming) samples finished; ~50 updates per block
+                        if nf and (i == nf or i - _last[0] >= nf / 50):
+                            _last[0] = i
                             progress(_base + _n * i / nf, samples)
                 reports.append(runner.run_block(a, b, on_frame))
                 finished += n
