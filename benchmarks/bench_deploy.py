@@ -140,10 +140,13 @@ for d, v in zip(scene.dispersions, draws):
     h.update(np.ascontiguousarray(ov[(eid, d.column)]).tobytes())
 final = tuple(a["finals"])
 
+import inspect
+streams = bool(a.get("active")) and "active" in inspect.signature(w.compile).parameters
+
 def once(k):
     o = {c: x[:k] for c, x in ov.items()}
     c0, p0 = time.perf_counter(), time.process_time()
-    w.compile(samples=k, overrides=o)
+    w.compile(samples=k, overrides=o, **({"active": int(a["active"])} if streams else {}))
     r = w.run(t_end=scene.t_end, dt=scene.dt, final=final)
     return time.perf_counter() - c0, time.process_time() - p0, r
 
@@ -162,7 +165,7 @@ finals = {c: np.asarray(r.finals[c], float).reshape(n, -1)[:, 0].tolist() for c 
 print(__MARK__ + json.dumps({
     "wall_s": wall, "cpu_s": cpu, "warmup_s": warm_s, "scene_build_s": build_s,
     "import_s": t0 - t_import, "samples": n, "seed": seed, "numba_threads": numba.get_num_threads(),
-    "ecs_file": os.path.abspath(ecs.__file__), "inputs_sha256": h.hexdigest(),
+    "ecs_file": os.path.abspath(ecs.__file__), "inputs_sha256": h.hexdigest(), "streams": streams,
     "status": status, "status_counts": counts, "finals": finals}))
 '''.replace("__MARK__", repr(_MARK))
 
@@ -188,13 +191,14 @@ def _overrides(scene, states) -> dict:
     return {(pid, c): np.stack([s["drawn"][c] for s in states]) for c in cols}
 
 
-def _run_engine(scene, overrides, n):
-    """Compile and run the batch; returns (wall seconds, process CPU seconds, RunResult, phase timings)."""
+def _run_engine(scene, overrides, n, active=None):
+    """Compile and run the batch (``active``: streaming slots); returns (wall seconds, process CPU
+    seconds, RunResult, phase timings)."""
     from systems.deployment import DeploymentLoop
 
     w = scene.world
     t0, c0 = time.perf_counter(), time.process_time()
-    w.compile(samples=n, overrides=overrides)
+    w.compile(samples=n, overrides=overrides, active=active)
     res = w.run(t_end=scene.t_end, dt=scene.dt, final=FINALS)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
@@ -297,7 +301,8 @@ def _against(args, current: Path, sha: str, threads: int | None) -> dict:
     cur_name = f"current tree ({head[:9]}{' + uncommitted changes' if dirty else ''})"
     old_name = f"{args.against} ({sha[:9]})"
     pairs = max(3, args.repeat)
-    job = {"samples": args.samples, "seed": args.seed, "gravity": args.gravity, "finals": list(FINALS)}
+    job = {"samples": args.samples, "seed": args.seed, "gravity": args.gravity, "finals": list(FINALS),
+           "active": args.active}
     print(f"\n--against {args.against}: deploy-cube batch of {args.samples} (seed {args.seed}, gravity "
           f"{args.gravity}) on the {cur_name} and on {old_name}, each timed batch in a fresh subprocess "
           f"(World.compile + World.run after an untimed 2-sample warm-up), {pairs} interleaved pairs")
@@ -328,6 +333,9 @@ def _against(args, current: Path, sha: str, threads: int | None) -> dict:
                       f"remove it with: git worktree remove --force {tree}")
         shutil.rmtree(tmp, ignore_errors=True)
     n = args.samples
+    if args.active:
+        print(f"  --active {args.active}: the current tree {'streams' if cur_runs[0].get('streams') else 'does not stream'}"
+              f", {args.against} {'streams' if old_runs[0].get('streams') else 'runs every sample in its tables'}")
     ta = [r["wall_s"] / n for r in cur_runs]
     tb = [r["wall_s"] / n for r in old_runs]
     pair_ratios = [b / a for a, b in zip(ta, tb)]
@@ -403,6 +411,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int, default=None,
                     help="numba threads for tumble's runs (default: all, NUMBA_NUM_THREADS); the reference always "
                          "runs on one")
+    ap.add_argument("--active", type=int, default=None,
+                    help="streaming active set: sample slots of tumble's batch (World.compile(active=...); default: "
+                         "every sample in the tables). With --against, a commit without streaming runs its whole "
+                         "batch in its tables")
     ap.add_argument("--store", action="store_true", help="also time one run_batch into a temporary Zarr store")
     ap.add_argument("--against", metavar="COMMIT", default=None,
                     help="also time the same batch on COMMIT of this repository (a temporary git worktree), "
@@ -461,7 +473,7 @@ def main(argv=None) -> dict:
     load_start = _load()
     print(f"load average before the pairs: {_load_str(load_start)}")
     for i in range(args.repeat):
-        wall, cpu, res, timings = _run_engine(scene, ov, n)
+        wall, cpu, res, timings = _run_engine(scene, ov, n, args.active)
         walls.append(wall)
         cpus.append(cpu)
         status_runs.append(np.asarray(res.status).reshape(n).copy())

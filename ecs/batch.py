@@ -11,6 +11,14 @@ Executors:
 * in-process (default): blocks of any size run one after another (sequential writes into one
   shard are safe in one process); one block's results live in memory at a time. Default block:
   whole shards, up to :data:`DEFAULT_BLOCK_SAMPLES` samples.
+
+Streaming active set (seed 004 §2.7.3): a world that can stream (``World.can_stream``: deployment)
+keeps only ``active`` sample slots (:data:`DEFAULT_ACTIVE_ROWS`) of a block in its tables; the
+block's other samples wait in a pool of packed rows, a slot whose sample has finished is refilled
+with the next one, and finished samples leave in bulk (``World.run``'s ``on_samples``): each range
+is written and its done flags set while the block runs. Memory is then flat in the sample count;
+the stored bytes do not depend on ``active`` (a sample's frames, records and results are those of
+the frame-synchronous run: tests/test_stream.py).
 * Dask (``workers=N`` starts a ``LocalCluster`` of N single-threaded worker processes with
   ``NUMBA_NUM_THREADS`` = cores // N; ``scheduler="tcp://host:port"`` uses an existing cluster,
   whose workers must see the store path): blocks are rounded up to whole shards and each task
@@ -59,6 +67,7 @@ import numpy as np
 from . import store as zstore
 from .errors import InputError, TumbleError
 from .scene import Scene, coerce_params
+from .world import STREAM_WINDOW
 
 #: progress(done_samples: float, total_samples: int) -> None
 ProgressFn = Callable[[float, int], None]
@@ -151,11 +160,12 @@ class _BlockRunner:
     """Runs blocks of one scene: draws inputs, compiles, runs, writes, sets done."""
 
     def __init__(self, source: _SceneSource, layout: zstore.Layout, *, seed: int, backend: str, path: str,
-                 scene: Scene | None = None):
+                 scene: Scene | None = None, active: int = 0):
         self.source = source
         self.layout = layout
         self.seed = seed
         self.backend = backend
+        self.active = active or DEFAULT_ACTIVE_ROWS
         self.scene = scene if scene is not None else source.build()
         self.writer = zstore.StoreWriter(path)
 
@@ -163,14 +173,15 @@ class _BlockRunner:
         if self.source.rebuildable:
             self.scene = self.source.build()
 
-    def _simulate(self, start: int, stop: int, inputs, on_frame=None):
+    def _simulate(self, start: int, stop: int, inputs, on_frame=None, on_samples=None):
         scene = self.scene
         world = scene.world
         before = set(world.entities())
         world.compile(samples=stop - start, backend=self.backend, sample_offset=start,
-                      overrides=self.layout.overrides(inputs))
+                      overrides=self.layout.overrides(inputs), active=self.active)
         res = world.run(t_end=scene.t_end, dt=scene.dt, record_every=scene.record_every,
-                        record=self.layout.record, final=self.layout.final, on_frame=on_frame)
+                        record=self.layout.record, final=self.layout.final, on_frame=on_frame,
+                        on_samples=on_samples)
         if set(world.entities()) != before:  # structural changes while running must not leak into the next block
             if not self.source.rebuildable:
                 raise InputError("scene", scene.name, "spawned or deleted entities while running; pass a builder (or "
@@ -179,26 +190,42 @@ class _BlockRunner:
         return res
 
     def run_block(self, start: int, stop: int, on_frame=None) -> BlockReport:
-        """Run samples ``start:stop`` and write them (data first, then done flags)."""
+        """Run samples ``start:stop`` and write them (data first, then done flags).
+
+        Results leave the world in bulk as its finished samples do (``World.run``'s
+        ``on_samples``: a streaming active set lets them out while the block runs), each range
+        written and then flagged done."""
         report = BlockReport(start, stop)
         inputs = self.layout.draw_inputs(self.seed, start, stop)
+        written = [start]           # samples start:written[0] are written and flagged done
+
+        def write(a: int, b: int, res) -> None:
+            try:
+                arrays = self.layout.block_arrays(res, {k: v[a:b] for k, v in inputs.items()}, start + a, start + b)
+                self.writer.write(start + a, arrays)
+                self.writer.mark_done(start + a, start + b)
+            except Exception as exc:  # noqa: BLE001 - a store failure is not a sample's: never isolated
+                raise _WriteFailed() from exc
+            _count(report, arrays["final/status"])
+            written[0] = start + b
+            trim_heap()
+
+        err = None
         try:
-            res = self._simulate(start, stop, inputs, on_frame)
+            self._simulate(start, stop, inputs, on_frame, write)
         except (KeyboardInterrupt, SystemExit):
             raise
+        except _WriteFailed as exc:
+            raise exc.__cause__ from None
         except TumbleError as exc:
             if not _is_run_failure(exc):
                 raise
-            res, err = None, exc
+            err = exc
         except Exception as exc:  # noqa: BLE001 - isolate the block; retried sample by sample below
-            res, err = None, exc
-        if res is not None:
-            arrays = self.layout.block_arrays(res, inputs, start, stop)
-            self.writer.write(start, arrays)
-            _count(report, arrays["final/status"])
-        else:
+            err = exc
+        if err is not None:
             self._fresh()
-            for s in range(start, stop):  # only the samples that really raise become FAILED
+            for s in range(written[0], stop):  # only the samples that really raise become FAILED
                 one = {k: v[s - start:s - start + 1] for k, v in inputs.items()}
                 try:
                     if stop - start == 1:
@@ -217,8 +244,35 @@ class _BlockRunner:
                     self._fresh()
                 self.writer.write(s, arrays)
                 _count(report, arrays["final/status"])
-        self.writer.mark_done(start, stop)
+            self.writer.mark_done(written[0], stop)
         return report
+
+
+def _libc_trim():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):      # not glibc
+        return None
+
+
+_MALLOC_TRIM = _libc_trim() if sys.platform.startswith("linux") else None
+
+
+def trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim``; nothing elsewhere).
+
+    Writing a store allocates and frees encode buffers in zarr's worker threads, each with its own
+    glibc arena; without a trim their freed pages stay resident and a long batch's memory creeps
+    up with the number of writes (measured: +20 MB over a 10⁴-sample deploy-cube run). Called
+    after every bulk write (the same remedy as Dask's worker memory trim)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+class _WriteFailed(Exception):
+    """Writing a block's results failed (the cause is the store's error)."""
 
 
 def _is_run_failure(exc: TumbleError) -> bool:
@@ -237,11 +291,11 @@ _TASK_CACHE: dict[Any, _BlockRunner] = {}
 
 
 def _dask_block(payload, params, loader, event_capacity, path: str, shard_samples: int, samples: int, seed: int, backend: str,
-                runs: list[tuple[int, int]]) -> list[BlockReport]:
+                runs: list[tuple[int, int]], active: int = 0) -> list[BlockReport]:
     """One Dask task: build (or reuse) the scene in this worker, run the not-done runs of one
     shard-aligned block (all inside the block's own shards) and write them."""
     with _TASK_LOCK:  # esper's current world is process-global: one block at a time per worker process
-        key = (repr(payload), repr(sorted(params.items())), event_capacity, path, seed, backend)
+        key = (repr(payload), repr(sorted(params.items())), event_capacity, path, seed, backend, active)
         runner = _TASK_CACHE.get(key)
         if runner is None:
             _TASK_CACHE.clear()
@@ -249,7 +303,7 @@ def _dask_block(payload, params, loader, event_capacity, path: str, shard_sample
             scene = source.build()
             scene.world.compile(samples=1, backend=backend)
             layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
-            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=path, scene=scene)
+            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=path, scene=scene, active=active)
             _TASK_CACHE[key] = runner
         return [runner.run_block(a, b) for a, b in runs]
 
@@ -275,9 +329,17 @@ def _check_int(name: str, v, lo: int, allow_none: bool = False) -> None:
         raise InputError(name, v, f"must be an integer >= {lo}")
 
 
-#: In-process default block: whole shards up to about this many samples (one block's tables and
-#: results live in memory at a time; larger blocks give the threads of a block more rows to share).
+#: In-process default block: whole shards up to about this many samples (the unit of compile, resume
+#: bookkeeping and failure isolation; a world that streams keeps only its active set in memory).
 DEFAULT_BLOCK_SAMPLES = 4096
+#: Default streaming active set (``active`` of :func:`run_batch`, ``tumble run --active``): sample
+#: slots a world that can stream (``World.can_stream``: deployment) keeps in its tables; the rest of
+#: a block waits in the pool and finished samples leave in bulk (seed 004 §2.7.3), so memory stays
+#: flat in the sample count. A slot of deploy-cube costs ~30 kB (event log 13 kB, contact scratch
+#: 15 kB, work 2 kB) and its output window 2 x 14 kB; 512 slots give each of 16 threads 32 rows
+#: to share (measured on deploy-cube: 4.5 phase launches per trajectory against 1.7 with all
+#: 2,048 samples of a block in the tables).
+DEFAULT_ACTIVE_ROWS = 512
 #: Dask default block: whole shards, at least this many tasks per worker when the shards allow it.
 TASKS_PER_WORKER = 2
 
@@ -295,24 +357,33 @@ def _default_block(layout: zstore.Layout, samples: int, block: int | None, distr
     return block or shard * max(1, DEFAULT_BLOCK_SAMPLES // shard)
 
 
-def check_memory(world, layout: zstore.Layout, samples: int, block: int, concurrent_blocks: int = 1) -> None:
+def check_memory(world, layout: zstore.Layout, samples: int, block: int, concurrent_blocks: int = 1,
+                 active: int | None = None) -> None:
     """Refuse a batch whose driver and blocks would not fit in this machine's available memory.
 
     Estimate: per sample of a block, 4x the bytes of its packed table rows (systems keep work
     arrays of about the state's size) plus 2x its store arrays (results and write buffers), times
     the blocks that run at once on this machine; plus 16 bytes per sample of the whole batch held
-    by the driver (done flags, block lists).
+    by the driver (done flags, block lists). A world that streams (``active`` slots, fewer than a
+    block) holds that per slot, plus the packed rows of the block's pool and 2x the store arrays
+    of its window of finished samples (``ecs.world.STREAM_WINDOW`` x the slots).
 
     Raises:
         InputError: naming ``samples``, the estimate and what is available.
     """
     rows = sum(int(a.nbytes) for t in world.tables for a in t.columns.values()) // max(1, world.samples)
-    per_sample = 4 * rows + 2 * sum(s.sample_bytes for s in layout.specs.values())
-    need = 16 * samples + min(block, samples) * per_sample * max(1, concurrent_blocks)
+    store = sum(s.sample_bytes for s in layout.specs.values())
+    per_sample = 4 * rows + 2 * store
+    b = min(block, samples)
+    if active is not None and active < b and world.can_stream():
+        per_block = b * rows + active * 4 * rows + min(b, STREAM_WINDOW * active) * 2 * store
+    else:
+        per_block = b * per_sample
+    need = 16 * samples + per_block * max(1, concurrent_blocks)
     avail = available_memory()
     if avail is not None and need > avail:
-        raise InputError("samples", samples, f"needs about {need / 2**30:.3g} GiB of memory ({per_sample / 1e3:.3g} kB "
-                                             f"per sample of a {min(block, samples)}-sample block), this machine has "
+        raise InputError("samples", samples, f"needs about {need / 2**30:.3g} GiB of memory ({per_block / 1e6:.3g} MB "
+                                             f"per {min(block, samples)}-sample block), this machine has "
                                              f"{avail / 2**30:.3g} GiB available: run fewer samples or a smaller "
                                              f"--block")
 
@@ -354,7 +425,8 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
               resume: bool = False, overwrite: bool = False, workers: int | None = None, scheduler: str | None = None,
               progress: ProgressFn | None = None, command_line: str | list[str] | None = None,
               params: dict[str, Any] | None = None, shard_samples: int | None = None,
-              loader: Callable[..., Scene] | None = None, event_capacity: int | None = None) -> pathlib.Path:
+              loader: Callable[..., Scene] | None = None, event_capacity: int | None = None,
+              active: int | None = None) -> pathlib.Path:
     """Run ``samples`` samples of a scene into the Zarr store ``out``.
 
     Args:
@@ -378,6 +450,8 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         event_capacity: events kept per sample (the event log's slots; default: the scene's,
             64 unless it sets another). A sample with more keeps the first ones and is flagged in
             ``events/event_overflow`` (counted by ``tumble run`` and ``tumble inspect``).
+        active: streaming active set: sample slots kept in a world that can stream (deployment),
+            default :data:`DEFAULT_ACTIVE_ROWS`; the stored bytes do not depend on it.
         loader: ``loader(name_or_path, **params) -> Scene`` for a scene given by name or path
             (``tumble.run_batch`` passes ``scenes.registry.load_scene``: the engine does not import
             the scene layer above it). Must be importable by Dask workers.
@@ -398,6 +472,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     _check_int("workers", workers, 1, allow_none=True)
     _check_int("shard_samples", shard_samples, 1, allow_none=True)
     _check_int("event_capacity", event_capacity, 1, allow_none=True)
+    _check_int("active", active, 1, allow_none=True)
     if shard_samples is not None and shard_samples & (shard_samples - 1):
         raise InputError("shard_samples", shard_samples, "must be a power of two")
     if backend not in ("cpu", "gpu"):
@@ -416,13 +491,13 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         return _drive(scene_or_builder, samples=samples, path=path, seed=seed, backend=backend, block=block,
                       resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler, progress=progress,
                       command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock,
-                      loader=loader, event_capacity=event_capacity)
+                      loader=loader, event_capacity=event_capacity, active=active or DEFAULT_ACTIVE_ROWS)
 
 
 def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, backend: str, block: int | None,
            resume: bool, overwrite: bool, workers: int | None, scheduler: str | None, progress, command_line: str,
            params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock,
-           loader: Callable[..., Scene] | None, event_capacity: int | None) -> pathlib.Path:
+           loader: Callable[..., Scene] | None, event_capacity: int | None, active: int) -> pathlib.Path:
     """:func:`run_batch` under the store's writer lock."""
     exists = path.exists()
     if exists and not (resume or overwrite):
@@ -449,7 +524,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
     layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
     distributed = workers is not None or scheduler is not None
     check_memory(scene.world, layout, samples, _default_block(layout, samples, block, distributed, workers or 1),
-                 workers or 1)
+                 workers or 1, active=active)
     # every sample's draws, each column's rule and each system's input checks: before any work
     layout.check_inputs(scene.world, seed, samples)
 
@@ -519,7 +594,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         todo = [runs for runs in (_not_done_runs(done, a, b) for a, b in _blocks(samples, blk)) if runs]
         already = int(done.sum())
         invocation = {"command_line": command_line,
-                      "block": int(blk), "executor": (f"dask LocalCluster, {workers} workers" if workers else
+                      "block": int(blk), "active": int(active), "executor": (f"dask LocalCluster, {workers} workers" if workers else
                                                       f"dask scheduler {scheduler}" if scheduler else "in-process"),
                       "resumed": bool(resume), "blocks_run": sum(len(r) for r in todo), "complete": False,
                       "repaired_shards": [f"{d.array} shard {d.shard} (samples {d.start}:{d.stop}): {d.problem}"
@@ -533,16 +608,19 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
             progress(float(already), samples)
         reports: list[BlockReport] = []
         if distributed:
-            reports = _run_dask(client, source, path, layout, samples, seed, backend, todo, progress, already)
+            reports = _run_dask(client, source, path, layout, samples, seed, backend, todo, progress, already, active)
         else:
-            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=os.fspath(path), scene=scene)
+            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=os.fspath(path), scene=scene,
+                                  active=active)
             finished = float(already)
             for a, b in (run for runs in todo for run in runs):
                 n = b - a
                 on_frame = None
                 if progress is not None:
-                    def on_frame(i, nf, _base=finished, _n=n):
-                        if nf and (i == nf or i % max(1, nf // 50) == 0):
+                    def on_frame(i, nf, _base=finished, _n=n, _last=[0.0]):
+                        # i of nf: frames, or (streaming) samples finished; ~50 updates per block
+                        if nf and (i == nf or i - _last[0] >= nf / 50):
+                            _last[0] = i
                             progress(_base + _n * i / nf, samples)
                 reports.append(runner.run_block(a, b, on_frame))
                 finished += n
@@ -592,7 +670,7 @@ def _dask_client(workers: int | None, scheduler: str | None):
 
 
 def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.Layout, samples: int, seed: int,
-              backend: str, todo, progress, already) -> list[BlockReport]:
+              backend: str, todo, progress, already, active: int = 0) -> list[BlockReport]:
     """Submit one task per shard-aligned block; each writes only its own shards."""
     from dask.distributed import as_completed
 
@@ -600,7 +678,8 @@ def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.L
     reports: list[BlockReport] = []
     errors: list[Exception] = []
     futures = [client.submit(_dask_block, payload, params, loader, event_capacity, os.fspath(path), layout.shard_samples, samples, seed,
-                             backend, runs, key=f"tumble-block-{runs[0][0]}-{runs[-1][1]}-{os.getpid()}", pure=False)
+                             backend, runs, active, key=f"tumble-block-{runs[0][0]}-{runs[-1][1]}-{os.getpid()}",
+                             pure=False)
                for runs in todo]
     finished = float(already)
     for fut in as_completed(futures):

@@ -933,6 +933,13 @@ def check_layout(path: str | os.PathLike, layout: Layout) -> None:
 
 
 # ---------------------------------------------------------------------- block side
+def _whole_shards(arr, start: int, n: int) -> bool:
+    """True when samples ``start:start + n`` of ``arr`` are whole shards (or reach the array's end)."""
+    step = (arr.shards or arr.chunks)[0]
+    stop = start + n
+    return start % step == 0 and (stop % step == 0 or stop >= arr.shape[0])
+
+
 class StoreWriter:
     """Writes data regions of an existing store (blocks and Dask tasks; never creates arrays).
 
@@ -958,9 +965,17 @@ class StoreWriter:
         from zarr.core.sync import sync
 
         targets = [(self._array(p)._async_array, a) for p, a in arrays.items()]
+        # a write that covers whole shards only encodes; one that covers part of a shard reads the
+        # shard, re-encodes it and writes it whole: those go one array at a time, so that only one
+        # shard's bytes are in memory (all ~40 arrays at once held ~130 MB with 8,192-sample shards)
+        whole = all(_whole_shards(arr, start, len(a)) for arr, a in targets)
 
         async def all_writes():
-            await asyncio.gather(*(arr.setitem(slice(start, start + len(a)), a) for arr, a in targets))
+            if whole:
+                await asyncio.gather(*(arr.setitem(slice(start, start + len(a)), a) for arr, a in targets))
+            else:
+                for arr, a in targets:
+                    await arr.setitem(slice(start, start + len(a)), a)
 
         sync(all_writes())
 

@@ -69,6 +69,10 @@ class System(esper.Processor):
     #: sample's bodies): integrators must then step those rows together (one step size, one error
     #: norm, one accept/reject per sample)
     couples_sample_rows: bool = False
+    #: this system can run a *streaming active set* (:meth:`ecs.world.World.compile` with
+    #: ``active``): it keeps per-row state only in table columns or resets it in :meth:`refill`,
+    #: and steps each row to its own frame end (:meth:`ecs.world.Frame.row_ends`)
+    streams: bool = False
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     accumulates: tuple[str, ...] = ()
@@ -93,6 +97,12 @@ class System(esper.Processor):
         ``start:start + count``; columns not dispersed keep their authored value (read them from
         ``world``). Raise :class:`~ecs.errors.InputError` naming the sample. Default: nothing.
         """
+
+    def refill(self, world, slots) -> None:
+        """Rows of the sample slots ``slots`` (index array) now hold new samples (streaming active
+        set, ``streams = True``): their columns are the new samples' packed values and their engine
+        columns are reset; reset whatever per-row state this system keeps outside the columns.
+        Default: nothing."""
 
     def term(self, world) -> "Term | None":
         """The row term this DERIVATIVE system adds in per-row pipelines (:mod:`ecs.terms`), or

@@ -56,10 +56,31 @@ class Frame:
     record_interval: float = 0.0
     recorded: bool = False
     stage: int = 0
+    #: streaming active set (:meth:`World.compile` with ``active``): each sample slot's own frame
+    #: index (its sample entered at a later frame than others; -1: empty slot), the nominal frame
+    #: length [s], the frames per sample and the run's end time [s]; ``None`` when every row is
+    #: at frame ``index``
+    slot_frame: np.ndarray | None = None
+    step: float = 0.0
+    frames: int = 0
+    t_end: float = 0.0
 
     @property
     def backend(self) -> str:
         return self.world.backend
+
+    def row_ends(self, table) -> np.ndarray:
+        """This frame's end time [s] for every row of ``table`` (float64, [rows]).
+
+        ``t + dt`` for every row, except in a streaming active set where a row's sample started at
+        a later frame: there its own frame ``j`` ends at ``j * step + min(step, t_end - j * step)``
+        (the last frame of a sample is shorter), computed exactly as the frame-synchronous loop does."""
+        if self.slot_frame is None:
+            return np.full(table.row_count, self.t + self.dt)
+        j = np.repeat(self.slot_frame, table.entity_count)
+        tj = j * self.step
+        fdt = np.where(j == self.frames - 1, np.minimum(self.step, self.t_end - tj), self.step)
+        return tj + fdt
 
     def run_derivatives(self) -> None:
         """Run every DERIVATIVE system's ``process`` once (called by integrators at each stage);
@@ -268,7 +289,7 @@ class World:
 
     # ------------------------------------------------------------------ compile
     def compile(self, *, samples: int = 1, backend: str = "cpu", sample_offset: int = 0,
-                overrides: dict[tuple[int, str], Any] | None = None) -> list[Table]:
+                overrides: dict[tuple[int, str], Any] | None = None, active: int | None = None) -> list[Table]:
         """Pack entities into archetype tables for ``samples`` samples.
 
         Args:
@@ -277,6 +298,12 @@ class World:
             sample_offset: global index of the block's first sample.
             overrides: per-sample values ``{(entity, column): array [samples, *shape]}``
                 (dispersed parameters), applied at pack time.
+            active: streaming active set (seed 004 §2.7.3): when ``active < samples`` and the world
+                can stream (:meth:`can_stream`), the tables hold only ``active`` sample *slots*;
+                the block's packed rows wait in a pool, and :meth:`run` refills a slot with the
+                next pending sample when its sample finishes. ``world.samples`` is then the slot
+                count and ``row_sample`` the slot. ``None`` (default) or ``>= samples``: every
+                sample in the tables.
         """
         if backend not in ("cpu", "gpu"):
             raise InputError("backend", backend, "must be 'cpu' or 'gpu'")
@@ -286,7 +313,10 @@ class World:
                 raise BackendError(why)
         if samples < 1:
             raise InputError("samples", samples, "must be >= 1")
+        if active is not None and (isinstance(active, bool) or not isinstance(active, (int, np.integer)) or active < 1):
+            raise InputError("active", active, "must be an integer >= 1 (sample slots of the streaming active set)")
         self.flush()
+        was_compiled = self._compiled
         overrides = dict(overrides or {})
         with self._active():
             ents = sorted(esper.get_entities())
@@ -359,10 +389,28 @@ class World:
         if unused:
             e, c = sorted(unused)[0]
             raise InputError("override", f"{c} of {self.name_of(e)}", "no such column on that entity")
+        if (active is not None and active < samples and was_compiled and getattr(self, "_pool", None) is not None
+                and self.samples == active and backend == self.backend and _schema(tables) == _schema(self.tables)):
+            # the same world streams the next block: its slots, systems and buffers stay, only the pool
+            # changes (no reallocation between blocks: memory stays flat however many blocks run)
+            self._pool = _Pool(samples, [t.columns for t in tables])
+            self.sample_offset = sample_offset
+            for t in self.tables:
+                t.sample_offset = sample_offset
+            self._load_slots(np.arange(active), np.arange(active))
+            return self.tables
         self.tables = tables
         self.backend = backend
-        self.samples = samples
         self.sample_offset = sample_offset
+        self._pool = None
+        if active is not None and active < samples and self.can_stream():
+            # the pool keeps the block's packed rows; the tables keep the first `active` samples
+            self._pool = _Pool(samples, [t.columns for t in tables])
+            for t in tables:
+                t.columns = {k: v[:active * t.entity_count].copy() for k, v in t.columns.items()}
+                t.samples = active
+            samples = active
+        self.samples = samples
         for s in self._systems:
             s.declare_events(self.events)
         self.events.allocate(samples, backend)
@@ -370,6 +418,41 @@ class World:
         for s in self._systems:
             s.bind(self)
         return tables
+
+    def _load_slots(self, slots: np.ndarray, samples: np.ndarray) -> None:
+        """Load block-local ``samples`` from the pool into sample ``slots`` (streaming active set):
+        their packed rows, reset engine columns and event log rows; then every system's
+        :meth:`~ecs.system.System.refill`."""
+        for t, cols in zip(self.tables, self._pool.columns):
+            E = t.entity_count
+            dst = (slots[:, None] * E + np.arange(E)).ravel()
+            src = (samples[:, None] * E + np.arange(E)).ravel()
+            for k, v in t.columns.items():
+                if k != "row_sample":           # a row's sample index is its slot (the event log's row)
+                    v[dst] = cols[k][src]
+        ev = self.events
+        for a in ev.arrays.values():
+            a[slots] = np.nan if np.issubdtype(a.dtype, np.floating) else -1
+        ev.count[slots] = 0
+        ev.overflow[slots] = 0
+        for s in self._systems:
+            s.refill(self, slots)
+
+    def can_stream(self) -> bool:
+        """True when this world can run a streaming active set: CPU backend, no entity-reference
+        column, every system ``streams`` (:attr:`ecs.system.System.streams`) or is a DERIVATIVE
+        system that takes part as a row term (its per-row data are columns)."""
+        if self.backend != "cpu" or not self._systems:
+            return False
+        if any(spec.dtype == ENTITY for t in self.tables for spec in t.specs.values()):
+            return False
+        return all(s.streams or (s.phase == Phase.DERIVATIVE and s.term(self) is not None) for s in self._systems)
+
+    @property
+    def block_samples(self) -> int:
+        """Samples of the compiled block (``samples`` of :meth:`compile`; more than
+        :attr:`samples`, the slots, in a streaming active set)."""
+        return self._pool.samples if getattr(self, "_pool", None) is not None else self.samples
 
     def _coerce(self, v, spec, e):
         if spec.dtype == ENTITY:
@@ -458,7 +541,9 @@ class World:
     # ------------------------------------------------------------------ frame loop
     def run(self, *, t_end: float, dt: float, record_every: int | None = None,
             record: Iterable[str] = (), final: Iterable[str] = (),
-            on_frame: Callable[[int, int], None] | None = None) -> RunResult:
+            on_frame: Callable[[int, int], None] | None = None,
+            on_samples: Callable[[int, int, RunResult], None] | None = None,
+            window: int | None = None, flush: int | None = None) -> RunResult | None:
         """Step the compiled world from t = 0 to ``t_end`` in frames of ``dt``.
 
         Args:
@@ -468,10 +553,27 @@ class World:
             record_every: record ``record`` columns every this many frames (``None``: never).
             record: columns sampled into trajectories.
             final: columns saved at the end of the run.
-            on_frame: called as ``on_frame(frame_index, frame_count)`` after each frame.
+            on_frame: called as ``on_frame(frame_index, frame_count)`` after each frame; in a
+                streaming active set ``on_frame(samples finished, block samples)``.
+            on_samples: where results leave: ``on_samples(start, stop, result)`` with the
+                :class:`RunResult` of block-local samples ``start:stop``, in order; then ``run``
+                returns ``None``. A streaming active set calls it whenever the finished samples
+                at the front of the block reach a multiple of ``flush`` (and at the end), so that
+                only ``window`` finished samples wait in memory; otherwise it is called once.
+            window: streaming: finished samples kept until they leave (default
+                :data:`STREAM_WINDOW` x the slots); a sample enters only while it is within
+                ``window`` of the first sample not yet out.
+            flush: streaming: samples per ``on_samples`` call (default :data:`STREAM_FLUSH`).
 
         Returns:
-            The block's :class:`RunResult`. Rows still RUNNING at ``t_end`` become DONE.
+            The block's :class:`RunResult` (``None`` with ``on_samples``). Rows still RUNNING at
+            ``t_end`` become DONE.
+
+        A streaming active set (:meth:`compile` with ``active``) gives every sample the same
+        frames, records and results as a frame-synchronous run of the whole block: a sample
+        enters at a frame start (a recorded one when recording), its slot's frames count from
+        there (:meth:`Frame.row_ends`), and it leaves its slot when all its rows have ended or its
+        last frame is done (seed 004 §2.7.3: n active runs refilled from the pool).
         """
         if not self._compiled:
             self.compile()
@@ -492,6 +594,9 @@ class World:
             t = rec_tables[c]
             trajs[c] = np.zeros((t.samples, n_rec, t.entity_count) + t.specs[c].shape, t.specs[c].storage_dtype)
         times = np.array([min(k * record_every * dt, t_end) for k in range(n_rec)]) if n_rec else np.zeros(0)
+        if getattr(self, "_pool", None) is not None and n_frames > 0:
+            return _Stream(self, t_end, dt, n_frames, record_every if n_rec else 1, n_rec, times, record, final,
+                           rec_tables, window, flush).run(on_frame, on_samples)
 
         def take(k):
             for c in record:
@@ -531,10 +636,14 @@ class World:
         finals = {c: to_host(rec_tables[c].by_sample(c)).copy() for c in final}
         status = self.sample_status()
         ev, cnt = self.events.to_host()
-        return RunResult(times=times, trajectories=trajs, finals=finals, status=status, events=ev,
-                         event_count=cnt, dims={c: rec_tables[c].prefix for c in record + final},
-                         frames=done_at,
-                         reason=self.sample_reason() if (status == Status.FAILED).any() else np.zeros_like(status))
+        result = RunResult(times=times, trajectories=trajs, finals=finals, status=status, events=ev,
+                           event_count=cnt, dims={c: rec_tables[c].prefix for c in record + final},
+                           frames=done_at,
+                           reason=self.sample_reason() if (status == Status.FAILED).any() else np.zeros_like(status))
+        if on_samples is not None:
+            on_samples(0, self.samples, result)
+            return None
+        return result
 
     def _any_running(self) -> bool:
         return any(bool((t.columns["row_status"] == Status.RUNNING).any()) for t in self.tables)
@@ -570,3 +679,211 @@ def _table_prefix(prefixes: list[str]) -> str:
         if p in prefixes:
             return p
     return prefixes[0] if prefixes else "entity"
+
+
+#: Streaming active set: finished samples that may wait in memory before they leave, per slot
+#: (``window`` of :meth:`World.run` = this x the slots). A sample enters only within the window
+#: of the first sample not yet out, so a slow sample at the front holds at most this many.
+STREAM_WINDOW = 2
+#: Streaming active set: the finished front of the block leaves (``on_samples``) in multiples of
+#: this many samples (block-local), a whole inner chunk of the store's larger arrays.
+STREAM_FLUSH = 512
+
+
+class _Pool:
+    """A streaming block's packed rows (:meth:`World.compile` with ``active``): per table, column
+    -> [block samples x entities, *shape]. A slot is refilled from here."""
+
+    def __init__(self, samples: int, columns: list[dict[str, np.ndarray]]):
+        self.samples = samples
+        self.columns = columns
+
+
+class _Stream:
+    """One :meth:`World.run` of a streaming active set (its docstring): slots, refills, the ring
+    of finished samples waiting to leave, and their bulk exits."""
+
+    def __init__(self, world: World, t_end: float, dt: float, n_frames: int, every: int, n_rec: int,
+                 times: np.ndarray, record: tuple, final: tuple, rec_tables: dict, window, flush):
+        for name, v in (("window", window), ("flush", flush)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise InputError(name, v, "must be an integer >= 1 (samples)")
+        self.world = world
+        self.t_end, self.dt, self.n_frames, self.every, self.n_rec = t_end, dt, n_frames, every, n_rec
+        self.times, self.record, self.final, self.rec_tables = times, record, final, rec_tables
+        self.B = world._pool.samples
+        self.n = world.samples
+        self.F = int(flush or STREAM_FLUSH)
+        self.W = int(min(self.B, max(window or STREAM_WINDOW * self.n, self.F)))
+        W = self.W
+        ev = world.events
+        key = (W, n_rec, record, final, tuple((k, a.shape[1:], a.dtype.str) for k, a in ev.arrays.items()))
+        ring = getattr(world, "_ring", None)
+        if ring is None or ring[0] != key:        # the ring of the previous block is reused when it fits
+            ring = world._ring = (key, {
+                "fin": {c: np.zeros((W, rec_tables[c].entity_count) + rec_tables[c].specs[c].shape,
+                                    rec_tables[c].specs[c].storage_dtype) for c in final},
+                "traj": {c: np.zeros((W, n_rec, rec_tables[c].entity_count) + rec_tables[c].specs[c].shape,
+                                     rec_tables[c].specs[c].storage_dtype) for c in record},
+                "ev": {k: np.empty((W,) + a.shape[1:], a.dtype) for k, a in ev.arrays.items()},
+                "count": np.zeros(W, np.int32), "overflow": np.zeros(W, np.int8), "status": np.zeros(W, np.int8),
+                "reason": np.zeros(W, np.int8)})
+        r = ring[1]
+        self.fin, self.traj, self.ev = r["fin"], r["traj"], r["ev"]
+        self.count, self.overflow, self.status, self.reason = r["count"], r["overflow"], r["status"], r["reason"]
+        self.ready = np.zeros(W, bool)
+        self.slot_sample = np.arange(self.n, dtype=np.int64)     # compile put samples 0..n-1 in the slots
+        self.slot_start = np.zeros(self.n, np.int64)
+        self.first_out = 0          # block-local: the first sample not yet out
+        self.finished = 0
+        self.results: list[RunResult] = []
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, on_frame, on_samples):
+        world = self.world
+        sink = on_samples if on_samples is not None else (lambda a, b, r: self.results.append(r))
+        frame = Frame(world, 0.0, self.dt, 0, record_interval=float(self.every * self.dt) if self.n_rec else 0.0,
+                      step=self.dt, frames=self.n_frames, t_end=self.t_end)
+        scheduled = world._schedule[Phase.SCHEDULED]
+        every, n = self.every, self.n
+        next_sample = n
+        world._deferring = True
+        try:
+            if self.n_rec:
+                self._take(np.arange(n), np.zeros(n, np.int64))
+            i = 0
+            while True:
+                if i % every == 0:
+                    free = np.flatnonzero(self.slot_sample < 0)
+                    k = min(len(free), self.B - next_sample, self.first_out + self.W - next_sample)
+                    if k > 0:
+                        self._refill(free[:k], np.arange(next_sample, next_sample + k), i)
+                        next_sample += k
+                occupied = self.slot_sample >= 0
+                if not occupied.any():
+                    if self.first_out < next_sample:      # admissions wait for the window: let it out
+                        self._emit(self.first_out, next_sample, sink)
+                    if self.first_out >= self.B:
+                        break
+                    i = -(-i // every) * every       # the next frame a sample may enter at
+                    continue
+                j = np.where(occupied, i - self.slot_start, -1)
+                frame.index, frame.t, frame.slot_frame = i, i * self.dt, j
+                frame.recorded = bool(self.n_rec and (i + 1) % every == 0)
+                for s in scheduled:
+                    s.process(frame)
+                if frame.recorded:
+                    slots = np.flatnonzero(occupied)
+                    self._take(slots, (j[slots] + 1) // every)
+                self._leave(occupied, j)
+                if on_frame is not None:
+                    on_frame(self.finished, self.B)
+                self._emit_ready(sink)
+                i += 1
+        finally:
+            world._deferring = False
+        world.flush()
+        if on_samples is not None:
+            return None
+        return _concat(self.results)
+
+    # ------------------------------------------------------------------ slots
+    def _refill(self, slots: np.ndarray, samples: np.ndarray, i: int) -> None:
+        """Load ``samples`` (block-local) from the pool into ``slots`` at frame ``i``."""
+        self.world._load_slots(slots, samples)
+        self.slot_sample[slots] = samples
+        self.slot_start[slots] = i
+        if self.n_rec:
+            self._take(slots, np.zeros(len(slots), np.int64))
+
+    def _take(self, slots: np.ndarray, k: np.ndarray) -> None:
+        """Record the recorded columns of ``slots`` as their samples' records ``k``."""
+        ring = self.slot_sample[slots] % self.W
+        for c in self.record:
+            self.traj[c][ring, k] = self.rec_tables[c].by_sample(c)[slots]
+
+    def _leave(self, occupied: np.ndarray, j: np.ndarray) -> None:
+        """Copy out the samples that finished in this frame (all rows ended, or the last frame)."""
+        world = self.world
+        last = occupied & (j == self.n_frames - 1)
+        running = np.zeros(self.n, bool)
+        for t in world.tables:
+            st = t.columns["row_status"].reshape(t.samples, t.entity_count)
+            st[last[:, None] & (st == Status.RUNNING)] = Status.DONE
+            running |= (st == Status.RUNNING).any(axis=1)
+        slots = np.flatnonzero(occupied & ~running)
+        if not len(slots):
+            return
+        ring = self.slot_sample[slots] % self.W
+        for c in self.final:
+            self.fin[c][ring] = self.rec_tables[c].by_sample(c)[slots]
+        status = np.zeros(len(slots), np.int8)
+        reason = np.zeros(len(slots), np.int8)
+        for t in world.tables:
+            st = t.columns["row_status"].reshape(t.samples, t.entity_count)[slots]
+            rs = t.columns["row_reason"].reshape(t.samples, t.entity_count)[slots]
+            status = np.maximum(status, st.max(axis=1))
+            failed = st == Status.FAILED
+            r = rs[np.arange(len(slots)), np.argmax(failed, axis=1)]
+            r = np.where(r > 0, r, np.int8(Reason.UNSPECIFIED))
+            reason = np.where((reason == 0) & failed.any(axis=1), r, reason).astype(np.int8)
+        self.status[ring] = status
+        self.reason[ring] = reason
+        ev = world.events
+        for k, a in ev.arrays.items():
+            self.ev[k][ring] = a[slots]
+        self.count[ring] = ev.count[slots]
+        self.overflow[ring] = ev.overflow[slots]
+        if self.record:       # an ended sample is frozen: its later records repeat its state
+            later = np.arange(self.n_rec)[None, :] >= ((j[slots] + 1) // self.every + 1)[:, None]
+            for c in self.record:
+                cur = self.rec_tables[c].by_sample(c)[slots]
+                m = later.reshape(later.shape + (1,) * (cur.ndim - 1))
+                self.traj[c][ring] = np.where(m, cur[:, None], self.traj[c][ring])
+        self.ready[ring] = True
+        self.slot_sample[slots] = -1
+        self.finished += len(slots)
+
+    # ------------------------------------------------------------------ exits
+    def _emit_ready(self, sink) -> None:
+        """Let out the finished front of the block when it reaches a multiple of the flush size
+        (or the block's end)."""
+        a = self.first_out
+        span = min(self.W, self.B - a)
+        r = self.ready[(a + np.arange(span)) % self.W]
+        m = span if r.all() else int(np.argmin(r))
+        b = a + m
+        if b < self.B:
+            b = (b // self.F) * self.F
+        if b > a:
+            self._emit(a, b, sink)
+
+    def _emit(self, a: int, b: int, sink) -> None:
+        idx = np.arange(a, b) % self.W
+        events = {k: v[idx] for k, v in self.ev.items()}
+        events["event_overflow"] = self.overflow[idx]
+        res = RunResult(times=self.times, trajectories={c: v[idx] for c, v in self.traj.items()},
+                        finals={c: v[idx] for c, v in self.fin.items()}, status=self.status[idx], events=events,
+                        event_count=self.count[idx], dims={c: self.rec_tables[c].prefix for c in self.record + self.final},
+                        frames=self.n_frames, reason=self.reason[idx])
+        self.ready[idx] = False
+        self.first_out = b
+        sink(a, b, res)
+
+
+def _concat(results: list[RunResult]) -> RunResult:
+    """One :class:`RunResult` of consecutive ones."""
+    r0 = results[0]
+    cat = lambda get: np.concatenate([get(r) for r in results])  # noqa: E731
+    return RunResult(times=r0.times, trajectories={c: cat(lambda r: r.trajectories[c]) for c in r0.trajectories},
+                     finals={c: cat(lambda r: r.finals[c]) for c in r0.finals}, status=cat(lambda r: r.status),
+                     events={k: cat(lambda r: r.events[k]) for k in r0.events},
+                     event_count=cat(lambda r: r.event_count), dims=r0.dims, frames=r0.frames,
+                     reason=cat(lambda r: r.reason))
+
+
+def _schema(tables: list[Table]) -> list:
+    """What must match for a streaming world to keep its slots for another block: per table its
+    archetype, entities and every column's row shape and dtype."""
+    return [(t.archetype, t.entities.tolist(), sorted((k, v.shape[1:], v.dtype.str) for k, v in t.columns.items()))
+            for t in tables]

@@ -293,6 +293,11 @@ class CollideProbes(System):
     reads = ("probe_phase", "probe_position", "probe_attitude")
     writes = ("probe_position", "probe_velocity", "probe_omega")
 
+    def reset_rows(self, rows: np.ndarray) -> None:
+        """Clear the per-row impact scratch of ``rows`` (new samples in a streaming active set)."""
+        for a in (self.iwork, self.touch, self.normal, self.cpair, self.sphere_vert, self.status, self.count):
+            a[rows] = 0
+
     def bind_context(self, ctx) -> None:
         n = ctx.table.row_count
         kmax = ctx.max_vertices

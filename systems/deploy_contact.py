@@ -60,7 +60,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     lift_out, vertex_distance, vertex_world)
 
@@ -197,11 +197,12 @@ active_set = dual_call(_active_set)
 _active = active_set.cpu
 
 
-def _contact_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
                  t_cap, rec_dt, snap, save, trace, trace_n):
     i = rows[j]
+    t_end = t_ends[i]       # this row's frame end
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
     act, slot_vertex, fric, rolling, out_state = cs[6], cs[7], cs[12], cs[13], cs[16]
@@ -329,12 +330,12 @@ _contact_cpu = contact_row.cpu
 
 
 @cpu_jit(nogil=True)
-def contact_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+def contact_rows(n, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
                  t_cap, rec_dt, snap, save, trace, trace_n):
     for j in range(n):
-        _contact_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+        _contact_cpu(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                      shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
                      contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
                      t_cap, rec_dt, snap, save, trace, trace_n)
@@ -366,11 +367,19 @@ class ContactProbes(System):
                 sel = self._sel
         return sel[1]
 
-    def advance(self, ctx, rows: np.ndarray, t_end: float) -> None:
+    def reset_rows(self, ctx, rows: np.ndarray) -> None:
+        """Clear the active-set scratch of ``rows`` (new samples in a streaming active set)."""
+        sel = self._sel
+        if sel is not None and sel[0] is ctx:
+            sel[1][rows] = 0.0
+
+    def advance(self, ctx, rows: np.ndarray, t_ends: np.ndarray) -> None:
+        """Run the contact kernel over ``rows`` (indices of CONTACT rows), each up to its frame end
+        ``t_ends[row]`` [s] (an array over the table's rows)."""
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        ctx.kernels["contact_rows"](len(rows), rows, float(t_end), *ctx.row_args(), t["probe_terrain_pair"],
+        ctx.kernels["contact_rows"](len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"],
                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt, self._scratch(ctx),
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),

@@ -44,7 +44,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import dual_call
 from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
-                                    escaping, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
+                                    escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -68,12 +68,13 @@ _trace = trace_step.cpu
 _escaping = escaping.cpu
 
 
-def _fly_row(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
+def _fly_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
              geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
              max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
-    """Advance fly row ``rows[j]`` past ``t_end`` (never past ``t_cap``), to an event, an escape, or
-    ``max_steps`` steps (module docstring)."""
+    """Advance fly row ``rows[j]`` past its frame end ``t_ends[rows[j]]`` (never past ``t_cap``), to an
+    event, an escape, or ``max_steps`` steps (module docstring)."""
     i = rows[j]
+    t_end = t_ends[i]
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
     s = shape[i]
@@ -167,11 +168,11 @@ _fly_cpu = fly_row.cpu
 
 
 @cpu_jit(nogil=True)
-def fly_rows(n, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
+def fly_rows(n, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
              geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
              max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
     for j in range(n):
-        _fly_cpu(j, rows, t_end, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+        _fly_cpu(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
                  shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
                  distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n)
 
@@ -187,12 +188,14 @@ class FlyProbes(System):
     reads = ("probe_phase",)
     writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega")
 
-    def advance(self, ctx, rows: np.ndarray, t_end: float) -> None:
-        """Run the fly kernel over ``rows`` (indices of FLY rows) up to ``t_end`` [s]."""
+    def advance(self, ctx, rows: np.ndarray, t_ends: np.ndarray) -> None:
+        """Run the fly kernel over ``rows`` (indices of FLY rows), each up to its frame end
+        ``t_ends[row]`` [s] (an array over the table's rows: rows of a streaming active set entered
+        at different frames, :class:`systems.deployment.DeploymentLoop`)."""
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        ctx.kernels["fly_rows"](len(rows), rows, float(t_end), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
+        ctx.kernels["fly_rows"](len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
                     *ctx.rotation, ctx.cs, ctx.tt, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                     1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
                     t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),

@@ -1326,3 +1326,11 @@ def contact_scratch(n: int, slots: int, *, vstar: float, wstar: float, baumgarte
             np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
             np.zeros((n, slots)), np.zeros((n, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
             np.zeros((n, slots), np.int8), np.zeros((n, 6)), float(vstar), float(wstar), float(baumgarte))
+
+
+def frame_ends(table, t_end) -> np.ndarray:
+    """Per-row frame ends [s] of a phase launch: ``t_end`` itself when it is an array over the
+    table's rows, else ``t_end`` for every row."""
+    if np.ndim(t_end):
+        return np.ascontiguousarray(t_end, dtype=np.float64)
+    return np.full(table.row_count, float(t_end))

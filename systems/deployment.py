@@ -19,6 +19,16 @@ can change phase several times within a frame. On the CPU the running rows are d
 group per numba thread, and each group runs this loop on its own; a worker that runs out of rows
 takes over half of another's pending rows (:meth:`DeploymentLoop.process`, :class:`RowShare`).
 
+Streaming active set (seed 004 §2.7.3: n ≪ N active runs refilled from the pool): the loop
+``streams`` (:meth:`ecs.world.World.compile` with ``active``). Its tables then hold sample slots;
+when a slot's sample has finished, the world loads the next pending sample into it and
+:meth:`DeploymentLoop.refill` resets the rows' state kept outside the columns (work arrays,
+contact and collision scratch, dense-output ring, inverse inertia). A refilled row counts its
+frames from the frame it entered (:meth:`ecs.world.Frame.row_ends`), so every launch runs each
+row to its *own* frame end (the kernels take per-row frame ends): its steps, records and results
+are those of a frame-synchronous run. Refills happen between frames, so :class:`RowShare` deals and
+hands over rows exactly as before.
+
 End states (:class:`EndProbes`, our criteria where the seed is silent):
 
 * **SETTLED** — in contact motion with |v| < ``settle_speed`` and |ω| < ``settle_rate``
@@ -143,14 +153,14 @@ _ENDED = int(DeployPhase.ENDED)
 
 @cpu_jit(nogil=True)
 def select_rows(rows, status, phase, time, which, t_lim, out):
-    """out[:k] <- the running rows of ``rows`` in phase ``which`` with time < t_lim; returns k.
+    """out[:k] <- the running rows ``i`` of ``rows`` in phase ``which`` with time < t_lim[i]; returns k.
 
     The index list a phase kernel is launched over (seed §2.7.3), built in one pass instead of a
     chain of numpy masks: the phase loop builds three per pass, for groups of ~100 rows."""
     k = 0
     for j in range(rows.shape[0]):
         i = rows[j]
-        if status[i] == _RUNNING and phase[i] == which and time[i] < t_lim:
+        if status[i] == _RUNNING and phase[i] == which and time[i] < t_lim[i]:
             out[k] = i
             k += 1
     return k
@@ -164,7 +174,7 @@ def end_rows(rows, status, phase, time, rest_since, settle_time, pos, vel, settl
     Marks SETTLED (settling time = start of the rest), ESCAPED and TIMED_OUT rows, clears the rest
     interval of flying rows, writes the rows that ended now (status set, phase not yet ENDED) to
     ``ended`` and the rows still pending to ``pending``: running and either in COLLIDE or behind
-    ``t_end_eps`` (the frame end less round-off). Returns ``(number ended, number pending)``.
+    ``t_end_eps[i]`` (the row's frame end less round-off). Returns ``(number ended, number pending)``.
     """
     n_end = 0
     n_pend = 0
@@ -190,7 +200,7 @@ def end_rows(rows, status, phase, time, rest_since, settle_time, pos, vel, settl
             if phase[i] != _ENDED:
                 ended[n_end] = i
                 n_end += 1
-        elif phase[i] == _COLLIDE or time[i] < t_end_eps:
+        elif phase[i] == _COLLIDE or time[i] < t_end_eps[i]:
             pending[n_pend] = i
             n_pend += 1
     return n_end, n_pend
@@ -204,21 +214,23 @@ class EndProbes(System):
     reads = ("probe_phase", "probe_position", "probe_velocity", "probe_rest_since")
     writes = ("probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope")
 
-    def check(self, ctx: DeployContext, rows: np.ndarray | None = None, t_end: float = -math.inf) -> np.ndarray:
+    def check(self, ctx: DeployContext, rows: np.ndarray | None = None, t_lim: np.ndarray | None = None) -> np.ndarray:
         """End the rows (all, or the index array ``rows``) that have settled, escaped or hit the cap;
-        returns those of them still running and in COLLIDE or behind ``t_end`` (index array)."""
+        returns those of them still running and in COLLIDE or behind their frame end less round-off
+        ``t_lim[row]`` (index array; none without ``t_lim``)."""
         t, st = ctx.table, ctx.settings
         if rows is None:
             rows = np.arange(t.row_count)
         rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if t_lim is None:
+            t_lim = np.full(t.row_count, -math.inf)
         ended = np.empty(len(rows), np.int64)
         pending = np.empty(len(rows), np.int64)
         ox, oy, oz = ctx.rotation
-        eps = 1e-12 * max(1.0, abs(t_end)) if math.isfinite(t_end) else 0.0
         n_end, n_pend = end_rows(rows, t["row_status"], t["probe_phase"], t["row_time"], t["probe_rest_since"],
                                   t["probe_settle_time"], t["probe_position"], t["probe_velocity"],
                                   float(st.settle_hold), float(st.t_cap), float(ctx.escape_radius),
-                                  float(ctx.target.gravity.mu), ox, oy, oz, t_end - eps, ended, pending)
+                                  float(ctx.target.gravity.mu), ox, oy, oz, t_lim, ended, pending)
         if n_end:
             self._finish(ctx, ended[:n_end])
         return pending[:n_pend]
@@ -315,6 +327,9 @@ class DeploymentLoop(System):
     derivative_pipeline = "terms"
     #: records by dense output: any frame (recording interval) gives the same steps and results
     dense_output = True
+    #: runs a streaming active set (World.compile(active=...)): each row steps to its own frame end
+    #: (Frame.row_ends) and refilled rows are reset by :meth:`refill`
+    streams = True
     writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase")
 
     def __init__(self, *, max_passes: int = 10_000):
@@ -331,6 +346,7 @@ class DeploymentLoop(System):
         self._pool_size = 0
         self._lock = threading.Lock()
         self._shown = None      # (rows, their own states) while the columns show the frame end
+        self._no_lim = np.zeros(0)  # "no time limit" for every row (COLLIDE rows are selected at any time)
 
     @property
     def systems(self) -> tuple[System, ...]:
@@ -438,7 +454,11 @@ class DeploymentLoop(System):
         ctx = self.ctx
         self._restore()
         self._prepare_recording(frame.record_interval)
-        t_end = frame.t + frame.dt
+        t_end = frame.row_ends(ctx.table)      # every row's frame end (its own in a streaming active set)
+        lim = t_end - 1e-12 * np.maximum(1.0, np.abs(t_end))     # less round-off
+        t_end = (t_end, lim)
+        if self._no_lim.shape[0] != ctx.table.row_count:
+            self._no_lim = np.full(ctx.table.row_count, math.inf)
         running = np.flatnonzero(ctx.table["row_status"] == Status.RUNNING)
         groups = min(numba.get_num_threads(), len(running))
         if groups <= 1:
@@ -455,8 +475,36 @@ class DeploymentLoop(System):
             for f in futures:
                 f.result()
         if frame.recorded:
-            self._show_snapshots(t_end)
+            self._show_snapshots(t_end[0])
         self._inertial()
+
+    def refill(self, world, slots: np.ndarray) -> None:
+        """Reset the per-row state of the rows of sample slots ``slots`` that now hold new samples
+        (streaming active set, :meth:`ecs.world.World.compile` with ``active``): work arrays,
+        contact and collision scratch, dense-output ring, inverse inertia; then, as at bind, end
+        the rows released past an end state and refresh their inertial view."""
+        ctx = self.ctx
+        t = ctx.table
+        rows = np.flatnonzero(np.isin(t["row_sample"], slots))
+        if self._shown is not None:     # a refilled row shown at the last frame end holds a new sample now
+            shown, cols = self._shown
+            keep = ~np.isin(shown, rows)
+            self._shown = (shown[keep], {c: v[keep] for c, v in cols.items()}) if keep.any() else None
+        ctx.work[rows] = 0.0
+        ctx.jinv[rows] = np.linalg.inv(t["probe_inertia"][rows])
+        for a in ctx.cs:
+            if isinstance(a, np.ndarray):
+                a[rows] = 0
+        self.collide.reset_rows(rows)
+        self.contact.reset_rows(ctx, rows)
+        if ctx.rec_dt > 0.0:
+            ctx.snap[rows] = np.nan
+            ctx.save[rows] = 0.0
+        if ctx.trace.shape[1] > 0:
+            ctx.trace[rows] = np.nan
+            ctx.trace_n[rows] = 0
+        self.end.check(ctx, rows)
+        self._inertial(rows)
 
     #: most dense-output slots per row (a record interval below h_max / (MAX_SNAP_SLOTS − 2) is refused)
     MAX_SNAP_SLOTS = 256
@@ -502,8 +550,8 @@ class DeploymentLoop(System):
     #: the columns :meth:`_show_snapshots` sets to the frame-end state of rows already past it
     SHOWN = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "row_time", "probe_phase")
 
-    def _show_snapshots(self, t_f: float) -> None:
-        """Show every running row that is past the frame end ``t_f`` at ``t_f`` (dense output).
+    def _show_snapshots(self, t_f: np.ndarray) -> None:
+        """Show every running row that is past its frame end ``t_f[row]`` at that time (dense output).
 
         Rows are never stopped at a frame end (a cut step would make the recording interval change
         the physics); the kernels keep, for every record time a step crossed, the state there by a
@@ -513,19 +561,20 @@ class DeploymentLoop(System):
         """
         ctx = self.ctx
         t = ctx.table
-        k = round(t_f / ctx.rec_dt)
-        slot = k % ctx.snap.shape[1]
+        k = np.round(t_f / ctx.rec_dt)
+        slot = (k % ctx.snap.shape[1]).astype(np.int64)
         ahead = (t["row_status"] == Status.RUNNING) & (t["row_time"] > t_f * (1.0 + 1e-12))
-        rows = np.flatnonzero(ahead & (ctx.snap[:, slot, 0] == k))
+        cand = np.flatnonzero(ahead)
+        rows = cand[ctx.snap[cand, slot[cand], 0] == k[cand]]
         if not len(rows):
             return
         self._shown = (rows, {c: t[c][rows].copy() for c in self.SHOWN})
-        s = ctx.snap[rows, slot]
+        s = ctx.snap[rows, slot[rows]]
         t["probe_position"][rows] = s[:, 2:5]
         t["probe_velocity"][rows] = s[:, 5:8]
         t["probe_attitude"][rows] = s[:, 8:12]
         t["probe_omega"][rows] = s[:, 12:15]
-        t["row_time"][rows] = t_f
+        t["row_time"][rows] = t_f[rows]
         t["probe_phase"][rows] = s[:, 1].astype(t["probe_phase"].dtype)
 
     def _restore(self) -> None:
@@ -539,8 +588,9 @@ class DeploymentLoop(System):
             t[c][rows] = v
         self._shown = None
 
-    def _advance(self, rows: np.ndarray, t_end: float, share: RowShare | None = None) -> None:
-        """The phase loop of one worker over its rows (index array) up to ``t_end`` [s].
+    def _advance(self, rows: np.ndarray, t_end: tuple, share: RowShare | None = None) -> None:
+        """The phase loop of one worker over its rows (index array) up to their frame ends
+        ``t_end = (ends, ends less round-off)`` (arrays over the table's rows) [s].
 
         After every pass the worker keeps only its rows still pending (the others are at the frame
         end or ended) and, when another worker is idle, hands half of them over (``share``). When
@@ -559,35 +609,36 @@ class DeploymentLoop(System):
                 for k, v in tm.items():
                     self.timings[k] += v
 
-    def _loop(self, rows: np.ndarray, t_end: float, tm: dict, share: RowShare | None) -> None:
+    def _loop(self, rows: np.ndarray, t_end: tuple, tm: dict, share: RowShare | None) -> None:
         """:meth:`_advance`'s passes; adds the thread-seconds of each phase to ``tm``."""
         ctx = self.ctx
         t = ctx.table
         status, phase, time = t["row_status"], t["probe_phase"], t["row_time"]
-        eps = 1e-12 * max(1.0, abs(t_end))
+        t_end, lim = t_end
+        no_lim = self._no_lim
         passes = 0
         while rows is not None:
             rows = np.ascontiguousarray(rows, dtype=np.int64)
             sel = np.empty(len(rows), np.int64)
             while len(rows):
                 if passes == self.max_passes:
-                    stuck = rows[(status[rows] == Status.RUNNING) & (time[rows] < t_end - eps)]
+                    stuck = rows[(status[rows] == Status.RUNNING) & (time[rows] < lim[rows])]
                     status[stuck] = Status.FAILED
                     t["row_reason"][stuck] = Reason.PASS_GUARD
                     self.end.check(ctx, rows)
                     break
                 passes += 1
                 c0 = time_ns()
-                k = select_rows(rows, status, phase, time, _FLY, t_end - eps, sel)
+                k = select_rows(rows, status, phase, time, _FLY, lim, sel)
                 self.fly.advance(ctx, sel[:k], t_end)
                 c1 = time_ns()
-                k = select_rows(rows, status, phase, time, _COLLIDE, math.inf, sel)
+                k = select_rows(rows, status, phase, time, _COLLIDE, no_lim, sel)
                 self.collide.resolve(ctx, sel[:k])
                 c2 = time_ns()
-                k = select_rows(rows, status, phase, time, _CONTACT, t_end - eps, sel)
+                k = select_rows(rows, status, phase, time, _CONTACT, lim, sel)
                 self.contact.advance(ctx, sel[:k], t_end)
                 c3 = time_ns()
-                rows = self.end.check(ctx, rows, t_end)
+                rows = self.end.check(ctx, rows, lim)
                 c4 = time_ns()
                 tm["fly"] += (c1 - c0) * 1e-9
                 tm["collide"] += (c2 - c1) * 1e-9
@@ -597,18 +648,20 @@ class DeploymentLoop(System):
                     rows = share.offer(rows)
             rows = share.wait() if share is not None else None
 
-    def _inertial(self) -> None:
-        """Refresh the ProbeInertial columns (when the table has them) from the rotating-frame state."""
+    def _inertial(self, rows: np.ndarray | None = None) -> None:
+        """Refresh the ProbeInertial columns (when the table has them) from the rotating-frame state
+        (of all rows, or of the index array ``rows``)."""
         t = self.ctx.table
         if not t.has("probe_position_inertial"):
             return
+        r = slice(None) if rows is None else rows
         w = self.ctx.target.rotation
-        qt = target_attitude(w, t["row_time"])
-        x = t["probe_position"]
-        t["probe_target_attitude"][...] = qt
-        t["probe_position_inertial"][...] = quat_rotate(qt, x)
-        t["probe_velocity_inertial"][...] = quat_rotate(qt, t["probe_velocity"] + np.cross(w, x))
-        t["probe_attitude_inertial"][...] = quat_multiply(qt, t["probe_attitude"])
+        qt = target_attitude(w, t["row_time"][r])
+        x = t["probe_position"][r]
+        t["probe_target_attitude"][r] = qt
+        t["probe_position_inertial"][r] = quat_rotate(qt, x)
+        t["probe_velocity_inertial"][r] = quat_rotate(qt, t["probe_velocity"][r] + np.cross(w, x))
+        t["probe_attitude_inertial"][r] = quat_multiply(qt, t["probe_attitude"][r])
 
 
 def _terrain_radius(target: DeployTarget) -> float:

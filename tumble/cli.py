@@ -3,8 +3,8 @@
 Commands::
 
     tumble run SCENE [--samples N] [--out PATH] [--seed S] [--backend cpu|gpu]
-                     [--resume | --overwrite] [--block B] [--workers N | --scheduler tcp://host:port]
-                     [-p KEY=VALUE ...] [--no-progress] [--debug]
+                     [--resume | --overwrite] [--block B] [--active A]
+                     [--workers N | --scheduler tcp://host:port] [-p KEY=VALUE ...] [--no-progress] [--debug]
     tumble scenes                 built-in scene names with one-line descriptions
     tumble inspect PATH [--verify]   scene, samples done, status and failure counts, arrays and sizes
     tumble rerun PATH SAMPLE      run one sample again and check it reproduces the stored bits
@@ -191,6 +191,9 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out (finished samples are kept)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
     block: Optional[int] = typer.Option(None, "--block", min=1, help="Samples per block [default: whole shards, up to 4096 samples; with Dask, 2 tasks per worker]."),
+    active: Optional[int] = typer.Option(None, "--active", min=1, help="Streaming active set: sample slots in memory "
+                                         "at once in a world that streams (deployment) [default: 512]; the stored "
+                                         "bytes do not depend on it."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
@@ -244,7 +247,7 @@ def run(
             path = run_batch(scene, samples=samples, out=out, seed=seed, backend=backend.value, block=block,
                              resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler,
                              progress=progress, command_line=["tumble", *sys.argv[1:]], params=params,
-                             loader=load_scene, event_capacity=event_capacity)
+                             loader=load_scene, event_capacity=event_capacity, active=active)
         from ecs.store import summarize
 
         info = summarize(path)
