@@ -49,7 +49,6 @@ After an accepted step:
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 
@@ -60,7 +59,7 @@ from ecs import Phase, System
 from ecs.kernels import cpu_jit
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
-from systems.deploy_physics import (K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deploy_physics import (CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     lift_out, vertex_distance, vertex_world)
 
@@ -134,7 +133,9 @@ def _active_set(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, gap):
     polygon of a face on a plane included, instead of crowding into its first-numbered corner.
     The others lie, up to the terrain's relief, in the plane the spanning ones hold; they carry no
     force, and raise a collision once they sink by ``gap`` (:data:`systems.deploy_physics.held`).
-    ``sel[i]`` is scratch, one number per vertex of the shape.
+    ``sel[i]`` is scratch, one number per vertex of the shape (the contact scratch's ``touch``); it is
+    left ≥ 0 exactly at the vertices touching at Y0 that did not take a slot (and at every touching
+    vertex when all fit), which the contact event function reads (:data:`systems.deploy_physics.held`).
     """
     nslot = act.shape[1]
     for k in range(nslot):
@@ -198,14 +199,14 @@ _active = active_set.cpu
 
 
 def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
                  t_cap, rec_dt, snap, save, trace, trace_n):
     i = rows[j]
     t_end = t_ends[i]       # this row's frame end
     w = work[i]
     vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
-    act, slot_vertex, fric, rolling, out_state = cs[6], cs[7], cs[12], cs[13], cs[16]
+    act, slot_vertex, fric, rolling, out_state, sel = cs[6], cs[7], cs[12], cs[13], cs[16], cs[CS_TOUCH]
     s = shape[i]
     v0 = shape_start[s]
     v1 = shape_start[s + 1]
@@ -294,9 +295,9 @@ def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos,
             phase[i] = DeployPhase.ENDED
             break
         # ---- new touchdown of a free vertex: localise (locate_event) and collide
-        g1 = _cclear(w, Y1, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)
+        g1 = _cclear(w, Y1, ta, vpos, v0, v1, sphere_r, act, slot_vertex, sel, i, contact_gap)
         if g1 <= thr:
-            g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, contact_gap)
+            g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, sel, i, contact_gap)
             if not (g0 > thr):
                 # the step starts at or below the event's zero: a touching vertex more than
                 # contact_gap deep, left so by a projection that could not lift it (module
@@ -331,12 +332,12 @@ _contact_cpu = contact_row.cpu
 
 @cpu_jit(nogil=True)
 def contact_rows(n, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
+                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min, event_tol,
                  contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
                  t_cap, rec_dt, snap, save, trace, trace_n):
     for j in range(n):
         _contact_cpu(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, sel, rtol, atol, h_max, h_min, event_tol,
+                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min, event_tol,
                      contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
                      t_cap, rec_dt, snap, save, trace, trace_n)
 
@@ -351,28 +352,6 @@ class ContactProbes(System):
     reads = ("probe_phase",)
     writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega")
 
-    def __init__(self):
-        self._sel: tuple | None = None      # (context, per-vertex scratch of the active-set choice)
-        self._lock = threading.Lock()
-
-    def _scratch(self, ctx) -> np.ndarray:
-        """The (rows, max vertices) float64 scratch of :func:`_active_set` for this context (made on
-        first use; the worker threads of :class:`~systems.deployment.DeploymentLoop` share it, each
-        row being used by one thread at a time)."""
-        sel = self._sel
-        if sel is None or sel[0] is not ctx:
-            with self._lock:
-                if self._sel is None or self._sel[0] is not ctx:
-                    self._sel = (ctx, np.zeros((ctx.table.row_count, max(1, ctx.max_vertices))))
-                sel = self._sel
-        return sel[1]
-
-    def reset_rows(self, ctx, rows: np.ndarray) -> None:
-        """Clear the active-set scratch of ``rows`` (new samples in a streaming active set)."""
-        sel = self._sel
-        if sel is not None and sel[0] is ctx:
-            sel[1][rows] = 0.0
-
     def advance(self, ctx, rows: np.ndarray, t_ends: np.ndarray) -> None:
         """Run the contact kernel over ``rows`` (indices of CONTACT rows), each up to its frame end
         ``t_ends[row]`` [s] (an array over the table's rows)."""
@@ -380,7 +359,7 @@ class ContactProbes(System):
             return
         t, st = ctx.table, ctx.settings
         ctx.kernels["contact_rows"](len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"],
-                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt, self._scratch(ctx),
+                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt,
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
                     t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap),

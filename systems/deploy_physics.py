@@ -463,7 +463,7 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     ``−I⁻¹(ω_S/N × I ω_S/N) − ω_S/N × ω`` (``τ = ω × Iω − ω_S/N × I ω_S/N − I(ω_S/N × ω)``).
     """
     (cwork, st_att, st_vel, st_om, accel, torque, act, slot_vertex, points, normals, ndots, srad, fric, rolling,
-     out_force, out_fn, out_state, out_total, vstar, wstar, baumgarte) = cs
+     out_force, out_fn, out_state, out_total, vstar, wstar, baumgarte, _touch) = cs
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
     vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
     q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
@@ -747,7 +747,11 @@ def _accept(w):
 step_size = dual_call(next_step)
 
 
-def _held(w, ta, vpos, v, act, slot_vertex, i, gap):
+#: Index in the contact scratch (:func:`contact_scratch`) of the active-set choice's per-vertex scratch.
+CS_TOUCH = 21
+
+
+def _held(act, slot_vertex, touch, i, v, v0):
     """Whether vertex v's term of the contact event function counts from ``−gap``: it is an active
     contact, or it was touching (within ``gap``) at the step's start Y0 without a slot.
 
@@ -757,18 +761,23 @@ def _held(w, ta, vpos, v, act, slot_vertex, i, gap):
     a round-off above the surface "touched down" at once, its zero-time collision had nothing to
     resolve, and contact motion raised the same event again (a livelock). Counted like an active
     contact, it raises an event only once it has sunk by ``gap``: a finite motion, so every
-    contact → collision round advances the state."""
+    contact → collision round advances the state.
+
+    Whether a vertex touched at Y0 is read from ``touch[i, v − v0]`` (the contact scratch's
+    ``touch``, ≥ 0 for a touching vertex), written by the active-set choice at Y0
+    (:data:`systems.deploy_contact.active_set`), not evaluated again: the terrain at Y0 cost one
+    more evaluation per free vertex at every event-function call."""
     for k in range(act.shape[1]):
         if act[i, k] != 0 and slot_vertex[i, k] == v:
             return True
-    return _vdist(w, Y0, ta, vpos, v) <= gap
+    return touch[i, v - v0] >= 0.0
 
 
 held = dual_call(_held)
 _held_c = held.cpu
 
 
-def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, gap):
+def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, touch, i, gap):
     """Event function of contact motion [m]: the smallest terrain distance over the vertices, the
     distance of a vertex that was touching at the step's start (:data:`held`: an active contact, or
     a touching vertex without a slot) counted from ``−gap`` (it may sit up to ``gap`` deep). It falls
@@ -782,7 +791,7 @@ def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, g
     while v < v1:
         d = _vdist(w, ys, ta, vpos, v)
         if d < best:
-            if _held_c(w, ta, vpos, v, act, slot_vertex, i, gap):
+            if _held_c(act, slot_vertex, touch, i, v, v0):
                 d += gap
             best = min(best, d)
         v += 1
@@ -912,14 +921,22 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
     prev = -math.inf     # depth after the last accepted lift (the best so far)
     halved = 0
     dx = dy = dz = 0.0
+    c = LIFT + LIFT_SET
     for it in range(LIFT_ITERATIONS + 1):
         deep = -LIFT_TOL
         arg = -2
+        agx = agy = agz = 0.0
+        # the scan writes each working-set member's constraint (distance and gradient at this
+        # state) as it passes it, and keeps the deepest vertex's, so a lift from here evaluates
+        # the terrain no further
         if sphere_r > 0.0:
-            d, _gx, _gy, _gz = _lfield(w, ys, ta, vpos, _i(-1), sphere_r)
+            d, gx, gy, gz = _lfield(w, ys, ta, vpos, _i(-1), sphere_r)
+            for m in range(nw):
+                w[c + 4 * m], w[c + 4 * m + 1], w[c + 4 * m + 2], w[c + 4 * m + 3] = gx, gy, gz, -d
             if d < deep:
                 deep = d
                 arg = -1
+                agx, agy, agz = gx, gy, gz
         else:
             n = act.shape[1] if only_active else v1 - v0
             for k in range(n):
@@ -929,11 +946,14 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
                     v = slot_vertex[i, k]
                 else:
                     v = v0 + k
-                px, py, pz = _vworld(w, ys, vpos, v)
-                d = _tat(ta, px, py, pz)[0]
+                d, gx, gy, gz = _lfield(w, ys, ta, vpos, v, sphere_r)
+                for m in range(nw):
+                    if w[LIFT + m] == v:
+                        w[c + 4 * m], w[c + 4 * m + 1], w[c + 4 * m + 2], w[c + 4 * m + 3] = gx, gy, gz, -d
                 if d < deep:
                     deep = d
                     arg = v
+                    agx, agy, agz = gx, gy, gz
         if it == 0 and arg != -2:
             first = -deep
         member = False
@@ -960,18 +980,21 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
             halved = 0
             if it == LIFT_ITERATIONS:
                 break
+            if not member:
+                w[LIFT + nw] = arg
+                nw += 1
+            for k in range(nw):      # the constraints at the state gone back to
+                d, gx, gy, gz = _lfield(w, ys, ta, vpos, _i(w[LIFT + k]), sphere_r)
+                w[c + 4 * k], w[c + 4 * k + 1], w[c + 4 * k + 2], w[c + 4 * k + 3] = gx, gy, gz, -d
         else:
             prev = deep
             halved = 0
             if arg == -2 or it == LIFT_ITERATIONS:
                 break
-        if not member:
-            w[LIFT + nw] = arg
-            nw += 1
-        c = LIFT + LIFT_SET
-        for k in range(nw):
-            d, gx, gy, gz = _lfield(w, ys, ta, vpos, _i(w[LIFT + k]), sphere_r)
-            w[c + 4 * k], w[c + 4 * k + 1], w[c + 4 * k + 2], w[c + 4 * k + 3] = gx, gy, gz, -d
+            if not member:       # the scan wrote the other members' constraints
+                w[LIFT + nw] = arg
+                w[c + 4 * nw], w[c + 4 * nw + 1], w[c + 4 * nw + 2], w[c + 4 * nw + 3] = agx, agy, agz, -deep
+                nw += 1
         best = math.inf
         keep = 0
         dx = dy = dz = 0.0
@@ -1019,14 +1042,14 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
         g = rc[0] - (sphere_r + (-gap if which == 1 else 0.0) if sphere_r > 0.0 else bound_r)
         gd = rc[1] * w[ys + 3] + rc[2] * w[ys + 4] + rc[3] * w[ys + 5]
         return g, g, gd, -1
-    act, slot_vertex = cs[6], cs[7]
+    act, slot_vertex, touch = cs[6], cs[7], cs[CS_TOUCH]
     best = math.inf
     arg = -1
     gt = math.inf
     v = v0
     while v < v1:
         d = _vdist(w, ys, ta, vpos, v)
-        if which == 1 and (d < best or v == track) and _held_c(w, ta, vpos, v, act, slot_vertex, i, gap):
+        if which == 1 and (d < best or v == track) and _held_c(act, slot_vertex, touch, i, v, v0):
             d += gap        # :data:`contact_clearance`'s term (resolved where it matters, as there)
         if d < best:
             best = d
@@ -1317,15 +1340,19 @@ def _state_finite(w, off):
 state_finite = dual_call(_state_finite)
 
 
-def contact_scratch(n: int, slots: int, *, vstar: float, wstar: float, baumgarte: float) -> tuple:
-    """Per-row arrays of the contact force kernel (``cs`` of :data:`contact_wrench`)."""
+def contact_scratch(n: int, slots: int, vertices: int, *, vstar: float, wstar: float, baumgarte: float) -> tuple:
+    """Per-row arrays of the contact force kernel (``cs`` of :data:`contact_wrench`) and, last
+    (:data:`CS_TOUCH`), the per-vertex scratch of the active-set choice (``vertices``: the most
+    vertices of a shape), which also tells the contact event function which vertices touched at
+    the step's start (:data:`held`)."""
     from systems.contact_motion import contact_work_size
 
     return (np.zeros((n, contact_work_size(slots))), np.zeros((n, 4)), np.zeros((n, 3)), np.zeros((n, 3)),
             np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, slots), np.int8), np.zeros((n, slots), np.int64),
             np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
             np.zeros((n, slots)), np.zeros((n, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
-            np.zeros((n, slots), np.int8), np.zeros((n, 6)), float(vstar), float(wstar), float(baumgarte))
+            np.zeros((n, slots), np.int8), np.zeros((n, 6)), float(vstar), float(wstar), float(baumgarte),
+            np.zeros((n, max(1, vertices))))
 
 
 def frame_ends(table, t_end) -> np.ndarray:

@@ -405,7 +405,7 @@ class DeploymentLoop(System):
             jinv=np.ascontiguousarray(np.linalg.inv(table["probe_inertia"])) if n else np.zeros((0, 3, 3)),
             geo=geo, ga=gravity_args(target.gravity), ta=terrain_args(target.terrain),
             rotation=tuple(float(v) for v in target.rotation),
-            cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), vstar=settings.vstar, wstar=settings.wstar,
+            cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
                                baumgarte=settings.contact_baumgarte),
             events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt)
         self._shown = None
@@ -496,7 +496,6 @@ class DeploymentLoop(System):
             if isinstance(a, np.ndarray):
                 a[rows] = 0
         self.collide.reset_rows(rows)
-        self.contact.reset_rows(ctx, rows)
         if ctx.rec_dt > 0.0:
             ctx.snap[rows] = np.nan
             ctx.save[rows] = 0.0
