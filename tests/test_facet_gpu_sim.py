@@ -59,12 +59,11 @@ SCRIPT = textwrap.dedent(
         cpu, gpu = run("cpu", bp), run("gpu", bp)
         out[str(bp)] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
         out["force" + str(bp)] = float(np.abs(np.array(cpu["contact_force"])).max())
-    cpu, gpu = run("cpu", True, "jeod"), run("gpu", True, "jeod")   # the JEOD-compatible law's own branch
-    out["jeod"] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
-    out["forcejeod"] = float(np.abs(np.array(cpu["contact_force"])).max())
-    # adaptive steps with the sample's bodies coupled (one error norm per sample), and contact events
+    # the JEOD-compatible law's own branch, under adaptive steps with the sample's bodies coupled
+    # (one error norm per sample), and the contact events
     cpu, gpu = run("cpu", True, "jeod", "dp54"), run("gpu", True, "jeod", "dp54")
     out["dp54"] = max(float(np.max(np.abs(np.array(cpu[c]) - np.array(gpu[c])))) for c in cpu)
+    out["forcejeod"] = float(np.abs(np.array(cpu["contact_force"])).max())
     out["events"] = [cpu["event_count"], gpu["event_count"]]
     print(json.dumps(out))
     """
@@ -81,9 +80,8 @@ def test_cuda_simulator_matches_cpu():
     # same sources, same order of operations; the simulator runs them as Python floats (no FMA, no
     # fastmath contraction): measured 1e-10 on forces of ~1e3 N, i.e. 1e-13 relative
     assert out["True"] < 1e-9 and out["False"] < 1e-9
-    assert out["forcejeod"] > 10.0 and out["jeod"] < 1e-9
-    # dp54 (coupled rows, grouped error norm) and the contact start/end events: same on both
-    assert out["dp54"] < 1e-9 and out["events"][0] == out["events"][1] and min(out["events"][0]) > 0
+    # the JEOD law with dp54 (coupled rows, grouped error norm) and the contact start/end events: same on both
+    assert out["forcejeod"] > 10.0 and out["dp54"] < 1e-9 and out["events"][0] == out["events"][1] and min(out["events"][0]) > 0
 
 
 @pytest.mark.gpu
@@ -97,4 +95,7 @@ def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
                           timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["True"] < 1e-8 and out["False"] < 1e-8 and out["jeod"] < 1e-8  # device FMA and libm differ by ulps, over 30 steps
+    assert out["True"] < 1e-8 and out["False"] < 1e-8  # device FMA and libm differ by ulps, over 30 steps
+    # adaptive steps may choose other step sizes from ulp-level differences: agreement to about the
+    # local error tolerance, not to round-off (a bound set from the tolerance, not yet measured on a device)
+    assert out["dp54"] < 1e-6 and out["events"][0] == out["events"][1]
