@@ -59,7 +59,8 @@ Two layers
 2. A vectorised numpy API for input/output on arrays with leading batch axes
    (``[..., 4]``, ``[..., 3, 3]``, ``[..., 3]``). The quaternion algebra kernels
    (:data:`quat_multiply`, :data:`quat_rotate`, :data:`quat_rotate_inverse`,
-   :data:`quat_normalize`, :data:`quat_derivative`) are :class:`ArrayKernel` objects: calling them
+   :data:`quat_normalize`, :data:`quat_derivative`) and the conversions :data:`quat_to_dcm`,
+   :data:`dcm_to_quat` are :class:`ArrayKernel` objects: calling them
    runs the numpy version on arrays, ``.cpu``/``.gpu`` are the scalar kernels — one name, both
    layers. Where possible the numpy version evaluates the very same Python source elementwise.
 
@@ -102,6 +103,7 @@ __all__ = [
     "quat_rotate_inverse",
     "quat_to_dcm",
     "quat_to_euler",
+    "unit_quat_to_dcm",
 ]
 
 #: The 12 canonical intrinsic Euler sequences: 6 Tait–Bryan, then 6 proper Euler.
@@ -224,6 +226,64 @@ def _euler321_to_quat(phi, theta, psi):
         cy * sp * cr + sy * cp * sr,
         sy * cp * cr - cy * sp * sr,
     )
+
+
+def _unit_quat_to_dcm(w, x, y, z):
+    """Direction cosine matrix ``C`` (``v_I = C v_B``) of a unit quaternion; returns its nine
+    elements row by row ``(C00, C01, C02, C10, …, C22)``."""
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    return (
+        1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy),
+        2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx),
+        2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy),
+    )  # fmt: skip
+
+
+def _quat_to_dcm(q0, q1, q2, q3):
+    """``C`` of ``q / |q|`` (NaNs for a zero, infinite or NaN norm), row by row.
+
+    ``q`` is normalised here, not assumed unit: RK stages carry quaternions a little off the unit
+    sphere, and a non-orthogonal ``C`` turns the multibody free joint's velocity conversions
+    (``C Cᵀ ≠ E``) into force-like errors (measured: 356 m after one LEO orbit for a link tumbling
+    at 0.02 rad/s, 10 s steps; 2 cm once normalised)."""
+    w, x, y, z = _qnormalize(q0, q1, q2, q3)
+    return _unit_dcm(w, x, y, z)
+
+
+def _dcm_to_quat(c00, c01, c02, c10, c11, c12, c20, c21, c22):
+    """Unit quaternion of the rotation matrix ``C`` (``v_I = C v_B``) by Shepperd's method (the
+    largest of ``w², x², y², z²`` is the pivot, ties to the first), sign chosen with ``w >= 0``;
+    returns ``(w, x, y, z)``."""
+    t = c00 + c11 + c22
+    if t >= c00 and t >= c11 and t >= c22:
+        w = 0.5 * math.sqrt(1.0 + t)
+        f = 0.25 / w
+        x = (c21 - c12) * f
+        y = (c02 - c20) * f
+        z = (c10 - c01) * f
+    elif c00 >= c11 and c00 >= c22:
+        x = 0.5 * math.sqrt(1.0 + 2.0 * c00 - t)
+        f = 0.25 / x
+        w = (c21 - c12) * f
+        y = (c01 + c10) * f
+        z = (c02 + c20) * f
+    elif c11 >= c22:
+        y = 0.5 * math.sqrt(1.0 + 2.0 * c11 - t)
+        f = 0.25 / y
+        w = (c02 - c20) * f
+        x = (c01 + c10) * f
+        z = (c12 + c21) * f
+    else:
+        z = 0.5 * math.sqrt(1.0 + 2.0 * c22 - t)
+        f = 0.25 / z
+        w = (c10 - c01) * f
+        x = (c02 + c20) * f
+        y = (c12 + c21) * f
+    if w < 0.0:
+        return -w, -x, -y, -z
+    return w, x, y, z
 
 
 def _cross(ax, ay, az, bx, by, bz):
@@ -459,7 +519,7 @@ def quat_canonical(q) -> np.ndarray:
     return np.where(flip[..., None], -qq, qq)
 
 
-def quat_to_dcm(q) -> np.ndarray:
+def _quat_to_dcm_array(q) -> np.ndarray:
     """Direction cosine matrix ``C`` with ``v_I = C @ v_B`` (body → inertial).
 
     ``C`` is the transpose of seed 002 Eq. 1.23 (``R_e^b``, inertial → body) for the same
@@ -471,19 +531,11 @@ def quat_to_dcm(q) -> np.ndarray:
     Returns:
         Rotation matrices, shape [..., 3, 3] (NaN for a zero quaternion).
     """
-    w, x, y, z = _components(_quat_normalize_array(q))
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    rows = (
-        (1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy)),
-        (2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx)),
-        (2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy)),
-    )
-    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
+    c = _unit_quat_to_dcm(*_components(_quat_normalize_array(q)))
+    return np.stack([np.stack(c[3 * i:3 * i + 3], axis=-1) for i in range(3)], axis=-2)
 
 
-def dcm_to_quat(dcm) -> np.ndarray:
+def _dcm_to_quat_array(dcm) -> np.ndarray:
     """Quaternion of a rotation matrix by Shepperd's method (robust for every rotation).
 
     Shepperd (1978): of the four squared magnitudes ``4w² = 1 + tr C``,
@@ -515,6 +567,20 @@ def dcm_to_quat(dcm) -> np.ndarray:
     pivot = np.argmax(np.stack([tr, c00, c11, c22], axis=-1), axis=-1)
     v = np.take_along_axis(candidates, pivot[..., None, None], axis=-2)[..., 0, :]
     return quat_canonical(_quat_normalize_array(v))
+
+
+#: ``C`` with ``v_I = C v_B``. Kernel: ``quat_to_dcm.cpu/gpu(q0..q3) -> (C00, C01, …, C22)`` (row
+#: by row, normalised on the fly); arrays: ``quat_to_dcm(q[..., 4]) -> C[..., 3, 3]``, the same
+#: source evaluated elementwise on the normalised quaternions.
+unit_quat_to_dcm: DualKernel = dual(_unit_quat_to_dcm)
+_unit_dcm = unit_quat_to_dcm.cpu
+_qnormalize = quat_normalize.cpu
+quat_to_dcm = _with_array(_quat_to_dcm, _quat_to_dcm_array)
+
+#: Shepperd's quaternion of ``C``, ``w >= 0``. Kernel: ``dcm_to_quat.cpu/gpu(C00, C01, …, C22) ->
+#: (w, x, y, z)``; arrays: ``dcm_to_quat(C[..., 3, 3]) -> q[..., 4]`` (pivot by ``argmax``, then
+#: normalised, which also projects a slightly non-orthogonal ``C`` onto a nearby rotation).
+dcm_to_quat = _with_array(_dcm_to_quat, _dcm_to_quat_array)
 
 
 def normalize_sequence(seq) -> str:

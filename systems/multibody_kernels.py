@@ -32,13 +32,15 @@ import numpy as np
 from numba import prange
 
 from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
-from ecs.attitude import quat_derivative, quat_normalize, quat_rotate_inverse
+from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse, quat_to_dcm
 from ecs.kernels import cpu_parallel, dual
 from ecs.status import Status
 
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
 _rot_inv = quat_rotate_inverse.cpu
+_q2d = quat_to_dcm.cpu
+_d2q = dcm_to_quat.cpu
 
 # scratch slots
 MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
@@ -87,25 +89,22 @@ nv_of = dual(_nv_of)
 _nv = nv_of.cpu
 
 
-def _quat_to_matrix(q0, q1, q2, q3, R, i0, j0):
-    """R[i0:i0+3, j0:j0+3] <- rotation of the quaternion (w, x, y, z) (v_out = R v_in), normalised
-    on the fly: RK stages carry quaternions a little off the unit sphere, and a non-orthogonal R
-    would turn the free joint's velocity conversions (R Rᵀ ≠ E) into force-like errors (measured:
-    356 m after one LEO orbit for a link tumbling at 0.02 rad/s, 10 s steps; 2 cm once normalised)."""
-    s = 2.0 / (q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
-    R[i0 + 0, j0 + 0] = 1.0 - s * (q2 * q2 + q3 * q3)
-    R[i0 + 0, j0 + 1] = s * (q1 * q2 - q0 * q3)
-    R[i0 + 0, j0 + 2] = s * (q1 * q3 + q0 * q2)
-    R[i0 + 1, j0 + 0] = s * (q1 * q2 + q0 * q3)
-    R[i0 + 1, j0 + 1] = 1.0 - s * (q1 * q1 + q3 * q3)
-    R[i0 + 1, j0 + 2] = s * (q2 * q3 - q0 * q1)
-    R[i0 + 2, j0 + 0] = s * (q1 * q3 - q0 * q2)
-    R[i0 + 2, j0 + 1] = s * (q2 * q3 + q0 * q1)
-    R[i0 + 2, j0 + 2] = 1.0 - s * (q1 * q1 + q2 * q2)
+def _dcm_into(q0, q1, q2, q3, R, i0, j0):
+    """R[i0:i0+3, j0:j0+3] <- ``ecs.attitude.quat_to_dcm`` of (q0, q1, q2, q3) (v_out = R v_in)."""
+    c00, c01, c02, c10, c11, c12, c20, c21, c22 = _q2d(q0, q1, q2, q3)
+    R[i0 + 0, j0 + 0] = c00
+    R[i0 + 0, j0 + 1] = c01
+    R[i0 + 0, j0 + 2] = c02
+    R[i0 + 1, j0 + 0] = c10
+    R[i0 + 1, j0 + 1] = c11
+    R[i0 + 1, j0 + 2] = c12
+    R[i0 + 2, j0 + 0] = c20
+    R[i0 + 2, j0 + 1] = c21
+    R[i0 + 2, j0 + 2] = c22
 
 
-quat_to_matrix = dual(_quat_to_matrix)
-_q2m = quat_to_matrix.cpu
+dcm_into = dual(_dcm_into)
+_q2m = dcm_into.cpu
 
 
 def _crm(v, m, out):
@@ -1204,43 +1203,6 @@ def poi_rows(n, link, offset, Rw, ACC, position, velocity, acceleration, nongrav
         _poi(i, link, offset, Rw, ACC, position, velocity, acceleration, nongrav)
 
 
-def _matrix_to_quat(R, i):
-    """Scalar-first unit quaternion of the rotation matrix R[i] (Shepperd's method: the largest of
-    w², x², y², z² is taken as the pivot), sign chosen with w >= 0."""
-    t = R[i, 0, 0] + R[i, 1, 1] + R[i, 2, 2]
-    if t >= R[i, 0, 0] and t >= R[i, 1, 1] and t >= R[i, 2, 2]:
-        w = 0.5 * math.sqrt(1.0 + t)
-        f = 0.25 / w
-        x = (R[i, 2, 1] - R[i, 1, 2]) * f
-        y = (R[i, 0, 2] - R[i, 2, 0]) * f
-        z = (R[i, 1, 0] - R[i, 0, 1]) * f
-    elif R[i, 0, 0] >= R[i, 1, 1] and R[i, 0, 0] >= R[i, 2, 2]:
-        x = 0.5 * math.sqrt(1.0 + 2.0 * R[i, 0, 0] - t)
-        f = 0.25 / x
-        w = (R[i, 2, 1] - R[i, 1, 2]) * f
-        y = (R[i, 0, 1] + R[i, 1, 0]) * f
-        z = (R[i, 0, 2] + R[i, 2, 0]) * f
-    elif R[i, 1, 1] >= R[i, 2, 2]:
-        y = 0.5 * math.sqrt(1.0 + 2.0 * R[i, 1, 1] - t)
-        f = 0.25 / y
-        w = (R[i, 0, 2] - R[i, 2, 0]) * f
-        x = (R[i, 0, 1] + R[i, 1, 0]) * f
-        z = (R[i, 1, 2] + R[i, 2, 1]) * f
-    else:
-        z = 0.5 * math.sqrt(1.0 + 2.0 * R[i, 2, 2] - t)
-        f = 0.25 / z
-        w = (R[i, 1, 0] - R[i, 0, 1]) * f
-        x = (R[i, 0, 2] + R[i, 2, 0]) * f
-        y = (R[i, 1, 2] + R[i, 2, 1]) * f
-    if w < 0.0:
-        return -w, -x, -y, -z
-    return w, x, y, z
-
-
-matrix_to_quat = dual(_matrix_to_quat)
-_m2q = matrix_to_quat.cpu
-
-
 def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V, Rw, pw,
                 position, attitude, com_position):
     """The LinkPose columns of one sample's links from its joint state."""
@@ -1248,7 +1210,8 @@ def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _pose(b, n, parent, M, Rw, pw)
     for k in range(n):
         r = b + k
-        w, x, y, z = _m2q(Rw, r)
+        w, x, y, z = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
+                          Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
         attitude[r, 0] = w
         attitude[r, 1] = x
         attitude[r, 2] = y

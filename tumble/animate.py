@@ -15,16 +15,9 @@ import pathlib
 
 import numpy as np
 
+from ecs.attitude import quat_to_dcm
+
 from . import plots
-
-
-def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices of scalar-first unit quaternions ``q`` [..., 4] (body -> reference frame)."""
-    w, x, y, z = np.moveaxis(np.asarray(q, float), -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
 
 
 #: Triangles of the target's shape model drawn at most (each frame redraws them).
@@ -92,7 +85,7 @@ def animate(store, sample: int, out=None, *, fps: int = 20, max_frames: int = 20
             trails[e].set_data_3d(x[: k + 1, e, 0], x[: k + 1, e, 1], x[: k + 1, e, 2])
             dots[e].set_data_3d(x[k:k + 1, e, 0], x[k:k + 1, e, 1], x[k:k + 1, e, 2])
             if q is not None:
-                R = quat_to_matrix(q[k, e])
+                R = quat_to_dcm(q[k, e])
                 for j in range(3):
                     tip = x[k, e] + axis_len * R[:, j]
                     triads[e][j].set_data_3d([x[k, e, 0], tip[0]], [x[k, e, 1], tip[1]], [x[k, e, 2], tip[2]])
