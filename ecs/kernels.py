@@ -155,20 +155,85 @@ class DualKernel:
     @property
     def gpu(self) -> Callable:
         if self._gpu is None:
-            import types
-
-            from numba import cuda
-
-            g = dict(self.py.__globals__)
-            for name in self.py.__code__.co_names:  # only the globals this source calls
-                v = g.get(name)
-                callee = _DUAL_BY_CPU.get(id(v))
-                if callee is not None and callee.cpu is v:
-                    g[name] = callee.gpu
-            fn = types.FunctionType(self.py.__code__, g, self.py.__name__, self.py.__defaults__,
-                                    self.py.__closure__)
-            self._gpu = cuda.jit(device=True)(fn)
+            self._gpu = _device_function(self.py)
         return self._gpu
+
+
+#: GPU twins of plain ``njit`` functions a kernel calls (term kernels, relinked copies), by id.
+_GPU_BY_CPU: dict[int, Callable] = {}
+
+
+def _device_min(a, b):
+    """``min(a, b)`` with Python's (and numba's CPU) semantics: ``b if b < a else a``."""
+    return b if b < a else a
+
+
+def _device_max(a, b):
+    """``max(a, b)`` with Python's (and numba's CPU) semantics: ``b if b > a else a``."""
+    return b if b > a else a
+
+
+def _device_function(py: Callable) -> Callable:
+    """The CUDA device function of the kernel source ``py``, its callees swapped for GPU twins.
+
+    Every global the source calls that is the CPU twin of a :class:`DualKernel` becomes that
+    kernel's GPU twin; any other ``njit`` function (a term kernel, a :func:`relink` copy, a
+    generated fused term) becomes a device function compiled the same way from its own source, so
+    a kernel family relinked on the CPU has a GPU twin too. Two-argument ``min``/``max`` become
+    device functions with the CPU semantics: numba >= 0.66 cannot compile the builtins on the
+    CUDA target (numba issue #10753, "two-argument max/min fail on CUDA"; measured on 0.68.1).
+    """
+    import builtins
+    import types
+
+    from numba import cuda
+
+    g = dict(py.__globals__)
+    for name in py.__code__.co_names:  # only the globals this source calls
+        v = g.get(name)
+        if v is None and name in ("min", "max") and name in vars(builtins):
+            g[name] = _device_builtin(name)
+            continue
+        callee = _DUAL_BY_CPU.get(id(v))
+        if callee is not None and callee.cpu is v:
+            g[name] = callee.gpu
+        elif _is_dispatcher(v):
+            g[name] = _gpu_twin(v)
+    fn = types.FunctionType(py.__code__, g, py.__name__, py.__defaults__, py.__closure__)
+    return cuda.jit(device=True)(fn)
+
+
+_DEVICE_BUILTINS: dict[str, Callable] = {}
+
+
+def _device_builtin(name: str) -> Callable:
+    k = _DEVICE_BUILTINS.get(name)
+    if k is None:
+        from numba import cuda
+
+        k = _DEVICE_BUILTINS[name] = cuda.jit(device=True)(_device_min if name == "min" else _device_max)
+    return k
+
+
+def _gpu_twin(dispatcher) -> Callable:
+    """The device function of a plain ``njit`` dispatcher (:func:`_device_function`), built once."""
+    k = _GPU_BY_CPU.get(id(dispatcher))
+    if k is None:
+        k = _GPU_BY_CPU[id(dispatcher)] = _device_function(dispatcher.py_func)
+    return k
+
+
+def gpu_function(kernel) -> Callable:
+    """The CUDA device function of a :class:`DualKernel` or of any ``njit`` kernel (its callees
+    swapped for their GPU twins, :func:`_device_function`)."""
+    if isinstance(kernel, DualKernel):
+        return kernel.gpu
+    dual_of = _DUAL_BY_CPU.get(id(kernel))
+    if dual_of is not None and dual_of.cpu is kernel:
+        return dual_of.gpu
+    if _is_dispatcher(kernel):
+        return _gpu_twin(kernel)
+    raise TypeError(f"{kernel!r} is neither a DualKernel nor an njit function")
 
 
 def dual(fn: Callable, *, inline: bool = True) -> DualKernel:
@@ -212,8 +277,9 @@ def to_host(a):
 _GPU_ROW_KERNELS: dict = {}
 
 
-def gpu_row_kernel(row: DualKernel, nargs: int):
-    """A ``@cuda.jit`` driver running ``row.gpu(i, *args)`` for ``i < n`` (built once, lazily).
+def gpu_row_kernel(row, nargs: int):
+    """A ``@cuda.jit`` driver running ``row``'s GPU twin ``(i, *args)`` for ``i < n`` (built once,
+    lazily); ``row`` is a :class:`DualKernel` or an ``njit`` row function (:func:`gpu_function`).
 
     The CPU twin of such a driver is written by hand next to each row function as an
     ``njit(parallel=True, cache=True)`` loop over ``prange(n)``: hand-written drivers hit numba's
@@ -229,7 +295,7 @@ def gpu_row_kernel(row: DualKernel, nargs: int):
                f"    i = cuda.grid(1)\n"
                f"    if i < n:\n"
                f"        fn(i, {names})\n")
-        ns = {"cuda": cuda, "fn": row.gpu}
+        ns = {"cuda": cuda, "fn": gpu_function(row)}
         exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
         k = cuda.jit(ns["_rows"])
         _GPU_ROW_KERNELS[key] = k

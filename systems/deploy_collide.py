@@ -318,7 +318,7 @@ class CollideProbes(System):
         if len(rows) == 0:
             return
         t, st, ev = ctx.table, ctx.settings, ctx.events
-        ctx.kernels["collide_rows"](len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
+        ctx.launch("collide", len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
                     t["probe_phase"], t["row_time"], t["row_sample"], t["probe_position"], t["probe_velocity"],
                     t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"], ctx.jinv,
                     t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,

@@ -271,7 +271,7 @@ def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos,
         if not (t < t_end and n < max_steps):
             break
         # ---- one step (after a rejected attempt Y0, its active set, K0 and the rest bookkeeping stand)
-        hh = min(h, h_max, t_cap - t)    # the frame end cuts no step: recording changes nothing
+        hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
         if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
             hh = max(rest_since[i] + settle_hold - t, 1e-9)
         w[T0] = t
@@ -358,7 +358,7 @@ class ContactProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        ctx.kernels["contact_rows"](len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"],
+        ctx.launch("contact", len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"],
                     t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt,
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),

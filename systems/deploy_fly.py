@@ -101,7 +101,7 @@ def _fly_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel
     while t < t_end and n < max_steps:
         sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2) + bound_r * math.sqrt(
             w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
-        hh = min(h, h_max, t_cap - t)    # the frame end cuts no step: recording changes nothing
+        hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
         if sp > 0.0:
             lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
             if lim < hh:
@@ -195,7 +195,7 @@ class FlyProbes(System):
         if len(rows) == 0:
             return
         t, st = ctx.table, ctx.settings
-        ctx.kernels["fly_rows"](len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
+        ctx.launch("fly", len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
                     *ctx.rotation, ctx.cs, ctx.tt, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                     1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
                     t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),

@@ -59,12 +59,13 @@ from components.probe import ProbeShapes
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
-from ecs.kernels import cpu_jit
+from ecs.kernels import cpu_jit, cuda_simulated, launch_rows
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args
-from systems.deploy_collide import COLLISION_EVENT_FIELDS, CollideProbes, collide_rows, declare_collision_events
-from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
-from systems.deploy_fly import FlyProbes, fly_rows
+from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_row, collide_rows,
+                                    declare_collision_events)
+from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_row, contact_rows
+from systems.deploy_fly import FlyProbes, fly_row, fly_rows
 from systems.deploy_physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args
 
 _escaping = escaping.cpu
@@ -108,8 +109,9 @@ class DeployContext:
     events: object
     max_vertices: int
     escape_radius: float
-    #: the phase kernels ("fly_rows", "contact_rows", "collide_rows"): the hand-written ones, or
-    #: copies linked against the world's row terms (ecs.terms.fuse_terms)
+    #: the phase kernels: CPU drivers ("fly_rows", "contact_rows", "collide_rows") and the row
+    #: functions they loop over ("fly_row", ...; their GPU twins run on the GPU backend): the
+    #: hand-written ones, or copies linked against the world's row terms (ecs.terms.fuse_terms)
     kernels: dict
     #: the row terms' argument (columns, parameters)
     tt: tuple
@@ -124,6 +126,14 @@ class DeployContext:
     #: and the step count per row
     trace: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 16)))
     trace_n: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    #: "cpu" or "gpu" (:meth:`launch`)
+    backend: str = "cpu"
+
+    def launch(self, phase: str, n: int, *args) -> None:
+        """Run phase ``phase``'s kernel ("fly", "contact", "collide") over its ``n`` listed rows:
+        the serial CPU driver (the calling worker thread's group), or the row function's CUDA
+        twin, one thread per listed row (:func:`ecs.kernels.launch_rows`)."""
+        launch_rows(self.backend, self.kernels[phase + "_rows"], self.kernels[phase + "_row"], n, *args)
 
     def tracing(self) -> tuple:
         """``(trace, trace_n)``: the per-step trace arguments of the fly and contact kernels."""
@@ -374,8 +384,11 @@ class DeploymentLoop(System):
                                  f"CoM, target frame) must be above it")
 
     def bind(self, world) -> None:
-        if world.backend != "cpu":
-            raise InputError("backend", world.backend, "deployment runs on the CPU backend for now")
+        if world.backend == "gpu" and not cuda_simulated():
+            raise InputError("backend", world.backend,
+                             "deployment's phase kernels run on the GPU backend under numba's CUDA simulator only "
+                             "(NUMBA_ENABLE_CUDASIM=1): its phase loop still selects rows and ends them on the host "
+                             "(issue: GPU batch backend); use backend='cpu' on a CUDA device")
         table = world.table_with(*PROBE_COLUMNS)
         target = world.resource(DeployTarget, None)
         if target is None:
@@ -407,7 +420,8 @@ class DeploymentLoop(System):
             rotation=tuple(float(v) for v in target.rotation),
             cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
                                baumgarte=settings.contact_baumgarte),
-            events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt)
+            events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt,
+            backend=world.backend)
         self._shown = None
         self.collide.bind_context(self.ctx)
         self.timings = dict.fromkeys(self.timings, 0.0)
@@ -424,7 +438,8 @@ class DeploymentLoop(System):
         """
         check_derivatives(world, world.systems)
         terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
-        defaults = {"fly_rows": fly_rows, "contact_rows": contact_rows, "collide_rows": collide_rows}
+        defaults = {"fly_rows": fly_rows, "contact_rows": contact_rows, "collide_rows": collide_rows,
+                    "fly_row": fly_row.cpu, "contact_row": contact_row.cpu, "collide_row": collide_row.cpu}
         if not terms:
             return defaults, no_terms_args(), ()
         for term in terms:
@@ -460,7 +475,7 @@ class DeploymentLoop(System):
         if self._no_lim.shape[0] != ctx.table.row_count:
             self._no_lim = np.full(ctx.table.row_count, math.inf)
         running = np.flatnonzero(ctx.table["row_status"] == Status.RUNNING)
-        groups = min(numba.get_num_threads(), len(running))
+        groups = min(numba.get_num_threads(), len(running)) if ctx.backend == "cpu" else 1
         if groups <= 1:
             self._advance(running, t_end)
         else:

@@ -973,21 +973,21 @@ def _eval_rocks(d, gx, gy, gz, vertices, triangles, spheres, index, x, y, z):
             ix = cx + (a + 1) // 2 if a % 2 == 1 else cx - a // 2
             if ix < x0 or ix > x1:
                 continue
-            ex = max(ix * cell - x, 0.0, x - (ix + 1) * cell)  # distance to the slab of cells ix
+            ex = max(max(ix * cell - x, 0.0), x - (ix + 1) * cell)  # distance to the slab of cells ix
             if ex - max_r >= best:
                 continue
             for b in range(2 * max(cy - y0, y1 - cy) + 1):
                 iy = cy + (b + 1) // 2 if b % 2 == 1 else cy - b // 2
                 if iy < y0 or iy > y1:
                     continue
-                ey = max(iy * cell - y, 0.0, y - (iy + 1) * cell)
+                ey = max(max(iy * cell - y, 0.0), y - (iy + 1) * cell)
                 if math.sqrt(ex * ex + ey * ey) - max_r >= best:
                     continue
                 for c in range(2 * max(cz - z0, z1 - cz) + 1):
                     iz = cz + (c + 1) // 2 if c % 2 == 1 else cz - c // 2
                     if iz < z0 or iz > z1:
                         continue
-                    ez = max(iz * cell - z, 0.0, z - (iz + 1) * cell)
+                    ez = max(max(iz * cell - z, 0.0), z - (iz + 1) * cell)
                     if math.sqrt(ex * ex + ey * ey + ez * ez) - max_r >= best:
                         continue
                     h = _hash(ix, iy, iz, mask)
