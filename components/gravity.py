@@ -12,7 +12,8 @@ FieldValues``, ``acceleration``, ``potential``, a polyhedron's ``solid_angle`` a
 Conventions (those of Werner & Scheeres 1997 and of ESA's ``polyhedral-gravity``): the potential
 is positive, ``U = GM/r`` far away; ``g = ∇U`` points towards the mass; ``Γ = ∇∇U`` is symmetric
 with trace ``−4πGρ`` inside matter and 0 outside (Poisson/Laplace). The field frame is the frame
-the source's geometry is given in; the gravity system currently takes it to be the inertial frame.
+the source's geometry is given in; the gravity system takes it to be the inertial frame turned
+about z by ``angle0 + spin · t`` (:class:`systems.gravity_fields.GravitySystem`; inertial by default).
 
 Sources
 -------
@@ -29,6 +30,11 @@ Sources
   by :func:`scenes.assets.voxel.build_voxel_field`.
 * :class:`LinearizedGravity` — first-order expansion about a reference point (eq 2.43), built by
   :func:`systems.gravity_kernels.linearize`.
+* :class:`SphericalHarmonics` — a planet's exterior field as a spherical-harmonic series of fully
+  normalised coefficients C̄_nm, S̄_nm (Montenbruck & Gill, *Satellite Orbits*, Springer 2000,
+  §3.2), read from an ICGEM ``.gfc`` file (:meth:`SphericalHarmonics.from_gfc`); the field frame is
+  the body-fixed frame the coefficients are given in. The repository ships EGM2008 to degree and
+  order 36 (:data:`scenes.assets.EGM2008_GFC`).
 
 Mass consistency: every source with an extent takes exactly one of ``density`` [kg/m³],
 ``mass`` [kg] or ``mu`` [m³/s²] and derives the others with ``μ = G M = G ρ V``.
@@ -56,6 +62,7 @@ __all__ = [
     "LinearizedGravity",
     "PointMass",
     "Polyhedron",
+    "SphericalHarmonics",
     "VoxelField",
     "as_points",
     "polyhedron_tables",
@@ -457,3 +464,95 @@ class LinearizedGravity(GravitySource):
         p, single = as_points(points)
         ok = np.linalg.norm(p - self.x0, axis=1) <= self.radius
         return bool(ok[0]) if single else ok
+
+
+class SphericalHarmonics(GravitySource):
+    """Exterior field of a body as a spherical-harmonic series (Montenbruck & Gill 2000, eq 3.27)::
+
+        U(r, φ, λ) = GM/r Σ_{n=0}^{N} Σ_{m=0}^{n} (R/r)^n P̄_nm(sin φ) (C̄_nm cos mλ + S̄_nm sin mλ)
+
+    with fully normalised coefficients and Legendre functions (no Condon–Shortley phase;
+    ``P_nm = N_nm P̄_nm`` with ``N_nm = √((2 − δ_0m)(2n + 1)(n − m)!/(n + m)!)``, eq 3.26). r, φ, λ
+    are the radius, geocentric latitude and longitude in the field frame (the body-fixed frame of the
+    coefficients, centred on the body's centre of mass; degree-1 terms are dropped, C̄_00 is 1).
+    Valid outside the Brillouin sphere r > R only.
+
+    Args:
+        mu: GM [m³/s²] of the model; radius: its reference radius R [m].
+        c, s: C̄_nm, S̄_nm, arrays [N+1, N+1] (entries with m > n are ignored).
+        degree: truncation N (default: the arrays' own, N >= 2).
+
+    Attributes:
+        mu, radius, degree, c, s (truncated, read-only), center_of_mass (the origin), name.
+    """
+
+    kind = "harmonics"
+
+    def __init__(self, *, mu: float, radius: float, c, s, degree: int | None = None, name: str = ""):
+        self.mu = _finite_positive(mu, "SphericalHarmonics.mu", "m^3/s^2")
+        self.radius = _finite_positive(radius, "SphericalHarmonics.radius", "m")
+        c = np.array(c, dtype=np.float64)
+        s = np.array(s, dtype=np.float64)
+        if c.ndim != 2 or c.shape[0] != c.shape[1] or s.shape != c.shape or c.shape[0] < 3:
+            raise InputError("SphericalHarmonics.c/s", (c.shape, s.shape),
+                             "must be two square arrays [N+1, N+1] of the same shape, N >= 2")
+        n_max = c.shape[0] - 1
+        deg = n_max if degree is None else int(degree)
+        if not 2 <= deg <= n_max:
+            raise InputError("SphericalHarmonics.degree", degree, f"must be an integer in [2, {n_max}] (the model's)")
+        if not (np.all(np.isfinite(c)) and np.all(np.isfinite(s))):
+            raise InputError("SphericalHarmonics.c/s", "non-finite", "every coefficient must be finite")
+        self.degree = deg
+        self.c = np.tril(c[:deg + 1, :deg + 1])
+        self.s = np.tril(s[:deg + 1, :deg + 1])
+        self.c.flags.writeable = self.s.flags.writeable = False
+        self.center_of_mass = np.zeros(3)
+        self.name = str(name)
+
+    @classmethod
+    def from_gfc(cls, path, *, degree: int | None = None) -> "SphericalHarmonics":
+        """A model read from an ICGEM ``.gfc`` file (Barthelmes & Förste, "The ICGEM-format", GFZ
+        Potsdam 2011): header keys ``earth_gravity_constant``, ``radius``, ``max_degree``,
+        ``norm`` (must be ``fully_normalized``), then ``gfc L M C S ...`` rows."""
+        header: dict[str, str] = {}
+        rows = []
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if not parts:
+                    continue
+                if parts[0] == "gfc":
+                    rows.append((int(parts[1]), int(parts[2]), float(parts[3].replace("D", "E")),
+                                 float(parts[4].replace("D", "E"))))
+                elif len(parts) >= 2 and not rows:
+                    header[parts[0]] = parts[1]
+        for key in ("earth_gravity_constant", "radius", "max_degree"):
+            if key not in header:
+                raise InputError(f"gfc file {path}: header key", key, "must be present (ICGEM format)")
+        if header.get("norm", "fully_normalized") != "fully_normalized":
+            raise InputError(f"gfc file {path}: norm", header["norm"], "must be fully_normalized")
+        n_max = int(header["max_degree"])
+        c = np.zeros((n_max + 1, n_max + 1))
+        s = np.zeros((n_max + 1, n_max + 1))
+        for n, m, cn, sn in rows:
+            if n <= n_max and 0 <= m <= n:
+                c[n, m], s[n, m] = cn, sn
+        c[0, 0] = 1.0
+        c[1, :] = s[1, :] = 0.0
+        return cls(mu=float(header["earth_gravity_constant"].replace("D", "E")),
+                   radius=float(header["radius"].replace("D", "E")), c=c, s=s, degree=degree,
+                   name=header.get("modelname", str(path)))
+
+    def unnormalized(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(C, S)`` [N+1, N+1] unnormalised, ``C_nm = N_nm C̄_nm`` (eq 3.26; exact integer
+        factorials, one rounding)."""
+        n = self.degree
+        f = np.zeros((n + 1, n + 1))
+        for i in range(n + 1):
+            for m in range(i + 1):
+                f[i, m] = math.sqrt((1 if m == 0 else 2) * (2 * i + 1) * math.factorial(i - m) / math.factorial(i + m))
+        return self.c * f, self.s * f
+
+    def kernel_params(self) -> tuple:
+        c, s = self.unnormalized()
+        return (self.mu, self.radius, self.degree, np.ascontiguousarray(np.stack([c, s], axis=-1)))

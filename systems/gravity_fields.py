@@ -5,15 +5,18 @@ For each row with mass, at every integrator stage:
 1. the centre of mass in the field frame, ``x = p + R(q) c`` (:data:`com_field_position`);
 2. the source's acceleration g(x) through the one dispatch over every source kind,
    :data:`systems.gravity_kernels.gravity_at` (point mass, homogeneous ellipsoid,
-   Werner–Scheeres polyhedron, voxel grid, linearised field — seed 004 §2.4, eqs 2.40–2.43), the
+   Werner–Scheeres polyhedron, voxel grid, linearised field — seed 004 §2.4, eqs 2.40–2.43 — and
+   spherical harmonics, Montenbruck & Gill 2000 §3.2), the
    same the deployment kernels call;
 3. the weight ``m g`` added to ``body_force`` and ``c × (m g_B)`` to ``body_torque`` through the very
    same row kernel as :class:`systems.gravity.UniformGravity` (:data:`systems.gravity.add_weight`),
    via :data:`add_field_weight`.
 
-The field frame is the inertial frame for now. Steps 1 and 3 are the only places that know it:
-a rotating target frame (a later issue) changes :data:`com_field_position` (inertial → field) and
-:data:`add_field_weight` (field → inertial), nothing else.
+The field frame turns about the inertial z axis by ``θ = angle0 + spin · t`` (a planet's body-fixed
+frame; ``spin = angle0 = 0``, the default, makes it the inertial frame). Steps 1 and 3 are the only
+places that know it: :data:`com_field_position` (inertial → field, ``Rz(−θ)``) and
+:data:`add_field_weight` (field → inertial, ``Rz(θ)``), with t each row's stage time (``row_time``,
+set by the integrator before every stage).
 
 Kernels follow the dual pattern (:func:`ecs.kernels.dual`): one Python source per row function,
 compiled for the CPU (hand-written ``prange`` drivers) and the GPU (``launch_rows``). The field is
@@ -22,6 +25,8 @@ included.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import prange
@@ -38,14 +43,28 @@ _weight = add_weight.cpu
 _grav = gravity_at.cpu
 
 
-def _com_field_position(i, pos, att, com):
-    """Centre of mass of row i in the field frame [m]: ``p + R(q) c`` (field frame = inertial)."""
+def _com_field_position(i, pos, att, com, time, spin, angle0):
+    """Centre of mass of row i in the field frame [m]: ``Rz(−θ) (p + R(q) c)`` with
+    ``θ = angle0 + spin · row_time`` (the field frame turns about the inertial z axis; θ = 0 leaves
+    the inertial position untouched, bit for bit)."""
     cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
-    return pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
+    x, y, z = pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
+    if spin == 0.0 and angle0 == 0.0:
+        return x, y, z
+    th = angle0 + spin * time[i]
+    c = math.cos(th)
+    s = math.sin(th)
+    return c * x + s * y, -s * x + c * y, z
 
 
-def _add_field_weight(i, status, gx, gy, gz, mass, com, att, force, torque):
-    """Add the weight of row i for the field-frame acceleration g (field frame = inertial)."""
+def _add_field_weight(i, status, gx, gy, gz, mass, com, att, force, torque, time, spin, angle0):
+    """Add the weight of row i for the field-frame acceleration g, turned back to the inertial
+    frame by ``Rz(θ)``."""
+    if spin != 0.0 or angle0 != 0.0:
+        th = angle0 + spin * time[i]
+        c = math.cos(th)
+        s = math.sin(th)
+        gx, gy = c * gx - s * gy, s * gx + c * gy
     _weight(i, status, gx, gy, gz, mass, com, att, force, torque)
 
 
@@ -60,13 +79,14 @@ _add_fw = add_field_weight.cpu
 # ------------------------------------------------------------------------------------------------
 
 
-def _add_gravity(i, status, pos, att, mass, com, force, torque, ga):
-    """Add the weight of row i in the field of the source packed in ``ga`` (:func:`gravity_args`)."""
+def _add_gravity(i, status, pos, att, mass, com, force, torque, ga, time, spin, angle0):
+    """Add the weight of row i in the field of the source packed in ``ga`` (:func:`gravity_args`),
+    whose frame is turned by ``angle0 + spin · time[i]`` about the inertial z axis."""
     if status[i] != 0:
         return
-    x, y, z = _com_pos(i, pos, att, com)
+    x, y, z = _com_pos(i, pos, att, com, time, spin, angle0)
     r = _grav(ga, x, y, z)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque)
+    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque, time, spin, angle0)
 
 
 add_gravity = dual(_add_gravity)
@@ -74,15 +94,15 @@ _k_grav = add_gravity.cpu
 
 
 @cpu_parallel
-def add_gravity_rows(n, status, pos, att, mass, com, force, torque, ga):
+def add_gravity_rows(n, status, pos, att, mass, com, force, torque, ga, time, spin, angle0):
     for i in prange(n):
-        _k_grav(i, status, pos, att, mass, com, force, torque, ga)
+        _k_grav(i, status, pos, att, mass, com, force, torque, ga, time, spin, angle0)
 
 
 #: A polyhedron row costs ~n_faces × 50 ns, so even a handful of rows is worth a parallel launch.
 ALWAYS_PARALLEL = ("polyhedron",)
 
-COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque")
+COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque", "row_time")
 
 
 class GravitySystem(System):
@@ -90,21 +110,29 @@ class GravitySystem(System):
 
     Args:
         source: a :class:`components.gravity.GravitySource` (point mass, ellipsoid, polyhedron,
-            voxel field, linearised field). Default: the world's gravity resource
+            voxel field, linearised field, spherical harmonics). Default: the world's gravity resource
             (``world.add_resource(source)``), looked up at bind time.
+        spin: rate [rad/s] at which the source's field frame turns about the inertial z axis (a
+            planet's rotation: 7.292115e-5 rad/s for the Earth; 0: the field frame is inertial).
+        angle0: the turn [rad] of the field frame at t = 0 (e.g. the Earth rotation angle at the
+            epoch).
     """
 
     phase = Phase.DERIVATIVE
     reads = ("body_position", "body_attitude", "body_mass", "body_com")
     accumulates = ("body_force", "body_torque")
 
-    def __init__(self, source: GravitySource | None = None):
+    def __init__(self, source: GravitySource | None = None, *, spin: float = 0.0, angle0: float = 0.0):
         if source is not None and not isinstance(source, GravitySource):
             raise InputError("GravitySystem.source", type(source).__name__,
                              "must be a components.gravity source (PointMass, Ellipsoid, Polyhedron, VoxelField, "
-                             "LinearizedGravity)")
+                             "LinearizedGravity, SphericalHarmonics)")
         self._source = source
         self.source: GravitySource | None = source
+        for name, v in (("spin", spin), ("angle0", angle0)):
+            if not math.isfinite(float(v)):
+                raise InputError(f"GravitySystem.{name}", v, "must be a finite number (rad/s, rad)")
+        self.spin, self.angle0 = float(spin), float(angle0)
 
     def bind(self, world) -> None:
         src = self._source
@@ -135,4 +163,4 @@ class GravitySystem(System):
         for t in self.tables:
             launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
                         t["body_attitude"], t["body_mass"], t["body_com"], t["body_force"], t["body_torque"],
-                        self._params)
+                        self._params, t["row_time"], self.spin, self.angle0)

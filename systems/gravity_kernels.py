@@ -56,6 +56,9 @@ Sources
   (:data:`quadrupole_field`).
 * :class:`~components.gravity.LinearizedGravity` (:data:`linearized_field`) — first-order expansion
   about a reference point (eq 2.43).
+* :class:`~components.gravity.SphericalHarmonics` (:data:`harmonics_field`) — Cunningham's V/W
+  recursion and the acceleration of Montenbruck & Gill, *Satellite Orbits* (Springer 2000),
+  eqs 3.29–3.33, in the body-fixed field frame; U and g only (no Γ).
 
 Seed notes and corrected misprints
 ----------------------------------
@@ -87,6 +90,7 @@ __all__ = [
     "contains",
     "ellipsoid_field",
     "evaluate",
+    "harmonics_field",
     "linearize",
     "linearized_field",
     "point_mass_field",
@@ -536,6 +540,78 @@ def _linearized_field(x, y, z, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy
 linearized_field = dual(_linearized_field)
 
 
+def _harmonics_field(x, y, z, mu, rad, nmax, cs):
+    """Spherical-harmonic field to degree ``nmax``: ``(U, gx, gy, gz)`` at (x, y, z), field frame.
+
+    Cunningham's recursion of V_nm + i W_nm = (R/r)^{n+1} P_nm(sin φ) e^{imλ} in Cartesian
+    coordinates (Montenbruck & Gill 2000, eqs 3.29–3.31) and the acceleration of eq 3.33, with the
+    unnormalised coefficients ``cs[n, m] = (C_nm, S_nm)``. Pole-safe (no division by cos φ) and
+    allocation-free: for each order m the columns m − 1, m and m + 1 are recurred upwards in n side
+    by side (three two-term states), started from the sectoral values V_kk, W_kk carried across m,
+    so nothing of size N² is stored (3 N²/2 recursion steps instead of N²/2).
+    """
+    r2 = x * x + y * y + z * z
+    if r2 == 0.0:
+        return 0.0, 0.0, 0.0, 0.0
+    rho = rad * rad / r2
+    x0 = rad * x / r2
+    y0 = rad * y / r2
+    z0 = rad * z / r2
+    zr = z0
+    # sectoral V_kk, W_kk for k = m - 1, m, m + 1
+    vpm, wpm = 0.0, 0.0
+    vm, wm = rad / math.sqrt(r2), 0.0
+    vnx, wnx = x0 * vm - y0 * wm, x0 * wm + y0 * vm
+    u = 0.0
+    ax = 0.0
+    ay = 0.0
+    az = 0.0
+    for m in range(nmax + 1):
+        # column m at degree n (a) and n - 1 (b), from n = m
+        amv, amw, bmv, bmw = vm, wm, 0.0, 0.0
+        # column m + 1 at degree n + 1 (a) and n (b), from n = m
+        apv, apw, bpv, bpw = vnx, wnx, 0.0, 0.0
+        # column m - 1 at degree n (a) and n - 1 (b), from n = m
+        anv = (2 * m - 1) * zr * vpm
+        anw = (2 * m - 1) * zr * wpm
+        bnv, bnw = vpm, wpm
+        for n in range(m, nmax + 1):
+            k1 = (2 * n + 1) / (n + 1 - m)
+            k2 = (n + m) / (n + 1 - m)
+            cmv = k1 * zr * amv - k2 * rho * bmv          # V_{n+1,m}
+            cmw = k1 * zr * amw - k2 * rho * bmw
+            c = cs[n, m, 0]
+            sn = cs[n, m, 1]
+            u += c * amv + sn * amw
+            if m == 0:
+                ax -= c * apv
+                ay -= c * apw
+            else:
+                j1 = (2 * n + 1) / (n + 2 - m)
+                j2 = (n + m - 1) / (n + 2 - m)
+                cnv = j1 * zr * anv - j2 * rho * bnv      # V_{n+1,m-1}
+                cnw = j1 * zr * anw - j2 * rho * bnw
+                f = (n - m + 2) * (n - m + 1)
+                ax += 0.5 * ((-c * apv - sn * apw) + f * (c * cnv + sn * cnw))
+                ay += 0.5 * ((-c * apw + sn * apv) + f * (-c * cnw + sn * cnv))
+                bnv, bnw, anv, anw = anv, anw, cnv, cnw
+            az += (n - m + 1) * (-c * cmv - sn * cmw)
+            bmv, bmw, amv, amw = amv, amw, cmv, cmw
+            l1 = (2 * n + 3) / (n + 1 - m)
+            l2 = (n + m + 2) / (n + 1 - m)
+            dpv = l1 * zr * apv - l2 * rho * bpv           # V_{n+2,m+1}
+            dpw = l1 * zr * apw - l2 * rho * bpw
+            bpv, bpw, apv, apw = apv, apw, dpv, dpw
+        k = 2 * m + 3
+        vpm, wpm, vm, wm = vm, wm, vnx, wnx
+        vnx, wnx = k * (x0 * vm - y0 * wm), k * (x0 * wm + y0 * vm)
+    g = mu / (rad * rad)
+    return mu / rad * u, g * ax, g * ay, g * az
+
+
+harmonics_field = dual(_harmonics_field, inline=False)
+
+
 
 # ================================================================================================
 # the one dispatch over every source kind (every pipeline's gravity goes through it)
@@ -546,27 +622,29 @@ GRAVITY_ELLIPSOID = 1
 GRAVITY_POLYHEDRON = 2
 GRAVITY_VOXEL = 3
 GRAVITY_LINEARIZED = 4
+GRAVITY_HARMONICS = 5
 #: source ``kind`` -> kernel code of :data:`gravity_at`.
 GRAVITY_KINDS = {"point_mass": GRAVITY_POINT_MASS, "ellipsoid": GRAVITY_ELLIPSOID, "polyhedron": GRAVITY_POLYHEDRON,
-                 "voxel": GRAVITY_VOXEL, "linearized": GRAVITY_LINEARIZED}
+                 "voxel": GRAVITY_VOXEL, "linearized": GRAVITY_LINEARIZED, "harmonics": GRAVITY_HARMONICS}
 
 _pmf_at = point_mass_field.cpu
 _ell_at = ellipsoid_field.cpu
 _poly_at = polyhedron_field.cpu
 _vox_at = voxel_field.cpu
 _lin_at = linearized_field.cpu
+_harm_at = harmonics_field.cpu
 
 
 def _gravity_at(ga, x, y, z):
     """``(U, gx, gy, gz)`` of a gravity source at (x, y, z) in its field frame.
 
-    ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` from :func:`gravity_args`: one
-    signature for every source kind (unused arrays are dummies), so one compiled kernel serves
-    point mass, ellipsoid, polyhedron, voxel field and linearised field. The rigid-body gravity
+    ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn, gcs)`` from :func:`gravity_args`:
+    one signature for every source kind (unused arrays are dummies), so one compiled kernel serves
+    point mass, ellipsoid, polyhedron, voxel field, linearised field and spherical harmonics. The rigid-body gravity
     system (:mod:`systems.gravity_fields`) and the deployment kernels (:mod:`systems.deploy_physics`)
     both evaluate gravity through it.
     """
-    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
+    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn, gcs = ga
     if gkind == 0:  # (each branch returns: the kernels' tuples differ in length)
         r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
         return r[0], r[1], r[2], r[3]
@@ -580,6 +658,8 @@ def _gravity_at(ga, x, y, z):
         r = _vox_at(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10],
                     gs[11], gs[12], gs[13], gs[14] != 0.0)
         return r[0], r[1], r[2], r[3]
+    if gkind == 5:
+        return _harm_at(x, y, z, gs[0], gs[1], int(gs[2]), gcs)
     r = _lin_at(x, y, z, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12])
     return r[0], r[1], r[2], r[3]
 
@@ -590,7 +670,7 @@ gravity_at = dual(_gravity_at, inline=False)
 
 
 def gravity_args(source: GravitySource) -> tuple:
-    """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` of ``source`` for :data:`gravity_at`."""
+    """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn, gcs)`` of ``source`` for :data:`gravity_at`."""
     kind = GRAVITY_KINDS.get(getattr(source, "kind", None))
     if kind is None:
         raise InputError("gravity source", type(source).__name__,
@@ -600,15 +680,19 @@ def gravity_args(source: GravitySource) -> tuple:
     vox = np.zeros((1, 1, 1, 4))
     pv, pe, ped, pel = np.zeros((1, 3)), np.zeros((1, 2), np.int64), np.zeros((1, 6)), np.zeros(1)
     pf, pfn = np.zeros((1, 3), np.int64), np.zeros((1, 3))
+    gcs = np.zeros((1, 1, 2))
     if kind in (GRAVITY_POINT_MASS, GRAVITY_ELLIPSOID, GRAVITY_LINEARIZED):
         gs[:len(p)] = p
     elif kind == GRAVITY_POLYHEDRON:
         pv, pe, ped, pel, pf, pfn = (np.ascontiguousarray(a) for a in p[:6])
         gs[0] = p[6]
+    elif kind == GRAVITY_HARMONICS:
+        gs[:3] = p[:3]
+        gcs = np.ascontiguousarray(p[3])
     else:
         vox = np.ascontiguousarray(p[0])
         gs[:15] = [float(a) for a in p[1:]]
-    return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
+    return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn, gcs)
 
 # ================================================================================================
 # host-side bulk evaluation (CPU, parallel over points)
@@ -845,19 +929,39 @@ def _eval_linearized(src, points) -> FieldValues:
     return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), grad)
 
 
+@cpu_parallel_points
+def eval_harmonics_points(points, mu, rad, nmax, cs, out):
+    """``out[p] = (U, g)`` of a spherical-harmonic field; out shape (n, 4)."""
+    for p in prange(points.shape[0]):
+        r = _harm_at(points[p, 0], points[p, 1], points[p, 2], mu, rad, nmax, cs)
+        for k in range(4):
+            out[p, k] = r[k]
+
+
+def _eval_harmonics(src, points) -> FieldValues:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 4))
+    mu, rad, nmax, cs = src.kernel_params()
+    eval_harmonics_points(p, mu, rad, np.int64(nmax), cs, out)
+    if single:
+        return FieldValues(out[0, 0], out[0, 1:4].copy(), None)
+    return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), None)
+
+
 #: source kind -> host evaluator.
 _EVALUATORS = {"point_mass": _eval_point_mass, "ellipsoid": _eval_ellipsoid, "polyhedron": _eval_polyhedron,
-               "voxel": _eval_voxel, "linearized": _eval_linearized}
+               "voxel": _eval_voxel, "linearized": _eval_linearized, "harmonics": _eval_harmonics}
 
 
 def evaluate(source: GravitySource, points) -> FieldValues:
-    """U, g (and Γ where the source defines it: not the voxel field) of ``source`` at ``points`` [m],
+    """U, g (and Γ where the source defines it: not the voxel field nor spherical harmonics) of
+    ``source`` at ``points`` [m],
     shape (3,) or (n, 3), field frame."""
     fn = _EVALUATORS.get(getattr(source, "kind", None)) if isinstance(source, GravitySource) else None
     if fn is None:
         raise InputError("gravity source", type(source).__name__,
                          "must be a components.gravity source (PointMass, Ellipsoid, Polyhedron, VoxelField, "
-                         "LinearizedGravity)")
+                         "LinearizedGravity, SphericalHarmonics)")
     return fn(source, points)
 
 
