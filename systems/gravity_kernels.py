@@ -702,6 +702,7 @@ _pmf = point_mass_field.cpu
 _ell = ellipsoid_field.cpu
 _vox = voxel_field.cpu
 _lin = linearized_field.cpu
+_gravity_at_cpu = gravity_at.cpu
 
 
 @cpu_parallel_points
@@ -930,10 +931,11 @@ def _eval_linearized(src, points) -> FieldValues:
 
 
 @cpu_parallel_points
-def eval_harmonics_points(points, mu, rad, nmax, cs, out):
-    """``out[p] = (U, g)`` of a spherical-harmonic field; out shape (n, 4)."""
+def eval_field_points(points, ga, out):
+    """``out[p] = (U, g)`` of any source packed by :func:`gravity_args`, through the one dispatch
+    the systems use (:data:`gravity_at`); out shape (n, 4)."""
     for p in prange(points.shape[0]):
-        r = _harm_at(points[p, 0], points[p, 1], points[p, 2], mu, rad, nmax, cs)
+        r = _gravity_at_cpu(ga, points[p, 0], points[p, 1], points[p, 2])
         for k in range(4):
             out[p, k] = r[k]
 
@@ -941,8 +943,7 @@ def eval_harmonics_points(points, mu, rad, nmax, cs, out):
 def _eval_harmonics(src, points) -> FieldValues:
     p, single = as_points(points)
     out = np.empty((p.shape[0], 4))
-    mu, rad, nmax, cs = src.kernel_params()
-    eval_harmonics_points(p, mu, rad, np.int64(nmax), cs, out)
+    eval_field_points(p, gravity_args(src), out)
     if single:
         return FieldValues(out[0, 0], out[0, 1:4].copy(), None)
     return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), None)
