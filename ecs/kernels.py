@@ -265,6 +265,19 @@ def array_module(a):
     return np
 
 
+def to_backend(backend: str, args: tuple) -> tuple:
+    """The arrays among ``args`` (a resource's, read-only) as a kernel launch on ``backend`` takes
+    them, copied once at bind: unchanged on the CPU, CuPy copies on a device, and writable numpy
+    copies under the CUDA simulator (it writes every array argument back after a launch)."""
+    if backend != "gpu":
+        return tuple(args)
+    if cuda_simulated():
+        return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
+    import cupy
+
+    return tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+
+
 def to_host(a):
     """A numpy copy of a numpy or cupy array (no copy for numpy)."""
     if hasattr(a, "get") and not isinstance(a, np.ndarray):

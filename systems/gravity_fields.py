@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import prange
 
 from components.gravity import GravitySource
 from ecs import InputError, Phase, System
-from ecs.kernels import cpu_parallel, cuda_simulated, dual, launch_rows
+from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
 from ecs.attitude import quat_rotate
 from systems.gravity import add_weight
 from systems.gravity_kernels import GRAVITY_KINDS, gravity_args, gravity_at
@@ -146,18 +145,7 @@ class GravitySystem(System):
         self.source = src
         self._driver = add_gravity_rows.parallel if src.kind in ALWAYS_PARALLEL else add_gravity_rows
         self.tables = world.tables_with(*COLUMNS)
-        params = gravity_args(src)
-        if world.backend == "gpu":
-            # device copies once per bind: CuPy on a real device; writable numpy copies under the
-            # CUDA simulator (it writes every array argument back after a launch; the resource's
-            # own arrays are read-only)
-            if cuda_simulated():
-                params = tuple(np.array(p) if isinstance(p, np.ndarray) else p for p in params)
-            else:
-                import cupy
-
-                params = tuple(cupy.asarray(p) if isinstance(p, np.ndarray) else p for p in params)
-        self._params = params
+        self._params = to_backend(world.backend, gravity_args(src))
 
     def process(self, frame) -> None:
         for t in self.tables:

@@ -1,0 +1,176 @@
+"""Third-body gravity of the Sun and the Moon on every row (DERIVATIVE phase), from JPL DE421.
+
+For each row with mass, at every integrator stage, with t the row's stage time (``row_time``):
+
+1. the geocentric positions s of the Moon and the Sun at t from the Chebyshev records of a
+   :class:`components.ephemeris.Ephemeris` (:data:`body_position`, the evaluation jplephem does);
+2. the acceleration of the row's centre of mass r relative to the Earth's centre, which the Earth
+   feels too (Montenbruck & Gill, *Satellite Orbits*, 2000, eq 3.37)::
+
+       a = μ_b [(s − r)/|s − r|³ − s/|s|³]
+
+3. ``m a`` added to ``body_force`` and ``c × (m a_B)`` to ``body_torque`` through the row kernel
+   every weight uses (:data:`systems.gravity.add_weight`).
+
+The simulation's inertial frame must be Earth-centred with ICRF axes (GCRF) and its time TDB
+seconds since the ephemeris epoch. A run longer than the ephemeris window is refused at the frame
+that would leave it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from components.ephemeris import EARTH_MOON, MOON, SUN, Ephemeris
+from ecs import InputError, Phase, System
+from ecs.attitude import quat_rotate
+from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
+from systems.gravity import add_weight
+
+__all__ = ["ThirdBodyGravity", "body_position", "third_body_acceleration"]
+
+_rot = quat_rotate.cpu
+_weight = add_weight.cpu
+
+
+def _chebyshev(coef, b, start, length, t, axis):
+    """Axis ``axis`` [km] of body slot ``b`` at t [s]: its record's Chebyshev series (records
+    clamped to the window; the system refuses times outside it)."""
+    s = t - start[b]
+    L = length[b]
+    k = int(math.floor(s / L))
+    if k < 0:
+        k = 0
+    if k > coef.shape[1] - 1:
+        k = coef.shape[1] - 1
+    tau = 2.0 * (s - k * L) / L - 1.0
+    n = coef.shape[3]
+    t0 = 1.0
+    t1 = tau
+    acc = coef[b, k, axis, 0] + coef[b, k, axis, 1] * tau
+    j = 2
+    while j < n:
+        t2 = 2.0 * tau * t1 - t0
+        acc += coef[b, k, axis, j] * t2
+        t0 = t1
+        t1 = t2
+        j += 1
+    return acc
+
+
+chebyshev = dual(_chebyshev, inline=False)
+_cheb = chebyshev.cpu
+
+
+def _body_position(coef, start, length, emrat, which, t):
+    """Geocentric position [m] of the Moon (``which`` 0) or the Sun (1) at t [s]."""
+    mx = _cheb(coef, MOON, start, length, t, 0)
+    my = _cheb(coef, MOON, start, length, t, 1)
+    mz = _cheb(coef, MOON, start, length, t, 2)
+    if which == 0:
+        return 1e3 * mx, 1e3 * my, 1e3 * mz
+    f = 1.0 / (1.0 + emrat)
+    ex = _cheb(coef, EARTH_MOON, start, length, t, 0) - f * mx
+    ey = _cheb(coef, EARTH_MOON, start, length, t, 1) - f * my
+    ez = _cheb(coef, EARTH_MOON, start, length, t, 2) - f * mz
+    return (1e3 * (_cheb(coef, SUN, start, length, t, 0) - ex), 1e3 * (_cheb(coef, SUN, start, length, t, 1) - ey),
+            1e3 * (_cheb(coef, SUN, start, length, t, 2) - ez))
+
+
+body_position = dual(_body_position)
+_body_pos = body_position.cpu
+
+
+def _third_body_acceleration(x, y, z, sx, sy, sz, mu):
+    """Montenbruck & Gill eq 3.37: ``μ [(s − r)/|s − r|³ − s/|s|³]`` at r = (x, y, z), body at s."""
+    dx = sx - x
+    dy = sy - y
+    dz = sz - z
+    d2 = dx * dx + dy * dy + dz * dz
+    kd = mu / (d2 * math.sqrt(d2))
+    s2 = sx * sx + sy * sy + sz * sz
+    ks = mu / (s2 * math.sqrt(s2))
+    return kd * dx - ks * sx, kd * dy - ks * sy, kd * dz - ks * sz
+
+
+third_body_acceleration = dual(_third_body_acceleration)
+_tba = third_body_acceleration.cpu
+
+
+def _add_third_bodies(i, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus):
+    """Add the Moon's (``mus[0]``) and the Sun's (``mus[1]``) pull on row i (0: left out)."""
+    if status[i] != 0:
+        return
+    cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
+    x, y, z = pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
+    ax = 0.0
+    ay = 0.0
+    az = 0.0
+    for b in range(2):
+        if mus[b] != 0.0:
+            sx, sy, sz = _body_pos(coef, start, length, emrat, b, time[i])
+            a = _tba(x, y, z, sx, sy, sz, mus[b])
+            ax += a[0]
+            ay += a[1]
+            az += a[2]
+    _weight(i, status, ax, ay, az, mass, com, att, force, torque)
+
+
+add_third_bodies = dual(_add_third_bodies)
+_add_tb = add_third_bodies.cpu
+
+
+@cpu_parallel
+def add_third_bodies_rows(n, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus):
+    for i in prange(n):
+        _add_tb(i, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus)
+
+
+COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque", "row_time")
+BODIES = ("moon", "sun")
+
+
+class ThirdBodyGravity(System):
+    """The Sun's and the Moon's pull on every row with mass (module docstring).
+
+    Args:
+        ephemeris: a :class:`components.ephemeris.Ephemeris` (default: the world's resource).
+        bodies: any of ``"moon"``, ``"sun"``.
+    """
+
+    phase = Phase.DERIVATIVE
+    reads = ("body_position", "body_attitude", "body_mass", "body_com", "row_time")
+    accumulates = ("body_force", "body_torque")
+
+    def __init__(self, ephemeris: Ephemeris | None = None, *, bodies=BODIES):
+        bodies = tuple(bodies)
+        bad = [b for b in bodies if b not in BODIES]
+        if bad or not bodies:
+            raise InputError("ThirdBodyGravity.bodies", bodies, f"must be a non-empty subset of {BODIES}")
+        if ephemeris is not None and not isinstance(ephemeris, Ephemeris):
+            raise InputError("ThirdBodyGravity.ephemeris", type(ephemeris).__name__,
+                             "must be a components.ephemeris.Ephemeris")
+        self._ephemeris = ephemeris
+        self.bodies = bodies
+
+    def bind(self, world) -> None:
+        eph = self._ephemeris or world.resource(Ephemeris, None)
+        if eph is None:
+            raise InputError("ThirdBodyGravity.ephemeris", None,
+                             "no ephemeris: pass one or world.add_resource(Ephemeris.de421(epoch, span))")
+        self.ephemeris = eph
+        mus = np.array([eph.mu_moon if "moon" in self.bodies else 0.0, eph.mu_sun if "sun" in self.bodies else 0.0])
+        self._args = to_backend(world.backend, (eph.coef, eph.record_start, eph.record_length, eph.emrat, mus))
+        self.tables = world.tables_with(*COLUMNS)
+
+    def process(self, frame) -> None:
+        if frame.t + frame.dt > self.ephemeris.span * (1.0 + 1e-12):
+            raise InputError("run end time", frame.t + frame.dt,
+                             f"must be within the ephemeris window, span = {self.ephemeris.span} s")
+        for t in self.tables:
+            launch_rows(frame.backend, add_third_bodies_rows, add_third_bodies, t.row_count, t["row_status"],
+                        t["body_position"], t["body_attitude"], t["body_mass"], t["body_com"], t["body_force"],
+                        t["body_torque"], t["row_time"], *self._args)
