@@ -133,6 +133,24 @@ COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_forc
 BODIES = ("moon", "sun")
 
 
+def world_ephemeris(world, given: Ephemeris | None, owner: str) -> Ephemeris:
+    """The ephemeris a system was given, else the world's resource; an InputError naming ``owner``."""
+    if given is not None and not isinstance(given, Ephemeris):
+        raise InputError(f"{owner}.ephemeris", type(given).__name__, "must be a components.ephemeris.Ephemeris")
+    eph = given or world.resource(Ephemeris, None)
+    if eph is None:
+        raise InputError(f"{owner}.ephemeris", None,
+                         "no ephemeris: pass one or world.add_resource(Ephemeris.de421(epoch, span))")
+    return eph
+
+
+def check_window(eph: Ephemeris, frame) -> None:
+    """Refuse a frame that ends past the ephemeris window."""
+    if frame.t + frame.dt > eph.span * (1.0 + 1e-12):
+        raise InputError("run end time", frame.t + frame.dt,
+                         f"must be within the ephemeris window, span = {eph.span} s")
+
+
 class ThirdBodyGravity(System):
     """The Sun's and the Moon's pull on every row with mass (module docstring).
 
@@ -150,26 +168,17 @@ class ThirdBodyGravity(System):
         bad = [b for b in bodies if b not in BODIES]
         if bad or not bodies:
             raise InputError("ThirdBodyGravity.bodies", bodies, f"must be a non-empty subset of {BODIES}")
-        if ephemeris is not None and not isinstance(ephemeris, Ephemeris):
-            raise InputError("ThirdBodyGravity.ephemeris", type(ephemeris).__name__,
-                             "must be a components.ephemeris.Ephemeris")
         self._ephemeris = ephemeris
         self.bodies = bodies
 
     def bind(self, world) -> None:
-        eph = self._ephemeris or world.resource(Ephemeris, None)
-        if eph is None:
-            raise InputError("ThirdBodyGravity.ephemeris", None,
-                             "no ephemeris: pass one or world.add_resource(Ephemeris.de421(epoch, span))")
-        self.ephemeris = eph
+        eph = self.ephemeris = world_ephemeris(world, self._ephemeris, "ThirdBodyGravity")
         mus = np.array([eph.mu_moon if "moon" in self.bodies else 0.0, eph.mu_sun if "sun" in self.bodies else 0.0])
         self._args = to_backend(world.backend, (eph.coef, eph.record_start, eph.record_length, eph.emrat, mus))
         self.tables = world.tables_with(*COLUMNS)
 
     def process(self, frame) -> None:
-        if frame.t + frame.dt > self.ephemeris.span * (1.0 + 1e-12):
-            raise InputError("run end time", frame.t + frame.dt,
-                             f"must be within the ephemeris window, span = {self.ephemeris.span} s")
+        check_window(self.ephemeris, frame)
         for t in self.tables:
             launch_rows(frame.backend, add_third_bodies_rows, add_third_bodies, t.row_count, t["row_status"],
                         t["body_position"], t["body_attitude"], t["body_mass"], t["body_com"], t["body_force"],

@@ -192,3 +192,23 @@ def test_cuda_simulator_row_kernel_matches_cpu():
     assert proc.returncode == 0, proc.stderr[-3000:]
     diff, scale = (float(v) for v in proc.stdout.split())
     assert scale > 0 and diff <= 1e-15 * scale
+
+
+def test_a_run_past_the_ephemeris_window_is_refused():
+    from components.rigid import rigid_body
+    from ecs import World
+    from systems.integration import Integrator
+    from systems.third_body import ThirdBodyGravity
+
+    w = World("too-long")
+    w.spawn(*rigid_body(mass=1.0, inertia=[1.0, 1.0, 1.0], position=(7e6, 0.0, 0.0)))
+    w.add_system(ThirdBodyGravity(Ephemeris.de421(EPOCH, 3600.0)))
+    w.add_system(Integrator("rk4"))
+    with pytest.raises(InputError, match="ephemeris window"):
+        w.run(t_end=7200.0, dt=600.0)
+    with pytest.raises(InputError, match="ThirdBodyGravity.ephemeris"):
+        w2 = World("no-ephemeris")
+        w2.spawn(*rigid_body(mass=1.0, inertia=[1.0, 1.0, 1.0], position=(7e6, 0.0, 0.0)))
+        w2.add_system(ThirdBodyGravity())
+        w2.add_system(Integrator("rk4"))
+        w2.run(t_end=1.0, dt=1.0)
