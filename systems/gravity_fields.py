@@ -20,26 +20,31 @@ set by the integrator before every stage).
 
 Kernels follow the dual pattern (:func:`ecs.kernels.dual`): one Python source per row function,
 compiled for the CPU (hand-written ``prange`` drivers) and the GPU (``launch_rows``). The field is
-evaluated at the CoM as a point: the gravity-gradient torque of an extended body (seed 001) is not
-included.
+evaluated at the CoM as a point; ``gradient_torque=True`` adds the gravity-gradient torque of the
+source's monopole about each body's CoM (seed 001 MBGravityTorque, the kernel the multibody links
+use: :data:`systems.gravity_kernels.gradient_torque`).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from numba import prange
 
 from components.gravity import GravitySource
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
-from ecs.attitude import quat_rotate
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.gravity import add_weight
-from systems.gravity_kernels import GRAVITY_KINDS, gravity_args, gravity_at
+from systems.gravity_kernels import GRAVITY_KINDS, gradient_torque, gravity_args, gravity_at
 
 _rot = quat_rotate.cpu
+_rot_inv = quat_rotate_inverse.cpu
 _weight = add_weight.cpu
 _grav = gravity_at.cpu
+_gg = gradient_torque.cpu
 
 
 def _com_field_position(i, pos, att, com, time, spin, angle0):
@@ -78,14 +83,30 @@ _add_fw = add_field_weight.cpu
 # ------------------------------------------------------------------------------------------------
 
 
-def _add_gravity(i, status, pos, att, mass, com, force, torque, ga, time, spin, angle0):
+def _add_gravity(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy,
+                 gcz):
     """Add the weight of row i in the field of the source packed in ``ga`` (:func:`gravity_args`),
-    whose frame is turned by ``angle0 + spin · time[i]`` about the inertial z axis."""
+    whose frame is turned by ``angle0 + spin · time[i]`` about the inertial z axis; and, when
+    ``gg_mu > 0``, the gravity-gradient torque of a point mass ``gg_mu`` at the source's centre of
+    mass ``(gcx, gcy, gcz)`` (field frame) about the row's CoM."""
     if status[i] != 0:
         return
     x, y, z = _com_pos(i, pos, att, com, time, spin, angle0)
     r = _grav(ga, x, y, z)
     _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque, time, spin, angle0)
+    if gg_mu > 0.0:
+        dx, dy, dz = x - gcx, y - gcy, z - gcz
+        if spin != 0.0 or angle0 != 0.0:             # field → inertial: Rz(θ)
+            th = angle0 + spin * time[i]
+            c = math.cos(th)
+            s = math.sin(th)
+            dx, dy = c * dx - s * dy, s * dx + c * dy
+        bx, by, bz = _rot_inv(att[i, 0], att[i, 1], att[i, 2], att[i, 3], dx, dy, dz)
+        rr2 = bx * bx + by * by + bz * bz
+        t0, t1, t2 = _gg(gg_mu, rr2, math.sqrt(rr2), bx, by, bz, inertia, i)
+        torque[i, 0] += t0
+        torque[i, 1] += t1
+        torque[i, 2] += t2
 
 
 add_gravity = dual(_add_gravity)
@@ -93,15 +114,17 @@ _k_grav = add_gravity.cpu
 
 
 @cpu_parallel
-def add_gravity_rows(n, status, pos, att, mass, com, force, torque, ga, time, spin, angle0):
+def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy,
+                     gcz):
     for i in prange(n):
-        _k_grav(i, status, pos, att, mass, com, force, torque, ga, time, spin, angle0)
+        _k_grav(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy, gcz)
 
 
 #: A polyhedron row costs ~n_faces × 50 ns, so even a handful of rows is worth a parallel launch.
 ALWAYS_PARALLEL = ("polyhedron",)
 
-COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque", "row_time")
+COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_inertia", "body_force", "body_torque",
+           "row_time")
 
 
 class GravitySystem(System):
@@ -115,13 +138,18 @@ class GravitySystem(System):
             planet's rotation: 7.292115e-5 rad/s for the Earth; 0: the field frame is inertial).
         angle0: the turn [rad] of the field frame at t = 0 (e.g. the Earth rotation angle at the
             epoch).
+        gradient_torque: add each body's gravity-gradient torque about its CoM,
+            ``3μ/|r|⁵ r_b × (I r_b)`` with μ and the centre of mass of the source (its monopole:
+            the leading term for a body small against its distance; seed 001 MBGravityTorque).
+            Off by default: the field then acts at the CoM as on a point.
     """
 
     phase = Phase.DERIVATIVE
     reads = ("body_position", "body_attitude", "body_mass", "body_com")
     accumulates = ("body_force", "body_torque")
 
-    def __init__(self, source: GravitySource | None = None, *, spin: float = 0.0, angle0: float = 0.0):
+    def __init__(self, source: GravitySource | None = None, *, spin: float = 0.0, angle0: float = 0.0,
+                 gradient_torque: bool = False):
         if source is not None and not isinstance(source, GravitySource):
             raise InputError("GravitySystem.source", type(source).__name__,
                              "must be a components.gravity source (PointMass, Ellipsoid, Polyhedron, VoxelField, "
@@ -132,6 +160,7 @@ class GravitySystem(System):
             if not math.isfinite(float(v)):
                 raise InputError(f"GravitySystem.{name}", v, "must be a finite number (rad/s, rad)")
         self.spin, self.angle0 = float(spin), float(angle0)
+        self.gradient_torque = bool(gradient_torque)
 
     def bind(self, world) -> None:
         src = self._source
@@ -146,9 +175,11 @@ class GravitySystem(System):
         self._driver = add_gravity_rows.parallel if src.kind in ALWAYS_PARALLEL else add_gravity_rows
         self.tables = world.tables_with(*COLUMNS)
         self._params = to_backend(world.backend, gravity_args(src))
+        c = np.asarray(src.center_of_mass, dtype=np.float64)
+        self._gg = (float(src.mu) if self.gradient_torque else 0.0, float(c[0]), float(c[1]), float(c[2]))
 
     def process(self, frame) -> None:
         for t in self.tables:
             launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
-                        t["body_attitude"], t["body_mass"], t["body_com"], t["body_force"], t["body_torque"],
-                        self._params, t["row_time"], self.spin, self.angle0)
+                        t["body_attitude"], t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
+                        t["body_torque"], self._params, t["row_time"], self.spin, self.angle0, *self._gg)

@@ -694,6 +694,22 @@ def gravity_args(source: GravitySource) -> tuple:
         gs[:15] = [float(a) for a in p[1:]]
     return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn, gcs)
 
+def _gradient_torque(mu, rr2, rr, rb0, rb1, rb2, inertia, r):
+    """Gravity-gradient torque about the CoM [N·m], body axes, of a point mass μ seen from a body
+    with central inertia ``inertia[r]`` [kg·m²] whose CoM is at ``rb`` [m] from it in body axes
+    (``rr2 = |rb|²``, ``rr = |rb|`` as the caller has them): ``3μ/|r|⁵ r_b × (I r_b)`` (seed 001
+    MBGravityTorque; Wie, *Space Vehicle Dynamics and Control*, §6.3, the leading term of the
+    torque of a field about an extended body)."""
+    i0 = inertia[r, 0, 0] * rb0 + inertia[r, 0, 1] * rb1 + inertia[r, 0, 2] * rb2
+    i1 = inertia[r, 1, 0] * rb0 + inertia[r, 1, 1] * rb1 + inertia[r, 1, 2] * rb2
+    i2 = inertia[r, 2, 0] * rb0 + inertia[r, 2, 1] * rb1 + inertia[r, 2, 2] * rb2
+    gg = 3.0 * mu / (rr2 * rr2 * rr)
+    return gg * (rb1 * i2 - rb2 * i1), gg * (rb2 * i0 - rb0 * i2), gg * (rb0 * i1 - rb1 * i0)
+
+
+gradient_torque = dual(_gradient_torque)
+
+
 # ================================================================================================
 # host-side bulk evaluation (CPU, parallel over points)
 # ================================================================================================

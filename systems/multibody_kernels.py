@@ -35,12 +35,14 @@ from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse, quat_to_dcm
 from ecs.kernels import cpu_parallel, dual
 from ecs.status import Status
+from systems.gravity_kernels import gradient_torque
 
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
 _rot_inv = quat_rotate_inverse.cpu
 _q2d = quat_to_dcm.cpu
 _d2q = dcm_to_quat.cpu
+_gg_torque = gradient_torque.cpu
 
 # scratch slots
 MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
@@ -856,13 +858,10 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
             rb0 = Rw[r, 0, 0] * x0 + Rw[r, 1, 0] * x1 + Rw[r, 2, 0] * x2
             rb1 = Rw[r, 0, 1] * x0 + Rw[r, 1, 1] * x1 + Rw[r, 2, 1] * x2
             rb2 = Rw[r, 0, 2] * x0 + Rw[r, 1, 2] * x1 + Rw[r, 2, 2] * x2
-            i0 = inertia[r, 0, 0] * rb0 + inertia[r, 0, 1] * rb1 + inertia[r, 0, 2] * rb2
-            i1 = inertia[r, 1, 0] * rb0 + inertia[r, 1, 1] * rb1 + inertia[r, 1, 2] * rb2
-            i2 = inertia[r, 2, 0] * rb0 + inertia[r, 2, 1] * rb1 + inertia[r, 2, 2] * rb2
-            gg = 3.0 * mu / (rr2 * rr2 * rr)
-            t0 += gg * (rb1 * i2 - rb2 * i1)
-            t1 += gg * (rb2 * i0 - rb0 * i2)
-            t2 += gg * (rb0 * i1 - rb1 * i0)
+            g0, g1, g2 = _gg_torque(mu, rr2, rr, rb0, rb1, rb2, inertia, r)
+            t0 += g0
+            t1 += g1
+            t2 += g2
         fb0 = Rw[r, 0, 0] * F0 + Rw[r, 1, 0] * F1 + Rw[r, 2, 0] * F2
         fb1 = Rw[r, 0, 1] * F0 + Rw[r, 1, 1] * F1 + Rw[r, 2, 1] * F2
         fb2 = Rw[r, 0, 2] * F0 + Rw[r, 1, 2] * F1 + Rw[r, 2, 2] * F2
