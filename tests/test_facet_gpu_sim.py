@@ -44,7 +44,9 @@ SCRIPT = textwrap.dedent(
         w.spawn(point_facet(b, radius=0.6, material="steel"))
         w.add_system(FacetContact(broadphase=broadphase))
         w.add_system(UniformGravity((0.0, 0.0, -9.81)))
-        w.add_system(Integrator(method))
+        # dp54 at rtol 1e-4: the branch and the coupled error norm are what is compared; at the
+        # default tolerance the simulator took 111 s for this run (13 s now, measured)
+        w.add_system(Integrator(method, rtol=1e-4, atol=1e-6) if method == "dp54" else Integrator(method))
         v2 = np.array([[-1.5, 0.0, 0.2], [-2.5, 0.1, 0.0]])
         w.compile(samples=2, backend=backend, overrides={(b, "body_velocity"): v2})
         r = w.run(t_end=0.3, dt=0.01, final=("body_position", "body_velocity", "body_attitude", "body_omega",
@@ -97,5 +99,6 @@ def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["True"] < 1e-8 and out["False"] < 1e-8  # device FMA and libm differ by ulps, over 30 steps
     # adaptive steps may choose other step sizes from ulp-level differences: agreement to about the
-    # local error tolerance, not to round-off (a bound set from the tolerance, not yet measured on a device)
-    assert out["dp54"] < 1e-6 and out["events"][0] == out["events"][1]
+    # local error tolerance (rtol 1e-4 of O(1) states), not to round-off (a bound set from the
+    # tolerance, not yet measured on a device)
+    assert out["dp54"] < 1e-3 and out["events"][0] == out["events"][1]
