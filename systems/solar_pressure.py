@@ -22,7 +22,7 @@ from ecs import InputError, Phase, System
 from ecs.attitude import quat_rotate
 from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
 from systems.gravity import add_weight
-from systems.third_body import body_position, check_window, world_ephemeris
+from systems.third_body import check_window, moon_and_sun, world_ephemeris
 
 __all__ = ["P_SUN", "SolarRadiationPressure"]
 
@@ -33,7 +33,7 @@ AU = 149597870700.0
 
 _rot = quat_rotate.cpu
 _weight = add_weight.cpu
-_body_pos = body_position.cpu
+_moon_sun = moon_and_sun.cpu
 
 
 def _add_srp(i, status, pos, att, mass, com, area, cr, force, torque, time, coef, start, length, emrat, p_sun,
@@ -42,7 +42,8 @@ def _add_srp(i, status, pos, att, mass, com, area, cr, force, torque, time, coef
         return
     cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
     x, y, z = pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
-    sx, sy, sz = _body_pos(coef, start, length, emrat, 1, time[i])
+    p = _moon_sun(coef, start, length, emrat, time[i])
+    sx, sy, sz = p[3], p[4], p[5]
     sn = math.sqrt(sx * sx + sy * sy + sz * sz)
     ux, uy, uz = sx / sn, sy / sn, sz / sn
     along = x * ux + y * uy + z * uz

@@ -3,7 +3,7 @@
 For each row with mass, at every integrator stage, with t the row's stage time (``row_time``):
 
 1. the geocentric positions s of the Moon and the Sun at t from the Chebyshev records of a
-   :class:`components.ephemeris.Ephemeris` (:data:`body_position`, the evaluation jplephem does);
+   :class:`components.ephemeris.Ephemeris` (:data:`moon_and_sun`, the evaluation jplephem does);
 2. the acceleration of the row's centre of mass r relative to the Earth's centre, which the Earth
    feels too (Montenbruck & Gill, *Satellite Orbits*, 2000, eq 3.37)::
 
@@ -30,7 +30,7 @@ from ecs.attitude import quat_rotate
 from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
 from systems.gravity import add_weight
 
-__all__ = ["ThirdBodyGravity", "body_position", "third_body_acceleration"]
+__all__ = ["ThirdBodyGravity", "moon_and_sun", "third_body_acceleration"]
 
 _rot = quat_rotate.cpu
 _weight = add_weight.cpu
@@ -65,23 +65,23 @@ chebyshev = dual(_chebyshev, inline=False)
 _cheb = chebyshev.cpu
 
 
-def _body_position(coef, start, length, emrat, which, t):
-    """Geocentric position [m] of the Moon (``which`` 0) or the Sun (1) at t [s]."""
+def _moon_and_sun(coef, start, length, emrat, t):
+    """Geocentric positions [m] of the Moon and the Sun at t [s]: ``(mx, my, mz, sx, sy, sz)``
+    (the Moon's series is evaluated once: the geocentric Sun needs it for the Earth's offset from
+    the Earth–Moon barycentre)."""
     mx = _cheb(coef, MOON, start, length, t, 0)
     my = _cheb(coef, MOON, start, length, t, 1)
     mz = _cheb(coef, MOON, start, length, t, 2)
-    if which == 0:
-        return 1e3 * mx, 1e3 * my, 1e3 * mz
     f = 1.0 / (1.0 + emrat)
     ex = _cheb(coef, EARTH_MOON, start, length, t, 0) - f * mx
     ey = _cheb(coef, EARTH_MOON, start, length, t, 1) - f * my
     ez = _cheb(coef, EARTH_MOON, start, length, t, 2) - f * mz
-    return (1e3 * (_cheb(coef, SUN, start, length, t, 0) - ex), 1e3 * (_cheb(coef, SUN, start, length, t, 1) - ey),
-            1e3 * (_cheb(coef, SUN, start, length, t, 2) - ez))
+    return (1e3 * mx, 1e3 * my, 1e3 * mz, 1e3 * (_cheb(coef, SUN, start, length, t, 0) - ex),
+            1e3 * (_cheb(coef, SUN, start, length, t, 1) - ey), 1e3 * (_cheb(coef, SUN, start, length, t, 2) - ez))
 
 
-body_position = dual(_body_position)
-_body_pos = body_position.cpu
+moon_and_sun = dual(_moon_and_sun)
+_moon_sun = moon_and_sun.cpu
 
 
 def _third_body_acceleration(x, y, z, sx, sy, sz, mu):
@@ -106,13 +106,13 @@ def _add_third_bodies(i, status, pos, att, mass, com, force, torque, time, coef,
         return
     cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
     x, y, z = pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
+    p = _moon_sun(coef, start, length, emrat, time[i])
     ax = 0.0
     ay = 0.0
     az = 0.0
     for b in range(2):
         if mus[b] != 0.0:
-            sx, sy, sz = _body_pos(coef, start, length, emrat, b, time[i])
-            a = _tba(x, y, z, sx, sy, sz, mus[b])
+            a = _tba(x, y, z, p[3 * b], p[3 * b + 1], p[3 * b + 2], mus[b])
             ax += a[0]
             ay += a[1]
             az += a[2]

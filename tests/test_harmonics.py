@@ -25,7 +25,7 @@ import pytest
 from components.gravity import PointMass, SphericalHarmonics
 from ecs import InputError
 from scenes.assets import EGM2008_GFC
-from systems.gravity_kernels import acceleration, evaluate, gravity_args
+from systems.gravity_kernels import acceleration, evaluate
 
 DEGREE = 20
 
@@ -111,30 +111,6 @@ def test_degree_2_zonal_term_is_the_closed_form_j2_field():
     expect = -mu * p / r ** 3 + k * np.hstack([(1 - 5 * zr2) * p[:, :1], (1 - 5 * zr2) * p[:, 1:2],
                                                 (3 - 5 * zr2) * p[:, 2:3]])
     np.testing.assert_allclose(acceleration(model, p), expect, rtol=1e-14, atol=0)
-
-
-def test_the_one_dispatch_evaluates_harmonics_as_the_host_does(egm):
-    """The rigid-body gravity system and the deployment kernels reach the field through
-    gravity_at (one dispatch): the same numbers as the host evaluator."""
-    from numba import njit
-
-    from systems.gravity_kernels import gravity_at
-
-    at = gravity_at.cpu
-
-    @njit
-    def run(ga, p, out):
-        for i in range(p.shape[0]):
-            r = at(ga, p[i, 0], p[i, 1], p[i, 2])
-            for k in range(4):
-                out[i, k] = r[k]
-
-    pts = np.array(POINTS)
-    out = np.empty((len(pts), 4))
-    run(gravity_args(egm), pts, out)
-    fv = evaluate(egm, pts)
-    np.testing.assert_array_equal(out[:, 0], fv.potential)
-    np.testing.assert_array_equal(out[:, 1:], fv.acceleration)
 
 
 def test_bad_models_are_refused():

@@ -136,11 +136,11 @@ def test_srp_kernel_is_eq_3_75_and_the_shadow_is_the_cylinder():
     tests/test_third_body.py checks against jplephem), 1e-13; rows behind the Earth inside the
     shadow cylinder feel nothing, rows just outside it do."""
     from systems.solar_pressure import AU, P_SUN, add_srp_rows
-    from systems.third_body import body_position
+    from systems.third_body import moon_and_sun
 
     eph = _srp_setup()
     t0 = 3600.0
-    sun = np.array(_sun_at(eph, body_position, t0))
+    sun = np.array(_sun_at(eph, moon_and_sun, t0))
     u = sun / np.linalg.norm(sun)
     perp = np.cross(u, [0.0, 0.0, 1.0])
     perp /= np.linalg.norm(perp)
@@ -160,13 +160,14 @@ def test_srp_kernel_is_eq_3_75_and_the_shadow_is_the_cylinder():
     assert 1e-5 < np.linalg.norm(force[0]) < 2e-5          # ~1.2e-5 N: P C_R A at ~1 AU
 
 
-def _sun_at(eph, body_position, t):
+def _sun_at(eph, moon_and_sun, t):
     from numba import njit
 
-    bp = body_position.cpu
+    ms = moon_and_sun.cpu
 
     @njit
     def one(coef, start, length, emrat, t):
-        return bp(coef, start, length, emrat, 1, t)
+        r = ms(coef, start, length, emrat, t)
+        return r[3], r[4], r[5]
 
     return one(eph.coef, eph.record_start, eph.record_length, eph.emrat, t)

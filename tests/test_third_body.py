@@ -42,17 +42,17 @@ def _jpl_geocentric(t):
 def _positions(eph, t):
     from numba import njit
 
-    from systems.third_body import body_position
+    from systems.third_body import moon_and_sun
 
-    bp = body_position.cpu
+    ms = moon_and_sun.cpu
 
     @njit
     def run(coef, start, length, emrat, t, out):
         for i in range(t.shape[0]):
+            r = ms(coef, start, length, emrat, t[i])
             for b in range(2):
-                r = bp(coef, start, length, emrat, b, t[i])
                 for k in range(3):
-                    out[b, i, k] = r[k]
+                    out[b, i, k] = r[3 * b + k]
 
     out = np.empty((2, len(t), 3))
     run(eph.coef, eph.record_start, eph.record_length, eph.emrat, np.asarray(t, float), out)
