@@ -13,8 +13,9 @@ Frames and conventions (the same as Pinocchio's, so that tests can build the ide
 * **Joint frame**: fixed in the parent, at ``joint_offset`` (parent axes) [m], rotated by
   ``joint_rotation``, a scalar-first unit quaternion rotating joint-frame components into
   parent-frame components.
-* **Body frame** (link frame): the joint frame moved by the joint. ``link_com`` is the CoM in body
-  axes, ``link_inertia`` the inertia tensor about the CoM in body axes.
+* **Body frame** (link frame): the joint frame moved by the joint. ``body_com`` is the CoM in body
+  axes, ``body_inertia`` the inertia tensor about the CoM in body axes, ``body_mass`` the mass
+  (:class:`components.rigid.MassProps`, the columns of any rigid body).
 * Joint kinds, generalised positions ``joint_q`` (7 slots) and velocities ``joint_qd`` (6 slots);
   unused slots are zero:
 
@@ -53,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from components.rigid import validate_mass_properties
+from components.rigid import MassProps, validate_mass_properties
 from ecs import column, component
 from ecs.component import ENTITY
 from ecs.errors import InputError
@@ -88,12 +89,11 @@ def _unit_axis_rule() -> Rule:
 
 @component("link")
 class Link:
-    """A rigid link of an articulated tree: mass properties and its parent link."""
+    """A link of an articulated tree: its parent link. Its mass properties are a rigid body's
+    (:class:`components.rigid.MassProps`: ``body_mass``, ``body_com`` from the link origin in link
+    axes, ``body_inertia`` about the CoM in link axes): one schema for every rigid body, so that
+    the environment's row terms (:mod:`ecs.terms`) read a link as they read any body."""
 
-    mass: float = column("kg", default=1.0, doc="link mass", check=positive("kg"))
-    com: np.ndarray = column("m", shape=3, frame="link", doc="centre of mass, link body axes, from the link origin")
-    inertia: np.ndarray = column("kg m^2", shape=(3, 3), frame="link", default=np.eye(3),
-                                 doc="inertia tensor about the CoM, link body axes", check=physical_inertia())
     parent: int = column("1", dtype=ENTITY, doc="parent link entity (-1: jointed to the inertial frame)")
 
 
@@ -245,8 +245,8 @@ class TreeSpec:
 
     def components(self, k: int, parent_entity: int = -1) -> tuple:
         """Components of link ``k`` for ``world.spawn``; ``parent_entity``: its parent's entity id."""
-        return (Link(mass=float(self.mass[k]), com=self.com[k].copy(), inertia=self.inertia[k].copy(),
-                     parent=int(parent_entity)),
+        return (Link(parent=int(parent_entity)),
+                MassProps(mass=float(self.mass[k]), com=self.com[k].copy(), inertia=self.inertia[k].copy()),
                 LinkWrench(),
                 LinkPose(),
                 Joint(kind=int(self.kind[k]), axis=self.axis[k].copy(), offset=self.offset[k].copy(),

@@ -105,6 +105,18 @@ class RowDriver:
     def __call__(self, n, *args):
         return (self.parallel if n >= PARALLEL_MIN_ROWS else self.serial)(n, *args)
 
+    def roots(self, name: str) -> dict:
+        """Both builds as :func:`relink` roots, ``{name + ".parallel": ..., name + ".serial": ...}``."""
+        return {name + ".parallel": self.parallel, name + ".serial": self.serial}
+
+    @classmethod
+    def linked(cls, kernels: dict, name: str) -> "RowDriver":
+        """The driver made of the two relinked builds of :meth:`roots` (nothing compiled here)."""
+        d = cls.__new__(cls)
+        d.parallel, d.serial = kernels[name + ".parallel"], kernels[name + ".serial"]
+        d.py, d.__name__ = d.parallel.py_func, name
+        return d
+
 
 class PointsDriver(RowDriver):
     """A :class:`RowDriver` whose size is its first argument's leading axis: ``driver(points, ...)``.

@@ -65,6 +65,10 @@ class System(esper.Processor):
     #: how this system calls the world's DERIVATIVE systems, if it does: "launch" (their
     #: ``process`` at every stage) or "terms" (their :meth:`term` fused into its row kernels)
     derivative_pipeline: str | None = None
+    #: a "terms" pipeline that refuses every DERIVATIVE system without a term (probe deployment:
+    #: its rows are the world's only bodies); otherwise a process-only system is accepted when a
+    #: "launch" pipeline of the world calls it (it acts on the bodies that pipeline steps)
+    terms_only: bool = False
     #: a DERIVATIVE system whose forces couple the rows of one sample (facet contact between the
     #: sample's bodies): integrators must then step those rows together (one step size, one error
     #: norm, one accept/reject per sample)
@@ -132,14 +136,16 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
         raise ScheduleError(
             f"system {derivs[0].name} (phase DERIVATIVE) would never run: no system of world {world.name!r} "
             f"integrates (add an integrator, e.g. systems.integration.Integrator, or a deployment loop)")
-    for p in pipes:
-        for s in derivs:
-            if p.derivative_pipeline == "terms" and s.term(world) is None:
+    launching = [p for p in pipes if p.derivative_pipeline == "launch"]
+    for s in derivs:
+        has_term = s.term(world) is not None
+        for p in pipes:
+            if p.derivative_pipeline == "terms" and not has_term and (p.terms_only or not launching):
                 raise ScheduleError(
                     f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it steps each row on its "
                     f"own and adds DERIVATIVE systems as row terms; give {s.name} a term() returning an "
                     f"ecs.terms.Term (example: scenes/examples/deploy_srp.py)")
-            if p.derivative_pipeline == "launch" and not s.launches and s.term(world) is None:
+            if p.derivative_pipeline == "launch" and not s.launches and not has_term:
                 raise ScheduleError(
                     f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it has neither a "
                     f"process() adding into body_force/body_torque nor a term() (ecs.terms.Term)")

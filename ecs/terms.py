@@ -7,7 +7,7 @@ the pipeline calls the fused sum of all terms inside its right-hand side (docs/d
 
 The term kernel (a numba ``njit`` function, ``cache=True``)::
 
-    kernel(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, *columns, *params)
+    kernel(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, *columns, *arrays, *params)
         -> (fx, fy, fz, tx, ty, tz)
 
 * ``i`` the row, ``t`` [s] the stage time;
@@ -16,6 +16,7 @@ The term kernel (a numba ``njit`` function, ``cache=True``)::
 * ``(q0, q1, q2, q3)`` attitude body → that frame (scalar-first), ``(wx, wy, wz)`` [rad/s] the
   body's rate relative to that frame in body axes, ``mass`` [kg];
 * ``columns``: the declared per-row columns, whole arrays (index them with ``i``);
+  ``arrays``: the declared resource arrays (a coefficient table, an ephemeris), whole, in order;
   ``params``: the declared named scalars, in order;
 * returns the force [N] in the integration frame and the torque [N·m] about the CoM in body axes.
 
@@ -68,9 +69,17 @@ class Term:
         name: shown in errors and in the generated module (a Python identifier).
         kernel: the numba ``njit`` row kernel.
         columns: per-row columns passed to the kernel after ``mass`` (whole arrays).
-        params: named float scalars passed after the columns, e.g. ``{"thrust": 2.0}``.
+        arrays: named resource arrays passed after the columns (float64 or int64 numpy arrays of
+            any shape: a gravity model's coefficients, an ephemeris' Chebyshev records).
+        params: named float scalars passed after the arrays, e.g. ``{"thrust": 2.0}``.
         torque: the kernel may return a non-zero torque.
         attitude: the kernel reads the attitude or the angular rate.
+        gravity: the term is a gravitational field (force ``m g(x)``, plus perhaps its gradient
+            torque). A pipeline that evaluates its own gravity source (probe deployment; the
+            multibody solve's central field) refuses it rather than count gravity twice.
+        inertial: the kernel takes the integration frame to be inertial (Earth-centred, ICRF axes,
+            time = TDB seconds since the ephemeris epoch: the orbital environment). A pipeline that
+            integrates in a rotating frame (probe deployment) refuses it.
     """
 
     name: str
@@ -79,6 +88,9 @@ class Term:
     params: dict[str, float] = field(default_factory=dict)
     torque: bool = False
     attitude: bool = False
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    gravity: bool = False
+    inertial: bool = False
 
     def __post_init__(self):
         if not self.name.isidentifier() or keyword.iskeyword(self.name):
@@ -94,12 +106,19 @@ class Term:
         for c in self.columns:
             if not str(c).isidentifier():
                 raise InputError(f"Term {self.name}: column", c, "must be a column name (an identifier)")
+        for k, v in self.arrays.items():
+            if not str(k).isidentifier() or keyword.iskeyword(k):
+                raise InputError(f"Term {self.name}: array", k, "must be a Python identifier")
+            a = np.asarray(v)
+            if a.dtype not in (np.float64, np.int64) or a.size == 0:
+                raise InputError(f"Term {self.name}: array {k}", f"{a.dtype}{list(a.shape)}",
+                                 "must be a non-empty float64 or int64 array")
         for k, v in self.params.items():
             if not str(k).isidentifier() or keyword.iskeyword(k):
                 raise InputError(f"Term {self.name}: parameter", k, "must be a Python identifier")
             if not math.isfinite(float(v)):
                 raise InputError(f"Term {self.name}: parameter {k}", v, "must be a finite number")
-        nargs = len(TERM_ARGS) + len(self.columns) + len(self.params)
+        nargs = len(TERM_ARGS) + len(self.columns) + len(self.arrays) + len(self.params)
         try:
             sig = inspect.signature(self.kernel.py_func)
         except (TypeError, ValueError):  # pragma: no cover - a builtin
@@ -108,8 +127,8 @@ class Term:
             raise InputError(f"Term {self.name}: parameter count of kernel {self.kernel.py_func.__name__}",
                              len(sig.parameters),
                              f"must take {nargs}: the {len(TERM_ARGS)} state arguments "
-                             f"({', '.join(TERM_ARGS)}), then its {len(self.columns)} columns and "
-                             f"{len(self.params)} parameters")
+                             f"({', '.join(TERM_ARGS)}), then its {len(self.columns)} columns, "
+                             f"{len(self.arrays)} arrays and {len(self.params)} parameters")
 
     @property
     def couples_attitude(self) -> bool:
@@ -160,10 +179,12 @@ class FusedTerms:
     couples_attitude: bool
     module: str
 
-    def args(self, table) -> tuple:
-        """``(columns, params)``: what the kernels take as their term argument, for ``table``."""
-        cols = tuple(table[c] for c in self.columns) if self.columns else (np.zeros(1),)
-        return (cols, self.params)
+    def args(self, table, xp=np) -> tuple:
+        """``(columns, params)``: what the kernels take as their term argument, for ``table``: the
+        columns, then every term's resource arrays (copied to ``xp``'s device), in one tuple."""
+        arrays = tuple(xp.asarray(a) for t in self.terms for a in t.arrays.values())
+        cols = tuple(table[c] for c in self.columns) + arrays
+        return (cols or (np.zeros(1),), self.params)
 
 
 def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]) -> str:
@@ -179,6 +200,11 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
               '    """Sum of the terms\' force [N] (integration frame) and torque [N·m] (body axes)."""']
     for j, c in enumerate(columns):
         lines.append(f"    col_{c} = columns[{j}]")
+    j = len(columns)
+    for k, t in enumerate(terms):
+        for name in t.arrays:
+            lines.append(f"    a{k}_{name} = columns[{j}]")
+            j += 1
     p = 0
     for k, t in enumerate(terms):
         for name in t.params:
@@ -186,7 +212,8 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
             p += 1
     lines.append("    fx = fy = fz = tx = ty = tz = 0.0")
     for k, t in enumerate(terms):
-        args = [state] + [f"col_{c}" for c in t.columns] + [f"p{k}_{n}" for n in t.params]
+        args = ([state] + [f"col_{c}" for c in t.columns] + [f"a{k}_{n}" for n in t.arrays]
+                + [f"p{k}_{n}" for n in t.params])
         lines += [f"    r = term_{k}_{t.name}({', '.join(args)})",
                   "    fx += r[0]", "    fy += r[1]", "    fz += r[2]"]
         if t.torque:
@@ -224,7 +251,8 @@ def fuse_terms(terms, roots: dict, defaults: dict | None = None) -> FusedTerms:
     h = hashlib.sha256()
     for t in terms:
         h.update(repr((t.name, t.kernel.py_func.__qualname__, t.columns, tuple(t.params), t.torque,
-                       t.attitude)).encode())
+                       t.attitude, tuple((k, np.asarray(a).dtype.str, np.asarray(a).ndim) for k, a in t.arrays.items()))
+                      ).encode())
         h.update(_source_of(t.kernel.py_func).encode())
     files = sorted({inspect.getsourcefile(d.py_func) or "" for d in reachable_kernels(*roots.values())})
     for f in files:

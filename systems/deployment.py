@@ -335,6 +335,7 @@ class DeploymentLoop(System):
 
     phase = Phase.SCHEDULED
     derivative_pipeline = "terms"
+    terms_only = True
     #: records by dense output: any frame (recording interval) gives the same steps and results
     dense_output = True
     #: runs a streaming active set (World.compile(active=...)): each row steps to its own frame end
@@ -443,6 +444,12 @@ class DeploymentLoop(System):
         if not terms:
             return defaults, no_terms_args(), ()
         for term in terms:
+            if term.gravity or term.inertial:
+                what = ("a gravity field: the deployment evaluates its scene's gravity source itself"
+                        if term.gravity else "an Earth-centred inertial environment term: the deployment "
+                        "integrates in the rotating target frame")
+                raise InputError(f"Term {term.name}", term.kernel.py_func.__name__,
+                                 f"cannot take part in the deployment: it is {what}")
             for c in term.columns:
                 if c not in table:
                     raise InputError(f"Term {term.name}: column", c,

@@ -23,6 +23,10 @@ compiled for the CPU (hand-written ``prange`` drivers) and the GPU (``launch_row
 evaluated at the CoM as a point; ``gradient_torque=True`` adds the gravity-gradient torque of the
 source's monopole about each body's CoM (seed 001 MBGravityTorque, the kernel the multibody links
 use: :data:`systems.gravity_kernels.gradient_torque`).
+
+As a row term (:meth:`GravitySystem.term`, :func:`gravity_term`) the same dispatch and the same
+frame turn run inside a pipeline's right-hand side at the stage time it passes: the multibody
+solve applies it to every link at the link's own CoM (seed 001).
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ from numba import prange
 
 from components.gravity import GravitySource
 from ecs import InputError, Phase, System
-from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
+from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
 from ecs.attitude import quat_rotate, quat_rotate_inverse
+from ecs.terms import Term
 from systems.gravity import add_weight
 from systems.gravity_kernels import GRAVITY_KINDS, gradient_torque, gravity_args, gravity_at
 
@@ -120,6 +125,39 @@ def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga,
         _k_grav(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy, gcz)
 
 
+@cpu_jit
+def gravity_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, inertia, gs, gvox, gpv, gpe, gped,
+                 gpel, gpf, gpfn, gkind, spin, angle0, gg_mu, gcx, gcy, gcz):
+    """Row term (:mod:`ecs.terms`) of the source packed in ``(gkind, gs, …, gpfn)``
+    (:func:`systems.gravity_kernels.gravity_args`) at the CoM (x, y, z), whose field frame is turned
+    by ``θ = angle0 + spin · t`` about the inertial z axis: the weight ``m g`` (inertial), and when
+    ``gg_mu > 0`` the gradient torque of the monopole (body axes), as :data:`add_gravity` does."""
+    xf, yf = x, y
+    c = 1.0
+    s = 0.0
+    turned = spin != 0.0 or angle0 != 0.0
+    if turned:
+        th = angle0 + spin * t
+        c = math.cos(th)
+        s = math.sin(th)
+        xf, yf = c * x + s * y, -s * x + c * y
+    r = _grav((np.int64(gkind), gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn), xf, yf, z)
+    gx, gy, gz = r[1], r[2], r[3]
+    if turned:
+        gx, gy = c * gx - s * gy, s * gx + c * gy
+    tx = 0.0
+    ty = 0.0
+    tz = 0.0
+    if gg_mu > 0.0:
+        dx, dy, dz = xf - gcx, yf - gcy, z - gcz
+        if turned:
+            dx, dy = c * dx - s * dy, s * dx + c * dy
+        bx, by, bz = _rot_inv(q0, q1, q2, q3, dx, dy, dz)
+        rr2 = bx * bx + by * by + bz * bz
+        tx, ty, tz = _gg(gg_mu, rr2, math.sqrt(rr2), bx, by, bz, inertia, i)
+    return mass * gx, mass * gy, mass * gz, tx, ty, tz
+
+
 #: A polyhedron row costs ~n_faces × 50 ns, so even a handful of rows is worth a parallel launch.
 ALWAYS_PARALLEL = ("polyhedron",)
 
@@ -162,7 +200,7 @@ class GravitySystem(System):
         self.spin, self.angle0 = float(spin), float(angle0)
         self.gradient_torque = bool(gradient_torque)
 
-    def bind(self, world) -> None:
+    def _resolve(self, world) -> GravitySource:
         src = self._source
         if src is None:
             src = world.resource(GravitySource, None)
@@ -171,7 +209,10 @@ class GravitySystem(System):
                                  "no gravity source: pass one to GravitySystem(...) or world.add_resource(source)")
         if src.kind not in GRAVITY_KINDS:
             raise InputError("GravitySystem.source", type(src).__name__, f"kind {src.kind!r} has no field kernel")
-        self.source = src
+        return src
+
+    def bind(self, world) -> None:
+        src = self.source = self._resolve(world)
         self._driver = add_gravity_rows.parallel if src.kind in ALWAYS_PARALLEL else add_gravity_rows
         self.tables = world.tables_with(*COLUMNS)
         self._params = to_backend(world.backend, gravity_args(src))
@@ -183,3 +224,16 @@ class GravitySystem(System):
             launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
                         t["body_attitude"], t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
                         t["body_torque"], self._params, t["row_time"], self.spin, self.angle0, *self._gg)
+
+    def term(self, world) -> Term:
+        """This field as a row term (:func:`gravity_term`): the multibody links feel it at their own
+        CoM, with the gradient torque when ``gradient_torque`` is set."""
+        src = self._resolve(world)
+        ga = gravity_args(src)
+        c = np.asarray(src.center_of_mass, dtype=np.float64)
+        return Term("gravity", gravity_term, columns=("body_inertia",), torque=self.gradient_torque,
+                    attitude=self.gradient_torque, gravity=True,
+                    arrays=dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
+                    params={"gkind": float(ga[0]), "spin": self.spin, "angle0": self.angle0,
+                            "gg_mu": float(src.mu) if self.gradient_torque else 0.0, "gcx": float(c[0]),
+                            "gcy": float(c[1]), "gcz": float(c[2])})

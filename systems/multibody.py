@@ -3,12 +3,28 @@ states, one tree (or forest) per sample, with the O(n) articulated-body algorith
 :mod:`systems.multibody_kernels`.
 
 Environment (seed 001, "the JEOD model applies gravitation and environmental effects on each body
-as if it was independent"): when the world holds a :class:`components.gravity.PointMass` resource,
-every link feels that point mass's gravity at its own CoM and its own gravity-gradient torque
-(MBGravityTorque), evaluated at every RK stage from the link's current pose. The accumulators
-``link_force``/``link_torque`` are added as well; they are read as they stand at the start of the
-frame (held over the frame's sub-steps): the world's DERIVATIVE pipeline is not called per stage
-yet, so a load that depends on the state must be written by a SCHEDULED system before this one.
+as if it was independent"), evaluated at every stage from each link's own pose, velocity and the
+stage time:
+
+* the **central field**: when the world holds a :class:`components.gravity.PointMass` resource,
+  every link feels that point mass's gravity at its own CoM and its own gravity-gradient torque
+  (MBGravityTorque), in the solve itself (so that the differential and linearised modes can split
+  it without cancellation);
+* the world's **row terms** (:mod:`ecs.terms`): every DERIVATIVE system with a
+  :meth:`ecs.System.term` — :class:`systems.gravity_fields.GravitySystem` (any source: spherical
+  harmonics in the turning Earth frame, ...), :class:`systems.third_body.ThirdBodyGravity`,
+  :class:`systems.drag.AtmosphericDrag`, :class:`systems.solar_pressure.SolarRadiationPressure`
+  (on links with a :class:`components.environment.Cannonball`), user terms — fused into the solve's
+  right-hand side. A GravitySystem whose source is the world's PointMass resource is that central
+  field (it acts on the world's rigid bodies; the links get it in the solve); one with another
+  source beside a PointMass resource is refused (two fields), and the differential and linearised
+  modes need the central field to be the links' only gravity;
+* the accumulators ``link_force``/``link_torque``, read as they stand at the start of the frame
+  (held over its sub-steps): a load written by a SCHEDULED system before this one.
+
+A DERIVATIVE system with only a ``process`` acts on the bodies an
+:class:`systems.integration.Integrator` steps, never on links; without an Integrator in the world
+it is refused (:func:`ecs.system.check_derivatives`).
 
 Gravity ``"full"``, ``"differential"`` (seed 001, "Numerical considerations — scale": the
 multibody solve sees only each link's gravity minus the system's, the system's is added to the free
@@ -43,19 +59,21 @@ import numpy as np
 from numba import prange
 
 from components.gravity import PointMass
+from ecs.terms import FusedTerms, fuse_terms, no_terms_args
 from components.loads import LoadSeries
 from components.multibody import FREE, QD_SLOTS, joint_state_error
 from ecs import InputError, Phase, System
-from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
+from ecs.kernels import RowDriver, array_module, cpu_parallel, dual, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
+from systems.gravity_fields import GravitySystem
 from systems.loads import series_value
 from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
                                        link_motion_samples, new_scratch, poi_row, poi_rows)
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
                  "joint_locked") + LAW_COLUMNS
-LINK_COLUMNS = ("link_mass", "link_com", "link_inertia", "link_parent", "link_force", "link_torque")
+LINK_COLUMNS = ("body_mass", "body_com", "body_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
 POI_COLUMNS = ("poi_link", "poi_offset", "poi_position", "poi_velocity", "poi_acceleration", "poi_nongrav_acceleration")
 #: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
@@ -80,6 +98,7 @@ class _Work:
         self.Rw, self.pw = xp.zeros((n, 3, 3)), xp.zeros((n, 3))
         self.law = xp.zeros((n, len(LAW_COLUMNS)))
         self.ACC = None                         # per-link motion for points of interest (if any)
+        self.tt = None                          # the row terms' argument (columns, arrays, parameters)
         self.points: list = []
 
     def refresh_law(self) -> None:
@@ -106,6 +125,7 @@ class MultibodyDynamics(System):
     """
 
     phase = Phase.SCHEDULED
+    derivative_pipeline = "terms"       # the world's row terms act on every link, at every stage
     reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2]
     # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
     # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
@@ -152,6 +172,7 @@ class MultibodyDynamics(System):
                 raise InputError("PointMass.center", src.center_of_mass.tolist(),
                                  "must be the inertial origin for MultibodyDynamics")
             self.mu = float(src.mu)
+        self._bind_terms(world, src)
         self.work = []
         for t in world.tables_with(*JOINT_COLUMNS, *LINK_COLUMNS, *POSE_COLUMNS):
             E = t.entity_count
@@ -180,13 +201,21 @@ class MultibodyDynamics(System):
                                      f"needs one tree per sample whose first link is its only root, on a free joint "
                                      f"(table of {world.name_of(int(t.entities[0]))})")
             xp = array_module(t["joint_q"])
+            for term in self.terms:
+                for c in term.columns:
+                    if c not in t:
+                        raise InputError(f"Term {term.name}: column", c,
+                                         f"must be a column of every link table (table of "
+                                         f"{world.name_of(int(t.entities[0]))} lacks it: give its links the "
+                                         f"component, e.g. components.environment.Cannonball)")
             self.work.append(_Work(t, max(self.nstages, 2), xp))
+            self.work[-1].tt = self._fused.args(t, xp) if self._fused else no_terms_args()
         self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
         self._a0 = xp.zeros(6) if self.work else None
         self._bind_points(world)
         for w in self.work:                    # the poses (and points of interest) at t = 0
-            self._advance(world.backend, w, 0, 0.0)
-            self._points(world.backend, w)
+            self._advance(world.backend, w, 0, 0.0, 0.0)
+            self._points(world.backend, w, 0.0)
 
     def _bind_points(self, world) -> None:
         """Attach every point-of-interest table to the link table its ``poi_link`` refers to."""
@@ -204,28 +233,66 @@ class MultibodyDynamics(System):
                 w.ACC = array_module(w.y0).zeros((w.table.row_count, ACC_WIDTH))
             w.points.append(pt)
 
+    def _bind_terms(self, world, central) -> None:
+        """Fuse the world's row terms into the multibody kernels (module docstring: which ones)."""
+        self.terms, self._fused = (), None
+        self._k = {"advance_samples": advance_samples, "link_motion_samples": link_motion_samples}
+        terms = []
+        for s in world.schedule()[Phase.DERIVATIVE]:
+            term = s.term(world)
+            if term is None:
+                continue
+            if term.gravity and central is not None:
+                if isinstance(s, GravitySystem) and s._resolve(world) is central:
+                    continue                    # the central field, evaluated in the solve
+                raise InputError(f"{s.name} (a gravity term)", type(s._source).__name__ if isinstance(
+                    s, GravitySystem) else term.name, "would put a second gravity field on the links besides the "
+                    "world's PointMass resource: use one of them")
+            if term.gravity and self.gmode != 0:
+                raise InputError("MultibodyDynamics.gravity", self.gravity,
+                                 f"needs the world's PointMass resource as the links' only gravity (the "
+                                 f"{s.name} term is a field the differential split cannot take); use 'full'")
+            terms.append(term)
+        if not terms:
+            return
+        self.terms = tuple(terms)
+        roots = {**advance_samples.roots("advance_samples"), **link_motion_samples.roots("link_motion_samples"),
+                 "advance_sample": advance_sample.cpu, "link_motion_sample": link_motion_sample.cpu}
+        self._fused: FusedTerms = fuse_terms(self.terms, roots)
+        k = self._fused.kernels
+        self._k = {"advance_samples": RowDriver.linked(k, "advance_samples"), "advance_sample": k["advance_sample"],
+                   "link_motion_samples": RowDriver.linked(k, "link_motion_samples"),
+                   "link_motion_sample": k["link_motion_sample"]}
+
     @staticmethod
     def _model(t):
         return (t["link_parent"], t["joint_kind"], t["joint_axis"], t["joint_offset"], t["joint_rotation"],
-                t["joint_q"], t["joint_qd"], t["joint_locked"], t["link_mass"], t["link_com"], t["link_inertia"])
+                t["joint_q"], t["joint_qd"], t["joint_locked"], t["body_mass"], t["body_com"], t["body_inertia"])
 
-    def _advance(self, backend, w, steps, h) -> None:
+    def _advance(self, backend, w, steps, h, t0) -> None:
         t = w.table
         w.refresh_law()
-        launch_rows(backend, advance_samples, advance_sample, t.samples, w.E, steps, h, self._a, self._b, self.nstages,
+        launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples, w.E, steps, h,
+                    self._a, self._b, self.nstages,
                     t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
                     t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
                     w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
-                    t["link_com_position"])
+                    t["link_com_position"], t0, w.tt)
 
-    def _points(self, backend, w) -> None:
+    def _row(self, name):
+        """The row function ``name`` (a DualKernel without terms, the linked CPU copy with them)."""
+        return self._k[name] if self._fused else {"advance_sample": advance_sample,
+                                                  "link_motion_sample": link_motion_sample}[name]
+
+    def _points(self, backend, w, time) -> None:
         """The motion of the points of interest on ``w``'s links, at the current state."""
         if not w.points:
             return
         t = w.table
-        launch_rows(backend, link_motion_samples, link_motion_sample, t.samples, w.E, t["row_status"],
-                    *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode,
-                    self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC)
+        launch_rows(backend, self._k["link_motion_samples"], self._row("link_motion_sample"), t.samples, w.E,
+                    t["row_status"], *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"],
+                    self.mu, self.gmode, self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC, time,
+                    w.tt)
         for pt in w.points:
             launch_rows(backend, poi_rows, poi_row, pt.row_count, pt["poi_link"], pt["poi_offset"], w.Rw, w.ACC,
                         pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
@@ -233,8 +300,8 @@ class MultibodyDynamics(System):
 
     def process(self, frame) -> None:
         for w in self.work:
-            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps)
-            self._points(frame.backend, w)
+            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps, frame.t)
+            self._points(frame.backend, w, frame.t + frame.dt)
 
 
 # ------------------------------------------------------------------------------ joint commands

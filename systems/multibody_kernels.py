@@ -35,6 +35,7 @@ from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse, quat_to_dcm
 from ecs.kernels import cpu_parallel, dual
 from ecs.status import Status
+from ecs.terms import row_terms_none, terms_active_none
 from systems.gravity_kernels import gradient_torque
 
 _qdot = quat_derivative.cpu
@@ -43,6 +44,8 @@ _rot_inv = quat_rotate_inverse.cpu
 _q2d = quat_to_dcm.cpu
 _d2q = dcm_to_quat.cpu
 _gg_torque = gradient_torque.cpu
+_terms = row_terms_none            # the world's row terms: ecs.terms.fuse_terms links copies against them
+_terms_on = terms_active_none
 
 # scratch slots
 MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
@@ -787,7 +790,7 @@ system_com = dual(_system_com)
 _scom = system_com.cpu
 
 
-def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, fext):
+def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, tt):
     """fext[r] <- the link's external spatial force, body axes, about the link origin: the
     accumulated ``force`` (inertial, through the CoM) and ``torque`` (body, about the CoM), plus,
     when ``mu > 0``, the link's own point-mass gravity at its CoM and its gravity-gradient torque
@@ -802,7 +805,12 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     ``g(x_s + d) − g(x_s) = −μ [d/|x|³ − x_s δ (r_s² + r_s r + r²)/((r_s + r) r³ r_s³)]`` with
     ``δ = |x|² − r_s² = 2 x_s·d + d·d``. ``gmode`` 2 (linearised, seed 001 "Simplifying
     assumptions"): as 1 with the difference replaced by ``Γ(x_s) d``, ``Γ = μ/r_s³ (3 r̂ r̂ᵀ − E)``,
-    and each link's gradient torque taken from Γ(x_s) (``3μ/r_s⁵ x_b × (I_c x_b)`` at ``x = x_s``)."""
+    and each link's gradient torque taken from Γ(x_s) (``3μ/r_s⁵ x_b × (I_c x_b)`` at ``x = x_s``).
+
+    Then the world's row terms (:mod:`ecs.terms`: gravity sources, third bodies, drag, sunlight,
+    user forces) at the link's own CoM, velocity, attitude and rate (seed 001: "each body as if it
+    was independent"), at stage time ``time``; ``tt`` is their argument (columns of the link
+    table, resource arrays, parameters). They enter in full in every gravity mode."""
     # system CoM relative to the origin P (differential and linearised modes only)
     sx = 0.0
     sy = 0.0
@@ -824,6 +832,14 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
         c0, c1, c2 = com[r, 0], com[r, 1], com[r, 2]
         F0, F1, F2 = force[r, 0], force[r, 1], force[r, 2]
         t0, t1, t2 = torque[r, 0], torque[r, 1], torque[r, 2]
+        if _terms_on():
+            e0, e1, e2, e3, e4, e5 = _lterms(b, r, com, mass, Rw, pw, M, V, time, tt)
+            F0 += e0
+            F1 += e1
+            F2 += e2
+            t0 += e3
+            t1 += e4
+            t2 += e5
         # CoM offset d from the system CoM (differential) or from P (full), then the position x
         d0 = pw[r, 0] + Rw[r, 0, 0] * c0 + Rw[r, 0, 1] * c1 + Rw[r, 0, 2] * c2 - sx
         d1 = pw[r, 1] + Rw[r, 1, 0] * c0 + Rw[r, 1, 1] * c1 + Rw[r, 1, 2] * c2 - sy
@@ -874,11 +890,36 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
 
 
 link_forces = dual(_link_forces)
+
+
+def _link_terms(b, r, com, mass, Rw, pw, M, V, time, tt):
+    """The world's row terms on link row r: its CoM and CoM velocity (inertial), attitude (link →
+    inertial), body rate and mass in the term convention (:mod:`ecs.terms`); returns the force
+    (inertial) and the torque about the CoM (link axes)."""
+    c0, c1, c2 = com[r, 0], com[r, 1], com[r, 2]
+    w0, w1, w2 = V[r, VV, 0], V[r, VV, 1], V[r, VV, 2]
+    u0 = V[r, VV, 3] + w1 * c2 - w2 * c1                  # v_CoM = v_O + ω × c, link axes
+    u1 = V[r, VV, 4] + w2 * c0 - w0 * c2
+    u2 = V[r, VV, 5] + w0 * c1 - w1 * c0
+    x0 = _org(b, M, 0) + pw[r, 0] + Rw[r, 0, 0] * c0 + Rw[r, 0, 1] * c1 + Rw[r, 0, 2] * c2
+    x1 = _org(b, M, 1) + pw[r, 1] + Rw[r, 1, 0] * c0 + Rw[r, 1, 1] * c1 + Rw[r, 1, 2] * c2
+    x2 = _org(b, M, 2) + pw[r, 2] + Rw[r, 2, 0] * c0 + Rw[r, 2, 1] * c1 + Rw[r, 2, 2] * c2
+    v0 = Rw[r, 0, 0] * u0 + Rw[r, 0, 1] * u1 + Rw[r, 0, 2] * u2
+    v1 = Rw[r, 1, 0] * u0 + Rw[r, 1, 1] * u1 + Rw[r, 1, 2] * u2
+    v2 = Rw[r, 2, 0] * u0 + Rw[r, 2, 1] * u1 + Rw[r, 2, 2] * u2
+    q0, q1, q2, q3 = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
+                          Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
+    return _terms(r, time, x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2, mass[r], tt[0], tt[1])
+
+
+link_terms = dual(_link_terms, inline=False)
+_lterms = link_terms.cpu
 _lforces = link_forces.cpu
 
 
 # ------------------------------------------------------------------------------ state derivative and RK step
-def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage):
+def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
+                torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage, time, tt):
     """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
 
     Generalised forces: ``tau`` minus the regularised joint friction
@@ -888,7 +929,8 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     ``k_l > 0``); the per-row parameters are ``law[r, LAW_*]`` (:data:`LAW_COLUMNS`); external link forces from
     :func:`_link_forces`, with gravity ``gmode`` 0 (full), 1 (differential) or 2 (linearised); modes
     1 and 2 apply to a sample whose first link is an unlocked free root, full gravity otherwise (a
-    fixed base feels the uniform part). Locked joints: zero derivative (state frozen)."""
+    fixed base feels the uniform part); the world's row terms at stage time ``time``. Locked
+    joints: zero derivative (state frozen)."""
     for k in range(n):
         r = b + k
         for i in range(QD_SLOTS):
@@ -909,7 +951,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
-    _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, fext)
+    _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, tt)
     _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
     if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
@@ -1001,7 +1043,7 @@ _start = step_start.cpu
 
 
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-             law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
+             law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, tt):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
     zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
@@ -1009,10 +1051,14 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     summation of the state update (Kahan; N. J. Higham, *Accuracy and Stability of Numerical
     Algorithms*, SIAM, 2nd ed. 2002, §4.3), zero at the start and kept from step to step: they keep
     the round-off of 10⁵–10⁶ small increments to a large state (an orbit radius, a drifting
-    position) from accumulating."""
+    position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j A[st, j]`` (the row sums of A:
+    the tableau's nodes)."""
     ns = Q_SLOTS + QD_SLOTS
     _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
+        cst = 0.0
+        for j in range(st):
+            cst += A[st, j]
         if st > 0:
             for k in range(n):
                 r = b + k
@@ -1021,7 +1067,8 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
                     for j in range(st):
                         v += h * A[st, j] * K[r, j, i]
                     _put(r, i, v, q, qd)
-        _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st)
+        _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+               mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st, t0 + cst * h, tt)
     for k in range(n):
         r = b + k
         for i in range(ns):
@@ -1039,7 +1086,8 @@ rk_step = dual(_rk_step, inline=False)
 _rk_step_cpu = rk_step.cpu
 
 
-def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V):
+def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
+                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, tt):
     """One step of the Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration").
 
     The orbital DOFs of the root (position and velocity of a free first link, joint axes) take the
@@ -1051,7 +1099,8 @@ def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locke
     uses ``ẍ_prev = ẍ``: a second-order Taylor start). ``K`` needs 2 stage slots; ``y0`` keeps the
     state before the step; locked joints are frozen with zero rate."""
     _start(b, n, locked, q, qd, y0)
-    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
+    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu,
+           gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, t0, tt)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
         for i in range(3):
@@ -1092,13 +1141,13 @@ _kn_step = kuo_nguyen_step.cpu
 
 
 def _link_motion(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-                 mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC):
+                 mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt):
     """Per link row r of one sample, inertial axes: ``ACC[r]`` = (classical acceleration of the link
     origin (3), angular acceleration (3), angular velocity (3), origin velocity (3), the system's
     gravity g(x_s) at its CoM x_s (3), origin position (3)), from one evaluation of the dynamics
     at the current state (``K[:, 0]`` is overwritten). For points of interest."""
     _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-           mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0)
+           mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, time, tt)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
     sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
     xs0 = _org(b, M, 0) + sx
@@ -1139,13 +1188,13 @@ _lmotion = link_motion.cpu
 
 
 def _link_motion_sample(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC):
+                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt):
     """:func:`_link_motion` of sample s unless it FAILED (then its outputs keep their last values)."""
     b = s * E
     if status[b] == FAILED_CODE:
         return
     _lmotion(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-             mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC)
+             mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt)
 
 
 link_motion_sample = dual(_link_motion_sample, inline=False)
@@ -1154,11 +1203,11 @@ _lmotion_s = link_motion_sample.cpu
 
 @cpu_parallel
 def link_motion_samples(ns, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC):
+                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt):
     """CPU driver of :data:`link_motion_sample` over ``ns`` samples of ``E`` links."""
     for s in prange(ns):
         _lmotion_s(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law,
-                   force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC)
+                   force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt)
 
 
 def _poi_row(i, link, offset, Rw, ACC, position, velocity, acceleration, nongrav):
@@ -1242,22 +1291,24 @@ _finite = sample_finite.cpu
 
 def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                     rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
-                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
+                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, tt):
     """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
     (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
-    state of its last good step."""
+    state of its last good step. The first step starts at time ``t0``."""
     b = s * E
     if status[b] != 0:
         return
     j = 0
     while j < steps:                  # a while loop, not for/break (ecs/kernels.py: numba pitfall)
+        tj = t0 + j * h
         j += 1
         if nstages == 0:
-            _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V)
+            _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
+                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, tj, tt)
         else:
             _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
                          inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
-                         Rw, pw, M, V)
+                         Rw, pw, M, V, tj, tt)
         if not _finite(b, E, q, qd):
             j = steps
             for k in range(E):
@@ -1278,9 +1329,9 @@ _advance = advance_sample.cpu
 @cpu_parallel
 def advance_samples(ns, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                     rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
-                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position):
+                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, tt):
     """CPU driver of :data:`advance_sample` over ``ns`` samples of ``E`` links (one thread per sample)."""
     for s in prange(ns):
         _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                  rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
-                 a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position)
+                 a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, tt)

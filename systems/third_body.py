@@ -12,6 +12,11 @@ For each row with mass, at every integrator stage, with t the row's stage time (
 3. ``m a`` added to ``body_force`` and ``c × (m a_B)`` to ``body_torque`` through the row kernel
    every weight uses (:data:`systems.gravity.add_weight`).
 
+As a row term (:meth:`ThirdBodyGravity.term`, :func:`third_body_term`: the multibody links feel it
+at their own CoM) the same two kernels run at the stage time the pipeline passes; a time outside
+the ephemeris window returns a NaN force there, so the row fails loudly (``nonfinite_state``)
+instead of extrapolating a Chebyshev record.
+
 The simulation's inertial frame must be Earth-centred with ICRF axes (GCRF) and its time TDB
 seconds since the ephemeris epoch. A run longer than the ephemeris window is refused at the frame
 that would leave it.
@@ -27,10 +32,11 @@ from numba import prange
 from components.ephemeris import EARTH_MOON, MOON, SUN, Ephemeris
 from ecs import InputError, Phase, System
 from ecs.attitude import quat_rotate
-from ecs.kernels import cpu_parallel, dual, launch_rows, to_backend
+from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
+from ecs.terms import Term
 from systems.gravity import add_weight
 
-__all__ = ["ThirdBodyGravity", "moon_and_sun", "third_body_acceleration"]
+__all__ = ["ThirdBodyGravity", "moon_and_sun", "third_body_acceleration", "third_body_term"]
 
 _rot = quat_rotate.cpu
 _weight = add_weight.cpu
@@ -100,13 +106,10 @@ third_body_acceleration = dual(_third_body_acceleration)
 _tba = third_body_acceleration.cpu
 
 
-def _add_third_bodies(i, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus):
-    """Add the Moon's (``mus[0]``) and the Sun's (``mus[1]``) pull on row i (0: left out)."""
-    if status[i] != 0:
-        return
-    cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
-    x, y, z = pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
-    p = _moon_sun(coef, start, length, emrat, time[i])
+def _third_bodies_at(x, y, z, t, coef, start, length, emrat, mus):
+    """The Moon's (``mus[0]``) and the Sun's (``mus[1]``; 0: left out) eq 3.37 acceleration at
+    (x, y, z) [m] and time t [s]."""
+    p = _moon_sun(coef, start, length, emrat, t)
     ax = 0.0
     ay = 0.0
     az = 0.0
@@ -116,6 +119,19 @@ def _add_third_bodies(i, status, pos, att, mass, com, force, torque, time, coef,
             ax += a[0]
             ay += a[1]
             az += a[2]
+    return ax, ay, az
+
+
+third_bodies_at = dual(_third_bodies_at)
+_tb_at = third_bodies_at.cpu
+
+
+def _add_third_bodies(i, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus):
+    """Add the Moon's and the Sun's pull on row i (:func:`_third_bodies_at`)."""
+    if status[i] != 0:
+        return
+    cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
+    ax, ay, az = _tb_at(pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz, time[i], coef, start, length, emrat, mus)
     _weight(i, status, ax, ay, az, mass, com, att, force, torque)
 
 
@@ -127,6 +143,17 @@ _add_tb = add_third_bodies.cpu
 def add_third_bodies_rows(n, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus):
     for i in prange(n):
         _add_tb(i, status, pos, att, mass, com, force, torque, time, coef, start, length, emrat, mus)
+
+
+@cpu_jit
+def third_body_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, coef, start, length, mus, emrat,
+                    span):
+    """Row term (:mod:`ecs.terms`) of the Moon's (``mus[0]``) and the Sun's (``mus[1]``) pull at the
+    CoM (x, y, z) [m], Earth-centred inertial frame, stage time t [s]; NaN outside ``[0, span]``."""
+    if not (0.0 <= t <= span * (1.0 + 1e-12)):
+        return math.nan, math.nan, math.nan, 0.0, 0.0, 0.0
+    ax, ay, az = _tb_at(x, y, z, t, coef, start, length, emrat, mus)
+    return mass * ax, mass * ay, mass * az, 0.0, 0.0, 0.0
 
 
 COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque", "row_time")
@@ -171,11 +198,22 @@ class ThirdBodyGravity(System):
         self._ephemeris = ephemeris
         self.bodies = bodies
 
+    def _mus(self, eph: Ephemeris) -> np.ndarray:
+        return np.array([eph.mu_moon if "moon" in self.bodies else 0.0, eph.mu_sun if "sun" in self.bodies else 0.0])
+
     def bind(self, world) -> None:
         eph = self.ephemeris = world_ephemeris(world, self._ephemeris, "ThirdBodyGravity")
-        mus = np.array([eph.mu_moon if "moon" in self.bodies else 0.0, eph.mu_sun if "sun" in self.bodies else 0.0])
-        self._args = to_backend(world.backend, (eph.coef, eph.record_start, eph.record_length, eph.emrat, mus))
+        self._args = to_backend(world.backend, (eph.coef, eph.record_start, eph.record_length, eph.emrat,
+                                                self._mus(eph)))
         self.tables = world.tables_with(*COLUMNS)
+
+    def term(self, world) -> Term:
+        """The same pull as a row term, for pipelines that step rows on their own (multibody links)."""
+        eph = world_ephemeris(world, self._ephemeris, "ThirdBodyGravity")
+        return Term("third_body", third_body_term, inertial=True,
+                    arrays={"coef": eph.coef, "start": eph.record_start, "length": eph.record_length,
+                            "mus": self._mus(eph)},
+                    params={"emrat": float(eph.emrat), "span": float(eph.span)})
 
     def process(self, frame) -> None:
         check_window(self.ephemeris, frame)

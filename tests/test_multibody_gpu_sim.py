@@ -21,6 +21,7 @@ SCRIPT = textwrap.dedent(
     from numba import cuda
     from components.multibody import tree_spec
     from ecs.stepping import TABLEAUX
+    from ecs.terms import no_terms_args
     from systems.multibody_kernels import STATE, aba, new_scratch, rk_step, rnea
 
     rng = np.random.default_rng(3)
@@ -77,17 +78,17 @@ SCRIPT = textwrap.dedent(
     gs = rk_step.gpu
     @cuda.jit
     def k_step(ns, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
-               tw, fx, qdd, Rw, pw, M, V):
+               tw, fx, qdd, Rw, pw, M, V, t0, tt):
         s = cuda.grid(1)
         if s < ns:
             gs(s * E, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
-               tw, fx, qdd, Rw, pw, M, V)
+               tw, fx, qdd, Rw, pw, M, V, t0, tt)
     res = []
     for mode in ("cpu", "gpu"):
         st = [a.copy() for a in model]
         extra = (cat("law"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0,
                  np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)), np.zeros((n, 6)),
-                 np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n)
+                 np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n) + (0.0, no_terms_args())
         if mode == "cpu":
             for s in range(S):
                 rk_step.cpu(s * E, E, 1.0, tab.a, tab.b, 4, *st, tau, *extra)

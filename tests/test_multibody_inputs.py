@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from components.multibody import Joint, Link, LinkWrench, spawn_tree, tree_spec
+from components.rigid import MassProps
 from ecs import World
 from ecs.errors import InputError
 
@@ -63,14 +64,15 @@ def test_good_tree_is_normalised():
     (lambda: Joint(kind=7), "joint_kind", "joint kind code"),
     (lambda: Joint(kind=1, axis=[0.0, 0.0, 2.0]), "joint_axis", "unit vector"),
     (lambda: Joint(rotation=[0.5, 0.0, 0.0, 0.0]), "joint_rotation", "unit quaternion"),
-    (lambda: Link(mass=0.0), "link_mass", "> 0"),
-    (lambda: Link(inertia=np.diag([1.0, 1.0, 3.0])), "link_inertia", "I3 <= I1 + I2"),
+    (lambda: MassProps(mass=0.0), "body_mass", "> 0"),
+    (lambda: MassProps(inertia=np.diag([1.0, 1.0, 3.0])), "body_inertia", "I3 <= I1 + I2"),
 ])
 def test_columns_are_checked_at_compile(comp, column, rule):
     """Components built by hand (not through tree_spec) meet the same rules when packed."""
     w = World("mb")
     c = comp()
-    parts = {Joint: Joint(kind=4, q=[0, 0, 0, 1, 0, 0, 0]), Link: Link(), LinkWrench: LinkWrench()}
+    parts = {Joint: Joint(kind=4, q=[0, 0, 0, 1, 0, 0, 0]), Link: Link(), MassProps: MassProps(),
+             LinkWrench: LinkWrench()}
     parts[type(c)] = c
     w.spawn(*parts.values(), name="arm")
     with pytest.raises(InputError) as e:
@@ -97,8 +99,8 @@ def test_hand_built_or_dispersed_joint_states_are_checked():
     from systems.multibody import MultibodyDynamics
 
     w = World("mb")
-    w.spawn(Link(), LinkWrench(), *tree_spec(parents=[-1], kinds=["spherical"], mass=[1.0],
-                                             inertia=[[1.0, 1.0, 1.0]]).components(0)[2:], name="ball")
+    w.spawn(Link(), MassProps(), LinkWrench(), *tree_spec(parents=[-1], kinds=["spherical"], mass=[1.0],
+                                                          inertia=[[1.0, 1.0, 1.0]]).components(0)[3:], name="ball")
     sysm = w.add_system(MultibodyDynamics())
     e = w.entity("ball")
     good = np.array([[1.0, 0, 0, 0, 0, 0, 0], [0.6, 0.8, 0, 0, 0, 0, 0]])

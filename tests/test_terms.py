@@ -137,6 +137,22 @@ def test_a_derivative_system_without_a_term_is_refused_by_name():
         _world(LaunchOnlyDrag())
 
 
+def test_deployment_refuses_orbital_environment_terms():
+    """The environment systems' terms assume an Earth-centred inertial frame and a gravity field
+    the deployment does not evaluate: each is refused by name, not applied in the target frame."""
+    from components.environment import ExponentialAtmosphere
+    from components.gravity import PointMass
+    from ecs.errors import InputError
+    from systems.drag import AtmosphericDrag
+    from systems.gravity_fields import GravitySystem
+
+    with pytest.raises(InputError, match=r"Term gravity = 'gravity_term': cannot take part in the deployment: "
+                                         r"it is a gravity field"):
+        _world(GravitySystem(PointMass(mu=1.0)))
+    with pytest.raises(InputError, match=r"Term drag = 'drag_term': .* Earth-centred inertial"):
+        _world(AtmosphericDrag(ExponentialAtmosphere()))
+
+
 def test_a_derivative_system_no_pipeline_calls_is_refused():
     w = tumble.World("lonely")
     w.add_system(CancelGravity())
