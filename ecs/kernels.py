@@ -118,6 +118,35 @@ class RowDriver:
         return d
 
 
+class SampleDriver:
+    """CPU driver of a heavy row function (one tree sample: thousands of flops per step) over ``n``
+    rows: one contiguous block of rows per numba thread, each run by ``kernel(start, stop, *args)``
+    — a serial loop compiled ``nogil`` — in its own Python thread, the calling thread taking the
+    first block. Unlike a ``prange`` build it accepts tuple arguments (a row term's columns and
+    arrays; numba's parfors pass tuples to its gufunc as scalars and refuse them), and unlike
+    :class:`RowDriver` it goes parallel from two rows on. Results are those of the serial loop:
+    each row is computed by one thread either way.
+    """
+
+    def __init__(self, kernel: Callable):
+        self.kernel = kernel
+        self._pool = None
+
+    def __call__(self, n, *args):
+        k = min(numba.get_num_threads(), int(n))
+        if k <= 1:
+            return self.kernel(0, n, *args)
+        if self._pool is None or self._pool._max_workers < k - 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(k - 1, thread_name_prefix="tumble-samples")
+        bounds = [n * j // k for j in range(k + 1)]
+        futures = [self._pool.submit(self.kernel, bounds[j], bounds[j + 1], *args) for j in range(1, k)]
+        self.kernel(bounds[0], bounds[1], *args)
+        for f in futures:
+            f.result()
+
+
 class PointsDriver(RowDriver):
     """A :class:`RowDriver` whose size is its first argument's leading axis: ``driver(points, ...)``.
 

@@ -63,7 +63,7 @@ from ecs.terms import FusedTerms, fuse_terms, no_terms_args
 from components.loads import LoadSeries
 from components.multibody import FREE, QD_SLOTS, joint_state_error
 from ecs import InputError, Phase, System
-from ecs.kernels import RowDriver, array_module, cpu_parallel, dual, launch_rows, to_host
+from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
 from systems.gravity_fields import GravitySystem
@@ -256,12 +256,12 @@ class MultibodyDynamics(System):
         if not terms:
             return
         self.terms = tuple(terms)
-        roots = {**advance_samples.roots("advance_samples"), **link_motion_samples.roots("link_motion_samples"),
+        roots = {"advance_range": advance_samples.kernel, "link_motion_range": link_motion_samples.kernel,
                  "advance_sample": advance_sample.cpu, "link_motion_sample": link_motion_sample.cpu}
         self._fused: FusedTerms = fuse_terms(self.terms, roots)
         k = self._fused.kernels
-        self._k = {"advance_samples": RowDriver.linked(k, "advance_samples"), "advance_sample": k["advance_sample"],
-                   "link_motion_samples": RowDriver.linked(k, "link_motion_samples"),
+        self._k = {"advance_samples": SampleDriver(k["advance_range"]), "advance_sample": k["advance_sample"],
+                   "link_motion_samples": SampleDriver(k["link_motion_range"]),
                    "link_motion_sample": k["link_motion_sample"]}
 
     @staticmethod
@@ -272,8 +272,8 @@ class MultibodyDynamics(System):
     def _advance(self, backend, w, steps, h, t0) -> None:
         t = w.table
         w.refresh_law()
-        launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples, w.E, steps, h,
-                    self._a, self._b, self.nstages,
+        launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples,
+                    w.E, steps, h, self._a, self._b, self.nstages,
                     t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
                     t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
                     w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
@@ -289,7 +289,8 @@ class MultibodyDynamics(System):
         if not w.points:
             return
         t = w.table
-        launch_rows(backend, self._k["link_motion_samples"], self._row("link_motion_sample"), t.samples, w.E,
+        launch_rows(backend, self._k["link_motion_samples"], self._row("link_motion_sample"),
+                    t.samples, w.E,
                     t["row_status"], *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"],
                     self.mu, self.gmode, self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC, time,
                     w.tt)
