@@ -5,9 +5,17 @@
   above a sphere of radius R; default table: D. A. Vallado, *Fundamentals of Astrodynamics and
   Applications*, 4th ed., Microcosm Press 2013, Table 8-4 (0–1000 km; the top band extends above).
   The atmosphere turns with the Earth (rate ω about the inertial z axis).
+* :class:`MsisAtmosphere` — the NRLMSIS 2.1 empirical atmosphere (J. T. Emmert et al., "NRLMSIS
+  2.0: a whole-atmosphere empirical model of temperature and neutral species densities", Earth and
+  Space Science 8, 2021; 2.1 adds NO), evaluated through the ``pymsis`` package (the ``orbit``
+  extra; its compiled model and parameter file install with it, nothing is downloaded) by
+  :class:`systems.drag.MsisDensity`, with the solar and geomagnetic indices passed in: F10.7 of the
+  previous day, its 81-day centred mean, the daily Ap. The Earth-fixed frame turns about the
+  inertial z axis at ω from the Earth rotation angle at the epoch (:func:`earth_rotation_angle`).
 * :class:`Cannonball` (component, ``body_*`` columns) — a body seen as a sphere: its cross-section
   A, drag coefficient C_D and radiation-pressure coefficient C_R, used by
-  :class:`systems.drag.AtmosphericDrag` and :class:`systems.solar_pressure.SolarRadiationPressure`.
+  :class:`systems.drag.AtmosphericDrag` and :class:`systems.solar_pressure.SolarRadiationPressure`,
+  and the density at its CoM when an MsisAtmosphere supplies it.
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ import numpy as np
 from ecs import InputError, column, component
 from ecs.rules import nonnegative
 
-__all__ = ["Cannonball", "ExponentialAtmosphere", "VALLADO_2013_TABLE_8_4"]
+__all__ = ["Cannonball", "ExponentialAtmosphere", "MsisAtmosphere", "VALLADO_2013_TABLE_8_4", "earth_rotation_angle"]
+
+#: The Earth's rotation rate [rad/s] (IERS Conventions 2010, the nominal value).
+EARTH_ROTATION = 7.292115e-5
 
 #: (base altitude [km], base density [kg/m³], scale height [km]): Vallado (2013) Table 8-4.
 VALLADO_2013_TABLE_8_4 = (
@@ -70,6 +81,47 @@ class ExponentialAtmosphere:
         return self.base_density[i] * np.exp(-(h - self.base_altitude[i]) / self.scale_height[i])
 
 
+def earth_rotation_angle(jd_ut1: float) -> float:
+    """The Earth rotation angle θ [rad, in [0, 2π)] at the UT1 Julian date ``jd_ut1``: IERS Conventions
+    (2010), eq 5.15, ``θ = 2π (0.7790572732640 + 1.00273781191135448 (JD − 2451545.0))`` (the angle
+    of the Earth-fixed x axis from the celestial one about z; precession-nutation left out)."""
+    tu = float(jd_ut1) - 2451545.0
+    f = (0.7790572732640 + 0.00273781191135448 * tu + (tu % 1.0)) % 1.0      # the day fraction kept exact
+    return 2.0 * math.pi * f
+
+
+class MsisAtmosphere:
+    """Resource: NRLMSIS 2.1 with fixed indices (module docstring).
+
+    Args:
+        epoch: UTC of simulation time 0 (``numpy.datetime64`` or an ISO string).
+        f107: F10.7 solar flux of the previous day [sfu]; f107a: its 81-day centred mean [sfu].
+        ap: the daily geomagnetic Ap index.
+        rotation: ω [rad/s] of the Earth-fixed frame about the inertial z axis.
+        angle0: the Earth rotation angle [rad] at the epoch (default: :func:`earth_rotation_angle`
+            of the epoch, UT1 taken as UTC).
+    """
+
+    def __init__(self, epoch, *, f107: float = 150.0, f107a: float = 150.0, ap: float = 4.0,
+                 rotation: float = EARTH_ROTATION, angle0: float | None = None):
+        try:
+            self.epoch = np.datetime64(epoch, "ns")
+        except (TypeError, ValueError):
+            raise InputError("MsisAtmosphere.epoch", epoch, "must be a UTC date (numpy.datetime64 or ISO string)") from None
+        if np.isnat(self.epoch):
+            raise InputError("MsisAtmosphere.epoch", epoch, "must be a UTC date, not NaT")
+        for name, v, lo, hi in (("f107", f107, 50.0, 400.0), ("f107a", f107a, 50.0, 400.0), ("ap", ap, 0.0, 400.0)):
+            if not (math.isfinite(v) and lo <= v <= hi):
+                raise InputError(f"MsisAtmosphere.{name}", v, f"must be a finite index in [{lo:g}, {hi:g}]")
+        if not math.isfinite(rotation):
+            raise InputError("MsisAtmosphere.rotation", rotation, "must be finite [rad/s]")
+        jd = 2440587.5 + (self.epoch - np.datetime64("1970-01-01", "ns")) / np.timedelta64(86400, "s")
+        self.angle0 = earth_rotation_angle(jd) if angle0 is None else float(angle0)
+        if not math.isfinite(self.angle0):
+            raise InputError("MsisAtmosphere.angle0", angle0, "must be finite [rad]")
+        self.f107, self.f107a, self.ap, self.rotation = float(f107), float(f107a), float(ap), float(rotation)
+
+
 @component("body")
 class Cannonball:
     """A body's cross-section and force coefficients for drag and solar radiation pressure."""
@@ -79,3 +131,6 @@ class Cannonball:
     drag_coefficient: float = column("1", default=2.2, doc="C_D", check=nonnegative())
     reflectivity: float = column("1", default=1.3, doc="radiation-pressure coefficient C_R (1 absorbing, 2 mirror)",
                                  check=nonnegative())
+    density: float = column("kg/m^3", default=0.0,
+                            doc="output: atmospheric density at the CoM, written at every frame start by "
+                                "systems.drag.MsisDensity (NRLMSIS); unused by the exponential atmosphere")

@@ -1,14 +1,23 @@
-"""Atmospheric drag on cannonball bodies (DERIVATIVE phase).
+"""Atmospheric drag on cannonball bodies (DERIVATIVE phase), and the NRLMSIS density (SCHEDULED).
 
 For each row with mass, at every integrator stage:
 
-    a = −½ ρ(h) (C_D A / m) |v_r| v_r,     v_r = v_CoM − ω ẑ × r_CoM
+    a = −½ ρ (C_D A / m) |v_r| v_r,     v_r = v_CoM − ω ẑ × r_CoM
 
 (Montenbruck & Gill, *Satellite Orbits*, 2000, eqs 3.97 and 3.99: the atmosphere turns with the
-Earth), with ρ the :class:`components.environment.ExponentialAtmosphere` at the CoM's altitude
-``|r| − R`` and A, C_D the body's :class:`components.environment.Cannonball` columns. The force
-``m a`` acts at the CoM (``c × m a_B`` about the reference point) through the row kernel every
-weight uses (:data:`systems.gravity.add_weight`). Inertial frame: Earth-centred, z along the
+Earth), with A, C_D the body's :class:`components.environment.Cannonball` columns and ρ either
+
+* the :class:`components.environment.ExponentialAtmosphere` at the CoM's altitude ``|r| − R``,
+  evaluated at every stage, or
+* with a :class:`components.environment.MsisAtmosphere`, the row's ``body_density`` column:
+  :class:`MsisDensity` evaluates NRLMSIS 2.1 (``pymsis``) at every row's CoM at the start of each
+  frame and the drag holds it over the frame's stages (seed 001's reduced environment update rate,
+  applied to the atmosphere: a compiled Fortran model called from Python once per frame, not per
+  stage). The CoM goes to the model as geodetic latitude, longitude and height on the WGS 84
+  ellipsoid in the Earth-fixed frame turned by ``angle0 + ω t`` about z (:func:`geodetic`).
+
+The force ``m a`` acts at the CoM (``c × m a_B`` about the reference point) through the row kernel
+every weight uses (:data:`systems.gravity.add_weight`). Inertial frame: Earth-centred, z along the
 Earth's rotation axis.
 """
 
@@ -16,16 +25,20 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import prange
 
-from components.environment import ExponentialAtmosphere
+from components.environment import ExponentialAtmosphere, MsisAtmosphere
 from ecs import InputError, Phase, System
 from ecs.attitude import cross, quat_rotate
-from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
+from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.terms import Term
 from systems.gravity import add_weight
 
-__all__ = ["AtmosphericDrag", "density_at", "drag_term"]
+__all__ = ["AtmosphericDrag", "MsisDensity", "density_at", "drag_term", "geodetic"]
+
+#: WGS 84 semi-major axis [m] and flattening (NIMA TR8350.2, 2000).
+WGS84_A, WGS84_F = 6378137.0, 1.0 / 298.257223563
 
 _rot = quat_rotate.cpu
 _cross = cross.cpu
@@ -44,13 +57,15 @@ density_at = dual(_density_at)
 _rho = density_at.cpu
 
 
-def _drag_acceleration(x, y, z, vx, vy, vz, area, cd, mass, base, rho0, scale, radius, spin):
-    """−½ ρ(h) (C_D A / m) |v_r| v_r [m/s²] at CoM (x, y, z) moving at (vx, vy, vz), inertial."""
+def _drag_acceleration(x, y, z, vx, vy, vz, area, cd, mass, rho, base, rho0, scale, radius, spin, msis):
+    """−½ ρ (C_D A / m) |v_r| v_r [m/s²] at CoM (x, y, z) moving at (vx, vy, vz), inertial; ρ is the
+    given ``rho`` (an MSIS row density) when ``msis``, else the exponential table's at |r| − R."""
     ux = vx + spin * y                                          # v − ω_E ẑ × r
     uy = vy - spin * x
     uz = vz
-    h = math.sqrt(x * x + y * y + z * z) - radius
-    k = -0.5 * _rho(h, base, rho0, scale) * cd * area / mass * math.sqrt(ux * ux + uy * uy + uz * uz)
+    if not msis:
+        rho = _rho(math.sqrt(x * x + y * y + z * z) - radius, base, rho0, scale)
+    k = -0.5 * rho * cd * area / mass * math.sqrt(ux * ux + uy * uy + uz * uz)
     return k * ux, k * uy, k * uz
 
 
@@ -58,7 +73,8 @@ drag_acceleration = dual(_drag_acceleration)
 _drag_acc = drag_acceleration.cpu
 
 
-def _add_drag(i, status, pos, vel, att, omega, mass, com, area, cd, force, torque, base, rho0, scale, radius, spin):
+def _add_drag(i, status, pos, vel, att, omega, mass, com, area, cd, dens, force, torque, base, rho0, scale, radius,
+              spin, msis):
     if status[i] != 0 or area[i] == 0.0:
         return
     q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
@@ -66,17 +82,18 @@ def _add_drag(i, status, pos, vel, att, omega, mass, com, area, cd, force, torqu
     wx, wy, wz = _cross(omega[i, 0], omega[i, 1], omega[i, 2], com[i, 0], com[i, 1], com[i, 2])
     ux, uy, uz = _rot(q0, q1, q2, q3, wx, wy, wz)             # ω × c, inertial
     ax, ay, az = _drag_acc(pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz, vel[i, 0] + ux, vel[i, 1] + uy,
-                           vel[i, 2] + uz, area[i], cd[i], mass[i], base, rho0, scale, radius, spin)
+                           vel[i, 2] + uz, area[i], cd[i], mass[i], dens[i], base, rho0, scale, radius, spin, msis)
     _weight(i, status, ax, ay, az, mass, com, att, force, torque)
 
 
 @cpu_jit
-def drag_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, area, cd, base, rho0, scale, radius,
-              spin):
+def drag_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, area, cd, dens, base, rho0, scale,
+              radius, spin, msis):
     """Row term (:mod:`ecs.terms`) of the drag on row i's cannonball at its CoM (inertial frame)."""
     if area[i] == 0.0:
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    ax, ay, az = _drag_acc(x, y, z, vx, vy, vz, area[i], cd[i], mass, base, rho0, scale, radius, spin)
+    ax, ay, az = _drag_acc(x, y, z, vx, vy, vz, area[i], cd[i], mass, dens[i], base, rho0, scale, radius, spin,
+                           msis != 0.0)
     return mass * ax, mass * ay, mass * az, 0.0, 0.0, 0.0
 
 
@@ -85,30 +102,41 @@ _drag = add_drag.cpu
 
 
 @cpu_parallel
-def add_drag_rows(n, status, pos, vel, att, omega, mass, com, area, cd, force, torque, base, rho0, scale, radius, spin):
+def add_drag_rows(n, status, pos, vel, att, omega, mass, com, area, cd, dens, force, torque, base, rho0, scale, radius,
+                  spin, msis):
     for i in prange(n):
-        _drag(i, status, pos, vel, att, omega, mass, com, area, cd, force, torque, base, rho0, scale, radius, spin)
+        _drag(i, status, pos, vel, att, omega, mass, com, area, cd, dens, force, torque, base, rho0, scale, radius,
+              spin, msis)
 
 
 COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "body_mass", "body_com", "body_area",
-           "body_drag_coefficient", "body_force", "body_torque")
+           "body_drag_coefficient", "body_density", "body_force", "body_torque")
 
 
 class AtmosphericDrag(System):
-    """Drag of the world's :class:`ExponentialAtmosphere` (or the one given) on every cannonball body."""
+    """Drag of the world's atmosphere (or the one given: an :class:`ExponentialAtmosphere` or an
+    :class:`MsisAtmosphere`, which needs :class:`MsisDensity` in the world) on every cannonball body."""
 
     phase = Phase.DERIVATIVE
-    reads = COLUMNS[:8]
+    reads = COLUMNS[:9]
     accumulates = ("body_force", "body_torque")
 
-    def __init__(self, atmosphere: ExponentialAtmosphere | None = None):
-        if atmosphere is not None and not isinstance(atmosphere, ExponentialAtmosphere):
+    def __init__(self, atmosphere: ExponentialAtmosphere | MsisAtmosphere | None = None):
+        if atmosphere is not None and not isinstance(atmosphere, (ExponentialAtmosphere, MsisAtmosphere)):
             raise InputError("AtmosphericDrag.atmosphere", type(atmosphere).__name__,
-                             "must be a components.environment.ExponentialAtmosphere")
+                             "must be a components.environment.ExponentialAtmosphere or MsisAtmosphere")
         self._atmosphere = atmosphere
 
-    def _resolve(self, world) -> ExponentialAtmosphere:
-        return self._atmosphere or world.resource(ExponentialAtmosphere, None) or ExponentialAtmosphere()
+    def _resolve(self, world):
+        return (self._atmosphere or world.resource(MsisAtmosphere, None) or world.resource(ExponentialAtmosphere, None)
+                or ExponentialAtmosphere())
+
+    def _args(self, atm) -> tuple:
+        """(base, rho0, scale, radius, spin, msis) of the kernels."""
+        if isinstance(atm, MsisAtmosphere):
+            z = np.zeros(1)
+            return z, z + 1.0, z + 1.0, 0.0, atm.rotation, True
+        return atm.base_altitude, atm.base_density, atm.scale_height, atm.radius, atm.rotation, False
 
     def bind(self, world) -> None:
         atm = self.atmosphere = self._resolve(world)
@@ -117,18 +145,98 @@ class AtmosphericDrag(System):
             raise InputError("AtmosphericDrag: bodies", None,
                              "no body has the Cannonball component (area, drag_coefficient): spawn bodies with "
                              "components.environment.Cannonball(area=...)")
-        self._args = to_backend(world.backend, (atm.base_altitude, atm.base_density, atm.scale_height, atm.radius,
-                                                atm.rotation))
+        if isinstance(atm, MsisAtmosphere) and not any(isinstance(s, MsisDensity) for s in world.systems):
+            raise InputError("AtmosphericDrag.atmosphere", "MsisAtmosphere",
+                             "needs systems.drag.MsisDensity in the world (it writes body_density every frame)")
+        self._k = to_backend(world.backend, self._args(atm))
 
     def process(self, frame) -> None:
         for t in self.tables:
             launch_rows(frame.backend, add_drag_rows, add_drag, t.row_count, t["row_status"], t["body_position"],
                         t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_mass"], t["body_com"],
-                        t["body_area"], t["body_drag_coefficient"], t["body_force"], t["body_torque"], *self._args)
+                        t["body_area"], t["body_drag_coefficient"], t["body_density"], t["body_force"],
+                        t["body_torque"], *self._k)
 
     def term(self, world) -> Term:
         """The same drag as a row term (multibody links: each link's own cannonball and velocity)."""
-        atm = self._resolve(world)
-        return Term("drag", drag_term, columns=("body_area", "body_drag_coefficient"), inertial=True,
-                    arrays={"base": atm.base_altitude, "rho0": atm.base_density, "scale": atm.scale_height},
-                    params={"radius": float(atm.radius), "spin": float(atm.rotation)})
+        base, rho0, scale, radius, spin, msis = self._args(self._resolve(world))
+        return Term("drag", drag_term, columns=("body_area", "body_drag_coefficient", "body_density"), inertial=True,
+                    arrays={"base": base, "rho0": rho0, "scale": scale},
+                    params={"radius": float(radius), "spin": float(spin), "msis": float(msis)})
+
+
+# ------------------------------------------------------------------------------ NRLMSIS density
+def geodetic(x, y, z, *, a: float = WGS84_A, f: float = WGS84_F, iterations: int = 6):
+    """Geodetic latitude [rad], longitude [rad] and height [m] on the ellipsoid (a, f) of Earth-fixed
+    positions (arrays [m]), by fixed-point iteration on the latitude (Bowring's start; six passes
+    reach 1e-12 rad from the ground to GEO)."""
+    x, y, z = (np.asarray(v, dtype=np.float64) for v in (x, y, z))
+    e2 = f * (2.0 - f)
+    p = np.hypot(x, y)
+    lat = np.arctan2(z, p * (1.0 - e2))
+    for _ in range(iterations):
+        s = np.sin(lat)
+        n = a / np.sqrt(1.0 - e2 * s * s)
+        h = np.where(np.abs(lat) < 1.0, p / np.cos(lat) - n, z / np.where(s == 0.0, 1.0, s) - n * (1.0 - e2))
+        lat = np.arctan2(z, p * (1.0 - e2 * n / (n + h)))
+    s = np.sin(lat)
+    n = a / np.sqrt(1.0 - e2 * s * s)
+    h = np.where(np.abs(lat) < 1.0, p / np.cos(lat) - n, z / np.where(s == 0.0, 1.0, s) - n * (1.0 - e2))
+    return lat, np.arctan2(y, x), h
+
+
+class MsisDensity(System):
+    """Write NRLMSIS 2.1's total mass density at every cannonball row's CoM into ``body_density``,
+    at bind time and after every frame (so each frame's drag holds the density of its start): rigid
+    bodies (CoM from ``body_position``, ``body_attitude``, ``body_com``) and multibody links (their
+    ``link_com_position``). Needs ``pymsis`` (``pip install 'tumble[orbit]'``)."""
+
+    phase = Phase.SCHEDULED
+    reads = ("body_position", "body_attitude", "body_com", "link_com_position")
+    writes = ("body_density",)
+
+    def __init__(self, atmosphere: MsisAtmosphere | None = None):
+        if atmosphere is not None and not isinstance(atmosphere, MsisAtmosphere):
+            raise InputError("MsisDensity.atmosphere", type(atmosphere).__name__,
+                             "must be a components.environment.MsisAtmosphere")
+        self._atmosphere = atmosphere
+
+    def bind(self, world) -> None:
+        atm = self._atmosphere or world.resource(MsisAtmosphere, None)
+        if atm is None:
+            raise InputError("MsisDensity.atmosphere", None,
+                             "no MsisAtmosphere: pass one or world.add_resource(MsisAtmosphere(epoch, ...))")
+        try:
+            import pymsis
+        except ImportError:
+            raise InputError("MsisDensity", "pymsis", "is not installed: pip install 'tumble[orbit]'") from None
+        self.atmosphere, self._msis = atm, pymsis
+        self.tables = [t for t in world.tables_with("body_density") if "link_com_position" in t
+                       or ("body_position" in t and "body_attitude" in t and "body_com" in t)]
+        self._update(0.0)
+
+    def densities(self, t: float, x, y, z) -> np.ndarray:
+        """ρ [kg/m³] at inertial CoM positions (arrays [m]) at simulation time t [s]."""
+        atm = self.atmosphere
+        th = atm.angle0 + atm.rotation * t
+        c, s = math.cos(th), math.sin(th)
+        lat, lon, h = geodetic(c * x + s * y, -s * x + c * y, z)
+        n = np.size(lat)
+        date = atm.epoch + np.timedelta64(int(round(t * 1e9)), "ns")
+        out = self._msis.calculate(np.full(n, date), np.degrees(lon), np.degrees(lat), h / 1e3,
+                                   f107s=np.full(n, atm.f107), f107as=np.full(n, atm.f107a),
+                                   aps=np.full((n, 7), atm.ap), version=2.1)
+        return np.asarray(out[..., self._msis.Variable.MASS_DENSITY], dtype=np.float64).reshape(-1)
+
+    def _update(self, t: float) -> None:
+        for tb in self.tables:
+            if "link_com_position" in tb:
+                r = np.asarray(to_host(tb["link_com_position"]))
+            else:
+                r = np.asarray(to_host(tb["body_position"])) + quat_rotate(np.asarray(to_host(tb["body_attitude"])),
+                                                                           np.asarray(to_host(tb["body_com"])))
+            rho = self.densities(t, r[:, 0], r[:, 1], r[:, 2])
+            tb["body_density"][:] = array_module(tb["body_density"]).asarray(rho)
+
+    def process(self, frame) -> None:
+        self._update(frame.t + frame.dt)
