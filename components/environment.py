@@ -25,9 +25,10 @@ import math
 import numpy as np
 
 from ecs import InputError, column, component
-from ecs.rules import nonnegative
+from ecs.rules import Rule, nonnegative
 
-__all__ = ["Cannonball", "ExponentialAtmosphere", "MsisAtmosphere", "VALLADO_2013_TABLE_8_4", "earth_rotation_angle"]
+__all__ = ["Cannonball", "ExponentialAtmosphere", "MsisAtmosphere", "PLATES", "Plates", "VALLADO_2013_TABLE_8_4",
+           "earth_rotation_angle", "plates_error"]
 
 #: The Earth's rotation rate [rad/s] (IERS Conventions 2010, the nominal value).
 EARTH_ROTATION = 7.292115e-5
@@ -134,3 +135,53 @@ class Cannonball:
     density: float = column("kg/m^3", default=0.0,
                             doc="output: atmospheric density at the CoM, written at every frame start by "
                                 "systems.drag.MsisDensity (NRLMSIS); unused by the exponential atmosphere")
+
+
+#: Flat plates per body (:class:`Plates`): a box's six faces and the two sides of a solar array.
+PLATES = 8
+
+
+def _each_nonnegative(unit: str) -> Rule:
+    return Rule(f"must be >= 0 [{unit}] for every plate", lambda v: ~(v.reshape(v.shape[0], -1) >= 0.0).all(axis=1))
+
+
+def _unit_or_zero() -> Rule:
+    def bad(v):
+        n = np.linalg.norm(v.reshape(v.shape[0], PLATES, 3), axis=2)
+        return ~((np.abs(n - 1.0) <= 1e-12) | (n == 0.0)).all(axis=1)
+    return Rule("must be a unit vector (or zero for an unused plate) for every plate: | |n| - 1 | <= 1e-12", bad)
+
+
+@component("plate")
+class Plates:
+    """A body's outer surface as up to :data:`PLATES` flat plates, for solar radiation pressure
+    (:class:`systems.solar_pressure.SolarRadiationPressure`; a body with plates takes its radiation
+    pressure from them, its :class:`Cannonball` then serving drag only). Plate k: area A, outward
+    unit normal n̂ and centre of pressure r (body axes, from the reference point: a link's origin),
+    specular and diffuse reflectivities ρs, ρd (absorbed 1 − ρs − ρd). Unused plates: area 0."""
+
+    area: np.ndarray = column("m^2", shape=PLATES, doc="plate areas (0: unused)", check=_each_nonnegative("m^2"))
+    normal: np.ndarray = column("1", shape=(PLATES, 3), frame="body", doc="outward unit normals",
+                                check=_unit_or_zero())
+    center: np.ndarray = column("m", shape=(PLATES, 3), frame="body",
+                                doc="centres of pressure from the reference point")
+    specular: np.ndarray = column("1", shape=PLATES, doc="specular reflectivity ρs", check=_each_nonnegative("1"))
+    diffuse: np.ndarray = column("1", shape=PLATES, doc="diffuse reflectivity ρd", check=_each_nonnegative("1"))
+
+
+def plates_error(area, normal, specular, diffuse):
+    """The first plate row breaking a rule across the plate columns, as ``(row, column, value, rule)``,
+    or ``None``: a plate with area needs a unit normal, and ρs + ρd <= 1."""
+    area = np.asarray(area).reshape(-1, PLATES)
+    n = np.linalg.norm(np.asarray(normal).reshape(-1, PLATES, 3), axis=2)
+    bad = (area > 0) & (np.abs(n - 1.0) > 1e-12)
+    if bad.any():
+        r = int(np.argwhere(bad)[0][0])
+        return r, "plate_normal", np.asarray(normal).reshape(-1, PLATES, 3)[r].tolist(), \
+            "must be a unit vector for every plate with area > 0"
+    tot = np.asarray(specular).reshape(-1, PLATES) + np.asarray(diffuse).reshape(-1, PLATES)
+    if (tot > 1.0 + 1e-12).any():
+        r = int(np.argwhere(tot > 1.0 + 1e-12)[0][0])
+        return r, "plate_specular", np.asarray(specular).reshape(-1, PLATES)[r].tolist(), \
+            "plus plate_diffuse must be <= 1 for every plate (reflected + absorbed = incident)"
+    return None

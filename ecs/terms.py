@@ -7,8 +7,8 @@ the pipeline calls the fused sum of all terms inside its right-hand side (docs/d
 
 The term kernel (a numba ``njit`` function, ``cache=True``)::
 
-    kernel(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, *columns, *arrays, *params)
-        -> (fx, fy, fz, tx, ty, tz)
+    kernel(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, *columns, *optional_columns,
+           *arrays, *params) -> (fx, fy, fz, tx, ty, tz)
 
 * ``i`` the row, ``t`` [s] the stage time;
 * ``(x, y, z)`` [m], ``(vx, vy, vz)`` [m/s]: CoM position and velocity in the frame the pipeline
@@ -16,6 +16,8 @@ The term kernel (a numba ``njit`` function, ``cache=True``)::
 * ``(q0, q1, q2, q3)`` attitude body → that frame (scalar-first), ``(wx, wy, wz)`` [rad/s] the
   body's rate relative to that frame in body axes, ``mass`` [kg];
 * ``columns``: the declared per-row columns, whole arrays (index them with ``i``);
+  ``optional_columns``: columns a table may lack, passed as zeros of their declared shape there
+  (a body without :class:`components.environment.Plates` has no plate area);
   ``arrays``: the declared resource arrays (a coefficient table, an ephemeris), whole, in order;
   ``params``: the declared named scalars, in order;
 * returns the force [N] in the integration frame and the torque [N·m] about the CoM in body axes.
@@ -69,6 +71,8 @@ class Term:
         name: shown in errors and in the generated module (a Python identifier).
         kernel: the numba ``njit`` row kernel.
         columns: per-row columns passed to the kernel after ``mass`` (whole arrays).
+        optional_columns: ``{name: per-row shape}``, passed after ``columns``: a table without the
+            column passes zeros of ``(rows, *shape)``.
         arrays: named resource arrays passed after the columns (float64 or int64 numpy arrays of
             any shape: a gravity model's coefficients, an ephemeris' Chebyshev records).
         params: named float scalars passed after the arrays, e.g. ``{"thrust": 2.0}``.
@@ -91,6 +95,7 @@ class Term:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     gravity: bool = False
     inertial: bool = False
+    optional_columns: dict[str, tuple] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.name.isidentifier() or keyword.iskeyword(self.name):
@@ -118,7 +123,11 @@ class Term:
                 raise InputError(f"Term {self.name}: parameter", k, "must be a Python identifier")
             if not math.isfinite(float(v)):
                 raise InputError(f"Term {self.name}: parameter {k}", v, "must be a finite number")
-        nargs = len(TERM_ARGS) + len(self.columns) + len(self.arrays) + len(self.params)
+        for c in self.optional_columns:
+            if not str(c).isidentifier():
+                raise InputError(f"Term {self.name}: optional column", c, "must be a column name (an identifier)")
+        nargs = (len(TERM_ARGS) + len(self.columns) + len(self.optional_columns) + len(self.arrays)
+                 + len(self.params))
         try:
             sig = inspect.signature(self.kernel.py_func)
         except (TypeError, ValueError):  # pragma: no cover - a builtin
@@ -128,7 +137,8 @@ class Term:
                              len(sig.parameters),
                              f"must take {nargs}: the {len(TERM_ARGS)} state arguments "
                              f"({', '.join(TERM_ARGS)}), then its {len(self.columns)} columns, "
-                             f"{len(self.arrays)} arrays and {len(self.params)} parameters")
+                             f"{len(self.optional_columns)} optional columns, {len(self.arrays)} arrays and "
+                             f"{len(self.params)} parameters")
 
     @property
     def couples_attitude(self) -> bool:
@@ -183,7 +193,8 @@ class FusedTerms:
         """``(columns, params)``: what the kernels take as their term argument, for ``table``: the
         columns, then every term's resource arrays (copied to ``xp``'s device), in one tuple."""
         arrays = tuple(xp.asarray(a) for t in self.terms for a in t.arrays.values())
-        cols = tuple(table[c] for c in self.columns) + arrays
+        shapes = {c: shape for t in self.terms for c, shape in t.optional_columns.items()}
+        cols = tuple(table[c] if c in table else xp.zeros((table.row_count, *shapes[c])) for c in self.columns) + arrays
         return (cols or (np.zeros(1),), self.params)
 
 
@@ -212,7 +223,7 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
             p += 1
     lines.append("    fx = fy = fz = tx = ty = tz = 0.0")
     for k, t in enumerate(terms):
-        args = ([state] + [f"col_{c}" for c in t.columns] + [f"a{k}_{n}" for n in t.arrays]
+        args = ([state] + [f"col_{c}" for c in (*t.columns, *t.optional_columns)] + [f"a{k}_{n}" for n in t.arrays]
                 + [f"p{k}_{n}" for n in t.params])
         lines += [f"    r = term_{k}_{t.name}({', '.join(args)})",
                   "    fx += r[0]", "    fy += r[1]", "    fz += r[2]"]
@@ -247,12 +258,12 @@ def fuse_terms(terms, roots: dict, defaults: dict | None = None) -> FusedTerms:
         if t.name in seen:
             raise InputError("Term.name", t.name, "must be unique among a world's terms")
         seen.add(t.name)
-    columns = tuple(dict.fromkeys(c for t in terms for c in t.columns))
+    columns = tuple(dict.fromkeys(c for t in terms for c in (*t.columns, *t.optional_columns)))
     h = hashlib.sha256()
     for t in terms:
         h.update(repr((t.name, t.kernel.py_func.__qualname__, t.columns, tuple(t.params), t.torque,
-                       t.attitude, tuple((k, np.asarray(a).dtype.str, np.asarray(a).ndim) for k, a in t.arrays.items()))
-                      ).encode())
+                       t.attitude, tuple((k, np.asarray(a).dtype.str, np.asarray(a).ndim) for k, a in t.arrays.items()),
+                       tuple(t.optional_columns.items()))).encode())
         h.update(_source_of(t.kernel.py_func).encode())
     files = sorted({inspect.getsourcefile(d.py_func) or "" for d in reachable_kernels(*roots.values())})
     for f in files:

@@ -16,9 +16,12 @@ Earth), with A, C_D the body's :class:`components.environment.Cannonball` column
   stage). The CoM goes to the model as geodetic latitude, longitude and height on the WGS 84
   ellipsoid in the Earth-fixed frame turned by ``angle0 + ω t`` about z (:func:`geodetic`).
 
-The force ``m a`` acts at the CoM (``c × m a_B`` about the reference point) through the row kernel
-every weight uses (:data:`systems.gravity.add_weight`). Inertial frame: Earth-centred, z along the
-Earth's rotation axis.
+The force acts at the CoM (``c × F_B`` about the reference point). A body with
+:class:`components.environment.Plates` takes its drag from them instead: each plate facing the flow
+(cos θ = n̂·v̂_r > 0) feels ``−½ ρ C_D A cos θ |v_r| v_r`` at its centre of pressure (the
+projected-area flat-plate model with the body's C_D; shading between plates and the plates' own
+ω × r velocities, ~1e-6 of v_r, are left out), so the force and its torque follow the attitude.
+Inertial frame: Earth-centred, z along the Earth's rotation axis.
 """
 
 from __future__ import annotations
@@ -28,21 +31,23 @@ import math
 import numpy as np
 from numba import prange
 
-from components.environment import ExponentialAtmosphere, MsisAtmosphere
+from components.environment import PLATES, ExponentialAtmosphere, MsisAtmosphere
 from ecs import InputError, Phase, System
-from ecs.attitude import cross, quat_rotate
+from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.terms import Term
-from systems.gravity import add_weight
+from systems.gravity import add_wrench, plate_push
 
-__all__ = ["AtmosphericDrag", "MsisDensity", "density_at", "drag_term", "geodetic"]
+__all__ = ["AtmosphericDrag", "MsisDensity", "density_at", "drag_term", "drag_wrench", "geodetic"]
 
 #: WGS 84 semi-major axis [m] and flattening (NIMA TR8350.2, 2000).
 WGS84_A, WGS84_F = 6378137.0, 1.0 / 298.257223563
 
 _rot = quat_rotate.cpu
+_rot_inv = quat_rotate_inverse.cpu
+_wrench = add_wrench.cpu
+_push = plate_push.cpu
 _cross = cross.cpu
-_weight = add_weight.cpu
 
 
 def _density_at(h, base, rho0, scale):
@@ -57,44 +62,68 @@ density_at = dual(_density_at)
 _rho = density_at.cpu
 
 
-def _drag_acceleration(x, y, z, vx, vy, vz, area, cd, mass, rho, base, rho0, scale, radius, spin, msis):
-    """−½ ρ (C_D A / m) |v_r| v_r [m/s²] at CoM (x, y, z) moving at (vx, vy, vz), inertial; ρ is the
-    given ``rho`` (an MSIS row density) when ``msis``, else the exponential table's at |r| − R."""
-    ux = vx + spin * y                                          # v − ω_E ẑ × r
+def _drag_wrench(x, y, z, vx, vy, vz, q0, q1, q2, q3, cx, cy, cz, i, area, cd, dens, parea, pnormal, pcenter, base,
+                 rho0, scale, radius, spin, msis):
+    """Drag on row i, CoM at (x, y, z) moving at (vx, vy, vz) (inertial), attitude q (body →
+    inertial), CoM ``c`` from the reference point (body axes): ``(Fx, Fy, Fz, Tx, Ty, Tz)``, force
+    [N] (inertial) and torque about the CoM [N·m] (body axes). ρ is the row's ``dens`` when
+    ``msis``, else the exponential table's at |r| − R. A body with plate area: each plate facing the
+    flow (cos θ = n̂·v̂_r > 0) takes ``−½ ρ C_D A cos θ |v_r| v_r`` at its centre of pressure (the
+    projected-area flat-plate model, the flow taken at the CoM); else the cannonball
+    ``−½ ρ C_D A |v_r| v_r`` through the CoM."""
+    ux = vx + spin * y                                          # v_r = v − ω_E ẑ × r
     uy = vy - spin * x
     uz = vz
     if not msis:
-        rho = _rho(math.sqrt(x * x + y * y + z * z) - radius, base, rho0, scale)
-    k = -0.5 * rho * cd * area / mass * math.sqrt(ux * ux + uy * uy + uz * uz)
-    return k * ux, k * uy, k * uz
+        dens_i = _rho(math.sqrt(x * x + y * y + z * z) - radius, base, rho0, scale)
+    else:
+        dens_i = dens[i]
+    u = math.sqrt(ux * ux + uy * uy + uz * uz)
+    plates = False
+    for k in range(PLATES):
+        if parea[i, k] > 0.0:
+            plates = True
+    if not plates:
+        f = -0.5 * dens_i * cd[i] * area[i] * u
+        return f * ux, f * uy, f * uz, 0.0, 0.0, 0.0
+    bx, by, bz = _rot_inv(q0, q1, q2, q3, ux, uy, uz)         # v_r in body axes
+    fx = fy = fz = tx = ty = tz = 0.0
+    for k in range(PLATES):
+        a = parea[i, k]
+        c = (pnormal[i, k, 0] * bx + pnormal[i, k, 1] * by + pnormal[i, k, 2] * bz) / u
+        if a == 0.0 or c <= 0.0:
+            continue
+        f = -0.5 * dens_i * cd[i] * a * c * u
+        fx, fy, fz, tx, ty, tz = _push(fx, fy, fz, tx, ty, tz, f * bx, f * by, f * bz, pcenter, i, k, cx, cy, cz)
+    gx, gy, gz = _rot(q0, q1, q2, q3, fx, fy, fz)
+    return gx, gy, gz, tx, ty, tz
 
 
-drag_acceleration = dual(_drag_acceleration)
-_drag_acc = drag_acceleration.cpu
+drag_wrench = dual(_drag_wrench)
+_drag_w = drag_wrench.cpu
 
 
-def _add_drag(i, status, pos, vel, att, omega, mass, com, area, cd, dens, force, torque, base, rho0, scale, radius,
-              spin, msis):
-    if status[i] != 0 or area[i] == 0.0:
+def _add_drag(i, status, pos, vel, att, omega, com, area, cd, dens, parea, pnormal, pcenter, force, torque, base,
+              rho0, scale, radius, spin, msis):
+    if status[i] != 0:
         return
     q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
-    cx, cy, cz = _rot(q0, q1, q2, q3, com[i, 0], com[i, 1], com[i, 2])
-    wx, wy, wz = _cross(omega[i, 0], omega[i, 1], omega[i, 2], com[i, 0], com[i, 1], com[i, 2])
+    cx, cy, cz = com[i, 0], com[i, 1], com[i, 2]
+    rx, ry, rz = _rot(q0, q1, q2, q3, cx, cy, cz)
+    wx, wy, wz = _cross(omega[i, 0], omega[i, 1], omega[i, 2], cx, cy, cz)
     ux, uy, uz = _rot(q0, q1, q2, q3, wx, wy, wz)             # ω × c, inertial
-    ax, ay, az = _drag_acc(pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz, vel[i, 0] + ux, vel[i, 1] + uy,
-                           vel[i, 2] + uz, area[i], cd[i], mass[i], dens[i], base, rho0, scale, radius, spin, msis)
-    _weight(i, status, ax, ay, az, mass, com, att, force, torque)
+    fx, fy, fz, tx, ty, tz = _drag_w(pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, vel[i, 0] + ux, vel[i, 1] + uy,
+                                     vel[i, 2] + uz, q0, q1, q2, q3, cx, cy, cz, i, area, cd, dens, parea, pnormal,
+                                     pcenter, base, rho0, scale, radius, spin, msis)
+    _wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque)
 
 
 @cpu_jit
-def drag_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, area, cd, dens, base, rho0, scale,
-              radius, spin, msis):
-    """Row term (:mod:`ecs.terms`) of the drag on row i's cannonball at its CoM (inertial frame)."""
-    if area[i] == 0.0:
-        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    ax, ay, az = _drag_acc(x, y, z, vx, vy, vz, area[i], cd[i], mass, dens[i], base, rho0, scale, radius, spin,
-                           msis != 0.0)
-    return mass * ax, mass * ay, mass * az, 0.0, 0.0, 0.0
+def drag_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, com, area, cd, dens, parea, pnormal, pcenter,
+              base, rho0, scale, radius, spin, msis):
+    """Row term (:mod:`ecs.terms`) of the drag on row i (plates or cannonball, :func:`_drag_wrench`)."""
+    return _drag_w(x, y, z, vx, vy, vz, q0, q1, q2, q3, com[i, 0], com[i, 1], com[i, 2], i, area, cd, dens, parea,
+                   pnormal, pcenter, base, rho0, scale, radius, spin, msis != 0.0)
 
 
 add_drag = dual(_add_drag)
@@ -102,15 +131,17 @@ _drag = add_drag.cpu
 
 
 @cpu_parallel
-def add_drag_rows(n, status, pos, vel, att, omega, mass, com, area, cd, dens, force, torque, base, rho0, scale, radius,
-                  spin, msis):
+def add_drag_rows(n, status, pos, vel, att, omega, com, area, cd, dens, parea, pnormal, pcenter, force, torque, base,
+                  rho0, scale, radius, spin, msis):
     for i in prange(n):
-        _drag(i, status, pos, vel, att, omega, mass, com, area, cd, dens, force, torque, base, rho0, scale, radius,
-              spin, msis)
+        _drag(i, status, pos, vel, att, omega, com, area, cd, dens, parea, pnormal, pcenter, force, torque, base, rho0,
+              scale, radius, spin, msis)
 
 
-COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "body_mass", "body_com", "body_area",
+COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "body_com", "body_area",
            "body_drag_coefficient", "body_density", "body_force", "body_torque")
+#: The plate columns drag reads (zeros for a body without :class:`components.environment.Plates`).
+PLATE_COLUMNS = {"plate_area": (PLATES,), "plate_normal": (PLATES, 3), "plate_center": (PLATES, 3)}
 
 
 class AtmosphericDrag(System):
@@ -118,7 +149,7 @@ class AtmosphericDrag(System):
     :class:`MsisAtmosphere`, which needs :class:`MsisDensity` in the world) on every cannonball body."""
 
     phase = Phase.DERIVATIVE
-    reads = COLUMNS[:9]
+    reads = COLUMNS[:8] + tuple(PLATE_COLUMNS)
     accumulates = ("body_force", "body_torque")
 
     def __init__(self, atmosphere: ExponentialAtmosphere | MsisAtmosphere | None = None):
@@ -149,18 +180,21 @@ class AtmosphericDrag(System):
             raise InputError("AtmosphericDrag.atmosphere", "MsisAtmosphere",
                              "needs systems.drag.MsisDensity in the world (it writes body_density every frame)")
         self._k = to_backend(world.backend, self._args(atm))
+        self._plates = [tuple(t[c] if c in t else array_module(t["body_position"]).zeros((t.row_count, *shape))
+                              for c, shape in PLATE_COLUMNS.items()) for t in self.tables]
 
     def process(self, frame) -> None:
-        for t in self.tables:
+        for t, plates in zip(self.tables, self._plates):
             launch_rows(frame.backend, add_drag_rows, add_drag, t.row_count, t["row_status"], t["body_position"],
-                        t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_mass"], t["body_com"],
-                        t["body_area"], t["body_drag_coefficient"], t["body_density"], t["body_force"],
-                        t["body_torque"], *self._k)
+                        t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_com"], t["body_area"],
+                        t["body_drag_coefficient"], t["body_density"], *plates, t["body_force"], t["body_torque"],
+                        *self._k)
 
     def term(self, world) -> Term:
         """The same drag as a row term (multibody links: each link's own cannonball and velocity)."""
         base, rho0, scale, radius, spin, msis = self._args(self._resolve(world))
-        return Term("drag", drag_term, columns=("body_area", "body_drag_coefficient", "body_density"), inertial=True,
+        return Term("drag", drag_term, columns=("body_com", "body_area", "body_drag_coefficient", "body_density"),
+                    optional_columns=PLATE_COLUMNS, torque=True, attitude=True, inertial=True,
                     arrays={"base": base, "rho0": rho0, "scale": scale},
                     params={"radius": float(radius), "spin": float(spin), "msis": float(msis)})
 

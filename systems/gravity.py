@@ -37,6 +37,29 @@ add_weight = dual(_add_weight)
 _add_weight_cpu = add_weight.cpu
 
 
+def _add_wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque):
+    """Add a force F (inertial, through the CoM) and a torque T about the CoM (body axes) to row i's
+    accumulators about its reference point: ``force += F``, ``torque += T + c × F_B``."""
+    force[i, 0] += fx
+    force[i, 1] += fy
+    force[i, 2] += fz
+    bx, by, bz = _rot_inv(q0, q1, q2, q3, fx, fy, fz)
+    torque[i, 0] += tx + cy * bz - cz * by
+    torque[i, 1] += ty + cz * bx - cx * bz
+    torque[i, 2] += tz + cx * by - cy * bx
+
+
+def _plate_push(fx, fy, fz, tx, ty, tz, kx, ky, kz, center, i, k, cx, cy, cz):
+    """The running force and torque about the CoM (body axes) plus plate k's force (kx, ky, kz),
+    applied at its centre of pressure ``center[i, k]`` (from the reference point; the CoM at c)."""
+    lx, ly, lz = center[i, k, 0] - cx, center[i, k, 1] - cy, center[i, k, 2] - cz
+    return (fx + kx, fy + ky, fz + kz, tx + ly * kz - lz * ky, ty + lz * kx - lx * kz, tz + lx * ky - ly * kx)
+
+
+add_wrench = dual(_add_wrench)
+plate_push = dual(_plate_push)
+
+
 @cpu_parallel
 def add_weight_rows(n, status, gx, gy, gz, mass, com, att, force, torque):
     for i in prange(n):

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 
-from ecs.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate
 from ecs.kernels import cpu_jit
 from ecs.terms import row_terms_none
+from systems.gravity import add_wrench
 
 _rot = quat_rotate.cpu
-_rot_inv = quat_rotate_inverse.cpu
+_wrench = add_wrench.cpu
 _terms = row_terms_none
 
 
@@ -44,13 +45,7 @@ def add_row_terms(i, active, time, pos, vel, att, omega, mass, com, force, torqu
     ux, uy, uz = _rot(q0, q1, q2, q3, wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx)
     fx, fy, fz, tx, ty, tz = _terms(i, time[i], pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, vel[i, 0] + ux,
                                     vel[i, 1] + uy, vel[i, 2] + uz, q0, q1, q2, q3, wx, wy, wz, mass[i], tt[0], tt[1])
-    force[i, 0] += fx
-    force[i, 1] += fy
-    force[i, 2] += fz
-    bx, by, bz = _rot_inv(q0, q1, q2, q3, fx, fy, fz)
-    torque[i, 0] += tx + cy * bz - cz * by
-    torque[i, 1] += ty + cz * bx - cx * bz
-    torque[i, 2] += tz + cx * by - cy * bx
+    _wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque)
 
 
 @cpu_jit
