@@ -543,6 +543,19 @@ class SphericalHarmonics(GravitySource):
                    radius=float(header["radius"].replace("D", "E")), c=c, s=s, degree=degree,
                    name=header.get("modelname", str(path)))
 
+    @property
+    def central(self) -> bool:
+        """The model carries the monopole μ/r (C̄_00 != 0)."""
+        return bool(self.c[0, 0] != 0.0)
+
+    def perturbation(self) -> "SphericalHarmonics":
+        """The same model without its monopole (C̄_00 = 0): the field beyond the central point
+        mass, for a solver that evaluates that point mass itself (the multibody solve's central
+        field, so that its differential and linearised modes can split it)."""
+        c = np.array(self.c)
+        c[0, 0] = 0.0
+        return SphericalHarmonics(mu=self.mu, radius=self.radius, c=c, s=self.s, name=f"{self.name} (no monopole)")
+
     def unnormalized(self) -> tuple[np.ndarray, np.ndarray]:
         """``(C, S)`` [N+1, N+1] unnormalised, ``C_nm = N_nm C̄_nm`` (eq 3.26; exact integer
         factorials, one rounding)."""

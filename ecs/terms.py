@@ -192,10 +192,20 @@ class FusedTerms:
     def args(self, table, xp=np) -> tuple:
         """``(columns, params)``: what the kernels take as their term argument, for ``table``: the
         columns, then every term's resource arrays (copied to ``xp``'s device), in one tuple."""
-        arrays = tuple(xp.asarray(a) for t in self.terms for a in t.arrays.values())
+        arrays = tuple(_readonly(xp.asarray(a)) for t in self.terms for a in t.arrays.values())
         shapes = {c: shape for t in self.terms for c, shape in t.optional_columns.items()}
         cols = tuple(table[c] if c in table else xp.zeros((table.row_count, *shapes[c])) for c in self.columns) + arrays
         return (cols or (np.zeros(1),), self.params)
+
+
+def _readonly(a):
+    """A read-only view of a numpy array (others as they are): numba types read-only arrays apart,
+    so every resource array reaches the kernels read-only, and one term set compiles once however
+    its resources were built."""
+    if isinstance(a, np.ndarray) and a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
 
 
 def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]) -> str:

@@ -17,8 +17,9 @@ stage time:
   (on links with a :class:`components.environment.Cannonball`), user terms — fused into the solve's
   right-hand side. A GravitySystem whose source is the world's PointMass resource is that central
   field (it acts on the world's rigid bodies; the links get it in the solve); one with another
-  source beside a PointMass resource is refused (two fields), and the differential and linearised
-  modes need the central field to be the links' only gravity;
+  source beside a PointMass resource is refused (two central fields), except a spherical-harmonic
+  model without its monopole (``SphericalHarmonics.perturbation()``): the field beyond the point
+  mass, which the differential and linearised modes then split off the exact central field;
 * the accumulators ``link_force``/``link_torque``, read as they stand at the start of the frame
   (held over its sub-steps): a load written by a SCHEDULED system before this one.
 
@@ -99,6 +100,7 @@ class _Work:
         self.law = xp.zeros((n, len(LAW_COLUMNS)))
         self.ACC = None                         # per-link motion for points of interest (if any)
         self.tt = None                          # the row terms' argument (columns, arrays, parameters)
+        self.env = xp.zeros((n, 6))             # row terms held between updates (environment_every > 1)
         self.points: list = []
 
     def refresh_law(self) -> None:
@@ -122,6 +124,11 @@ class MultibodyDynamics(System):
             ``"linearized"`` (seed 001: as differential with ``g_n − g(x_s) ≈ Γ(x_s) d_n``, the
             gravity gradient at the system CoM times the link's offset, and each link's gradient
             torque from Γ(x_s): one gravity evaluation per tree).
+        environment_every: seed 001's reduced environment update rate: the row terms (gravity
+            sources, third bodies, drag, SRP, user terms) are evaluated at the first stage of every
+            ``environment_every``-th step of the run and held, per link, until the next; the central
+            point mass and the joint laws stay exact at every stage. 1 (default): every stage. The
+            hold is a first-order error in the step count (tests/test_multibody_orbit.py measures it).
     """
 
     phase = Phase.SCHEDULED
@@ -131,7 +138,7 @@ class MultibodyDynamics(System):
     # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
     writes = ("joint_q", "joint_qd") + POSE_COLUMNS + POI_COLUMNS[2:]
 
-    def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full"):
+    def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full", environment_every: int = 1):
         m = str(method).lower()
         fixed = sorted(k for k, t in TABLEAUX.items() if t.b_err is None and k != "semi_implicit_euler")
         if m not in fixed + [KUO_NGUYEN]:
@@ -139,6 +146,9 @@ class MultibodyDynamics(System):
                              f"must be {KUO_NGUYEN!r} or one of the fixed-step tableaux {fixed}")
         if not (isinstance(substeps, (int, np.integer)) and substeps >= 1):
             raise InputError("MultibodyDynamics.substeps", substeps, "must be a whole number >= 1")
+        if not (isinstance(environment_every, (int, np.integer)) and environment_every >= 1):
+            raise InputError("MultibodyDynamics.environment_every", environment_every, "must be a whole number >= 1")
+        self.every = int(environment_every)
         if gravity not in GRAVITY_MODES:
             raise InputError("MultibodyDynamics.gravity", gravity, f"must be one of {sorted(GRAVITY_MODES)}")
         self.method, self.substeps = m, int(substeps)
@@ -242,18 +252,25 @@ class MultibodyDynamics(System):
             term = s.term(world)
             if term is None:
                 continue
-            if term.gravity and central is not None:
-                if isinstance(s, GravitySystem) and s._resolve(world) is central:
+            src = s._resolve(world) if isinstance(s, GravitySystem) else None
+            beyond = getattr(src, "kind", "") == "harmonics" and not src.central   # no monopole of its own
+            if term.gravity and central is not None and not beyond:
+                if src is central:
                     continue                    # the central field, evaluated in the solve
-                raise InputError(f"{s.name} (a gravity term)", type(s._source).__name__ if isinstance(
-                    s, GravitySystem) else term.name, "would put a second gravity field on the links besides the "
-                    "world's PointMass resource: use one of them")
-            if term.gravity and self.gmode != 0:
+                raise InputError(f"{s.name} (a gravity term)", type(src).__name__ if src is not None else term.name,
+                                 "would put a second central field on the links besides the world's PointMass "
+                                 "resource: use one of them, or a field without its monopole "
+                                 "(SphericalHarmonics.perturbation())")
+            if term.gravity and self.gmode != 0 and not beyond:
                 raise InputError("MultibodyDynamics.gravity", self.gravity,
                                  f"needs the world's PointMass resource as the links' only gravity (the "
                                  f"{s.name} term is a field the differential split cannot take); use 'full'")
             terms.append(term)
         if not terms:
+            if self.every > 1:
+                raise InputError("MultibodyDynamics.environment_every", self.every,
+                                 "does nothing without row terms on the links (no DERIVATIVE system with a term()): "
+                                 "leave it at 1")
             return
         self.terms = tuple(terms)
         roots = {"advance_range": advance_samples.kernel, "link_motion_range": link_motion_samples.kernel,
@@ -269,7 +286,7 @@ class MultibodyDynamics(System):
         return (t["link_parent"], t["joint_kind"], t["joint_axis"], t["joint_offset"], t["joint_rotation"],
                 t["joint_q"], t["joint_qd"], t["joint_locked"], t["body_mass"], t["body_com"], t["body_inertia"])
 
-    def _advance(self, backend, w, steps, h, t0) -> None:
+    def _advance(self, backend, w, steps, h, t0, step0=0) -> None:
         t = w.table
         w.refresh_law()
         launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples,
@@ -277,7 +294,7 @@ class MultibodyDynamics(System):
                     t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
                     t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
                     w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
-                    t["link_com_position"], t0, w.tt)
+                    t["link_com_position"], t0, self.every, step0, w.env, w.tt)
 
     def _row(self, name):
         """The row function ``name`` (a DualKernel without terms, the linked CPU copy with them)."""
@@ -293,7 +310,7 @@ class MultibodyDynamics(System):
                     t.samples, w.E,
                     t["row_status"], *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"],
                     self.mu, self.gmode, self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC, time,
-                    w.tt)
+                    w.env, w.tt)
         for pt in w.points:
             launch_rows(backend, poi_rows, poi_row, pt.row_count, pt["poi_link"], pt["poi_offset"], w.Rw, w.ACC,
                         pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
@@ -301,7 +318,8 @@ class MultibodyDynamics(System):
 
     def process(self, frame) -> None:
         for w in self.work:
-            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps, frame.t)
+            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps, frame.t,
+                          frame.index * self.substeps)
             self._points(frame.backend, w, frame.t + frame.dt)
 
 

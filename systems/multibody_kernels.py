@@ -843,7 +843,7 @@ system_com = dual(_system_com)
 _scom = system_com.cpu
 
 
-def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, tt):
+def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt):
     """fext[r] <- the link's external spatial force, body axes, about the link origin: the
     accumulated ``force`` (inertial, through the CoM) and ``torque`` (body, about the CoM), plus,
     when ``mu > 0``, the link's own point-mass gravity at its CoM and its gravity-gradient torque
@@ -863,7 +863,9 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     Then the world's row terms (:mod:`ecs.terms`: gravity sources, third bodies, drag, sunlight,
     user forces) at the link's own CoM, velocity, attitude and rate (seed 001: "each body as if it
     was independent"), at stage time ``time``; ``tt`` is their argument (columns of the link
-    table, resource arrays, parameters). They enter in full in every gravity mode."""
+    table, resource arrays, parameters). They enter in full in every gravity mode. ``mode`` 0:
+    evaluate them; 1: evaluate and keep them in ``env[r]``; 2: use ``env[r]`` as kept (seed 001's
+    reduced environment update rate, :class:`systems.multibody.MultibodyDynamics` ``environment_every``)."""
     # system CoM relative to the origin P (differential and linearised modes only)
     sx = 0.0
     sy = 0.0
@@ -886,7 +888,17 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
         F0, F1, F2 = force[r, 0], force[r, 1], force[r, 2]
         t0, t1, t2 = torque[r, 0], torque[r, 1], torque[r, 2]
         if _terms_on():
-            e0, e1, e2, e3, e4, e5 = _lterms(b, r, com, mass, Rw, pw, M, V, time, tt)
+            if mode == 2:
+                e0, e1, e2, e3, e4, e5 = env[r, 0], env[r, 1], env[r, 2], env[r, 3], env[r, 4], env[r, 5]
+            else:
+                e0, e1, e2, e3, e4, e5 = _lterms(b, r, com, mass, Rw, pw, M, V, time, tt)
+                if mode == 1:
+                    env[r, 0] = e0
+                    env[r, 1] = e1
+                    env[r, 2] = e2
+                    env[r, 3] = e3
+                    env[r, 4] = e4
+                    env[r, 5] = e5
             F0 += e0
             F1 += e1
             F2 += e2
@@ -972,7 +984,7 @@ _lforces = link_forces.cpu
 
 # ------------------------------------------------------------------------------ state derivative and RK step
 def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
-                torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage, time, tt):
+                torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage, time, mode, env, tt):
     """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
 
     Generalised forces: ``tau`` minus the regularised joint friction
@@ -1011,7 +1023,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
-    _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, tt)
+    _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt)
     _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
     if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
@@ -1103,7 +1115,7 @@ _start = step_start.cpu
 
 
 def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-             law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, tt):
+             law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, mode0, env, tt):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
     zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
@@ -1112,7 +1124,8 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     Algorithms*, SIAM, 2nd ed. 2002, §4.3), zero at the start and kept from step to step: they keep
     the round-off of 10⁵–10⁶ small increments to a large state (an orbit radius, a drifting
     position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j A[st, j]`` (the row sums of A:
-    the tableau's nodes)."""
+    the tableau's nodes). The row terms' ``mode`` (:func:`_link_forces`) is ``mode0`` at the first
+    stage and, when it is not 0, 2 at the others (terms held over the step)."""
     ns = Q_SLOTS + QD_SLOTS
     _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
@@ -1127,8 +1140,11 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
                     for j in range(st):
                         v += h * A[st, j] * K[r, j, i]
                     _put(r, i, v, q, qd)
+        md = mode0
+        if st > 0 and mode0 != 0:
+            md = 2
         _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-               mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st, t0 + cst * h, tt)
+               mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st, t0 + cst * h, md, env, tt)
     for k in range(n):
         r = b + k
         for i in range(ns):
@@ -1147,7 +1163,7 @@ _rk_step_cpu = rk_step.cpu
 
 
 def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
-                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, tt):
+                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, mode0, env, tt):
     """One step of the Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration").
 
     The orbital DOFs of the root (position and velocity of a free first link, joint axes) take the
@@ -1160,7 +1176,7 @@ def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locke
     state before the step; locked joints are frozen with zero rate."""
     _start(b, n, locked, q, qd, y0)
     _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu,
-           gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, t0, tt)
+           gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, t0, mode0, env, tt)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
         for i in range(3):
@@ -1201,13 +1217,13 @@ _kn_step = kuo_nguyen_step.cpu
 
 
 def _link_motion(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-                 mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt):
+                 mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
     """Per link row r of one sample, inertial axes: ``ACC[r]`` = (classical acceleration of the link
     origin (3), angular acceleration (3), angular velocity (3), origin velocity (3), the system's
     gravity g(x_s) at its CoM x_s (3), origin position (3)), from one evaluation of the dynamics
     at the current state (``K[:, 0]`` is overwritten). For points of interest."""
     _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-           mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, time, tt)
+           mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, time, 0, env, tt)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
     sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
     xs0 = _org(b, M, 0) + sx
@@ -1248,13 +1264,13 @@ _lmotion = link_motion.cpu
 
 
 def _link_motion_sample(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt):
+                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
     """:func:`_link_motion` of sample s unless it FAILED (then its outputs keep their last values)."""
     b = s * E
     if status[b] == FAILED_CODE:
         return
     _lmotion(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
-             mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt)
+             mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt)
 
 
 link_motion_sample = dual(_link_motion_sample, inline=False)
@@ -1263,11 +1279,11 @@ _lmotion_s = link_motion_sample.cpu
 
 @cpu_jit(nogil=True)
 def link_motion_range(s0, s1, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
-                      law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt):
+                      law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
     """Serial loop of :data:`link_motion_sample` over samples ``s0 .. s1 - 1``."""
     for s in range(s0, s1):
         _lmotion_s(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law,
-                   force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, tt)
+                   force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt)
 
 
 #: CPU driver of :data:`link_motion_sample`.
@@ -1355,24 +1371,30 @@ _finite = sample_finite.cpu
 
 def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                     rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
-                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, tt):
+                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every,
+                    step0, env, tt):
     """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
     (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
-    state of its last good step. The first step starts at time ``t0``."""
+    state of its last good step. The first step starts at time ``t0`` and is step ``step0`` of the
+    run: the row terms are evaluated at every stage when ``every`` is 1, else at the first stage of
+    every ``every``-th step of the run and held until the next (:func:`_link_forces` modes)."""
     b = s * E
     if status[b] != 0:
         return
     j = 0
     while j < steps:                  # a while loop, not for/break (ecs/kernels.py: numba pitfall)
         tj = t0 + j * h
+        mode0 = 0
+        if every > 1:
+            mode0 = 1 if (step0 + j) % every == 0 else 2
         j += 1
         if nstages == 0:
             _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
-                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, tj, tt)
+                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, tj, mode0, env, tt)
         else:
             _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
                          inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
-                         Rw, pw, M, V, tj, tt)
+                         Rw, pw, M, V, tj, mode0, env, tt)
         if not _finite(b, E, q, qd):
             j = steps
             for k in range(E):
@@ -1393,12 +1415,14 @@ _advance = advance_sample.cpu
 @cpu_jit(nogil=True)
 def advance_range(s0, s1, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                   rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
-                  a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, tt):
+                  a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every, step0,
+                  env, tt):
     """Serial loop of :data:`advance_sample` over samples ``s0 .. s1 - 1`` (of ``E`` links)."""
     for s in range(s0, s1):
         _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
                  rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
-                 a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, tt)
+                 a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every, step0,
+                 env, tt)
 
 
 #: CPU driver of :data:`advance_sample` (one block of samples per thread; the GPU twin: one thread per sample).

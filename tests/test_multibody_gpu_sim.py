@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(
@@ -78,17 +80,17 @@ SCRIPT = textwrap.dedent(
     gs = rk_step.gpu
     @cuda.jit
     def k_step(ns, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
-               tw, fx, qdd, Rw, pw, M, V, t0, tt):
+               tw, fx, qdd, Rw, pw, M, V, t0, mode0, env, tt):
         s = cuda.grid(1)
         if s < ns:
             gs(s * E, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
-               tw, fx, qdd, Rw, pw, M, V, t0, tt)
+               tw, fx, qdd, Rw, pw, M, V, t0, mode0, env, tt)
     res = []
     for mode in ("cpu", "gpu"):
         st = [a.copy() for a in model]
         extra = (cat("law"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0,
                  np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)), np.zeros((n, 6)),
-                 np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n) + (0.0, no_terms_args())
+                 np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n) + (0.0, 0, np.zeros((n, 6)), no_terms_args())
         if mode == "cpu":
             for s in range(S):
                 rk_step.cpu(s * E, E, 1.0, tab.a, tab.b, 4, *st, tau, *extra)
@@ -150,16 +152,20 @@ def test_multibody_system_on_the_gpu_backend_matches_the_cpu_under_the_simulator
 TERMS_SCRIPT = textwrap.dedent(
     """
     import json, math, numpy as np
-    from components.environment import Cannonball
+    from components.environment import Cannonball, ExponentialAtmosphere
     from components.gravity import SphericalHarmonics
     from components.multibody import tree_spec
     from ecs import World
     from scenes.assets import EGM2008_GFC
+    from components.ephemeris import Ephemeris
     from systems.drag import AtmosphericDrag
     from systems.gravity_fields import GravitySystem
     from systems.multibody import MultibodyDynamics
+    from systems.solar_pressure import SolarRadiationPressure
+    from systems.third_body import ThirdBodyGravity
 
     earth = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=4)
+    eph = Ephemeris.de421(2460676.5, 600.0)
     r = 6378137.0 + 420e3
     v = math.sqrt(earth.mu / r)
     spec = tree_spec(parents=[-1, 0], kinds=["free", "revolute"], mass=[500.0, 50.0],
@@ -172,9 +178,11 @@ TERMS_SCRIPT = textwrap.dedent(
         for k in range(spec.n):
             p = int(spec.parents[k])
             ents.append(w.spawn(*spec.components(k, ents[p] if p >= 0 else -1), Cannonball(area=20.0)))
+        w.add_resource(eph)
         w.add_system(GravitySystem(earth, spin=7.292115e-5, gradient_torque=True))
-        if drag:
-            w.add_system(AtmosphericDrag())
+        w.add_system(ThirdBodyGravity())
+        w.add_system(AtmosphericDrag(ExponentialAtmosphere(rotation=7.292115e-5 if drag else 0.0)))
+        w.add_system(SolarRadiationPressure())
         w.add_system(MultibodyDynamics(substeps=2))
         w.compile(samples=2, backend=backend)
         f = w.run(t_end=60.0, dt=10.0, final=("joint_q", "joint_qd")).finals
@@ -187,8 +195,11 @@ TERMS_SCRIPT = textwrap.dedent(
 
 def test_multibody_row_terms_on_the_gpu_backend_match_the_cpu_under_the_simulator():
     """The environment's row terms fused into the multibody kernels (EGM2008 in the turning Earth
-    frame with the gradient torque, exponential drag) and launched through their CUDA twins under
-    numba's CUDA simulator: final states identical to the CPU backend; the drag term did act."""
+    frame with the gradient torque, Sun/Moon, drag, SRP: the set the orbit tests fly, so its CPU
+    build is shared) and launched through their CUDA twins under numba's CUDA simulator: final
+    states identical to the CPU backend; the drag term did act (the same run with the atmosphere
+    not turning lands elsewhere)."""
+    pytest.importorskip("de421")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-c", TERMS_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=600)

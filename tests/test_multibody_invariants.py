@@ -75,7 +75,8 @@ class Stepper:
         rk_step.cpu(0, s.n, h, RK4.a, RK4.b, RK4.stages, s.parents, s.kind, s.axis, s.offset, s.rotation, self.q,
                     self.qd, s.locked, s.mass, s.com, s.inertia, self.zeros6, s.law,
                     self.zeros3, self.zeros3, 0.0, 0, np.zeros(6), self.y0, self.C, self.K, self.tauw, self.fext,
-                    self.qdd, self.Rw, self.pw, self.M, self.V, 0.0, no_terms_args())
+                    self.qdd, self.Rw, self.pw, self.M, self.V, 0.0, 0, np.zeros((s.n, 6)),
+                    no_terms_args())
 
     def invariants(self):
         s = self.s
