@@ -58,7 +58,7 @@ from components.rigid import MassProps, validate_mass_properties
 from ecs import column, component
 from ecs.component import ENTITY
 from ecs.errors import InputError
-from ecs.rules import QUATERNION_TOL, Rule, nonnegative, physical_inertia, positive, unit_quaternion
+from ecs.rules import QUATERNION_TOL, Rule, nonnegative, positive, unit_quaternion
 
 #: Joint kind codes (``joint_kind``).
 FIXED, REVOLUTE, PRISMATIC, SPHERICAL, FREE = 0, 1, 2, 3, 4

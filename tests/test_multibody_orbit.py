@@ -267,8 +267,6 @@ def test_locked_chain_and_rigid_body_agree_in_the_full_orbital_environment():
     against a run with the field cut to its monopole and no cross-section (so a term that did not
     reach the links would show at once)."""
     pytest.importorskip("de421")
-    import dataclasses
-
     from components.environment import Cannonball
     from components.ephemeris import Ephemeris
     from components.gravity import SphericalHarmonics

@@ -64,7 +64,6 @@ def test_the_drag_kernel_is_eq_3_97_with_a_turning_atmosphere(msis):
     att = quat_normalize(rng.normal(size=(n, 4)))
     om = rng.normal(size=(n, 3)) * 0.1
     com = rng.normal(size=(n, 3)) * 0.5
-    mass = rng.uniform(10, 1000, n)
     area = rng.uniform(0.1, 20, n)
     cd = rng.uniform(2.0, 2.5, n)
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
@@ -163,7 +162,7 @@ def test_msis_density_reaches_bodies_and_links_and_drives_the_drag():
     fly the same path (the term and the launch kernels; measured 0.40 µm, limit 0.1 mm)."""
     pymsis = pytest.importorskip("pymsis")
     from components.environment import MsisAtmosphere, earth_rotation_angle
-    from components.multibody import spawn_tree, tree_spec
+    from components.multibody import tree_spec
     from systems.drag import MsisDensity, geodetic
     from systems.gravity_fields import GravitySystem
     from systems.multibody import MultibodyDynamics
@@ -256,7 +255,7 @@ def test_srp_kernel_is_eq_3_75_and_the_shadow_is_the_cylinder():
     perp /= np.linalg.norm(perp)
     r = np.array([7e6 * u, -7e6 * u, -7e6 * u + 6.3e6 * perp, -7e6 * u + 6.5e6 * perp, 4.2e7 * perp])
     n = len(r)
-    mass, area, cr = np.full(n, 50.0), np.full(n, 2.0), np.full(n, 1.3)
+    area, cr = np.full(n, 2.0), np.full(n, 1.3)
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
     add_srp_rows(n, np.zeros(n, np.int8), r, np.tile([1.0, 0, 0, 0], (n, 1)), np.zeros((n, 3)), area, cr,
                  *_no_plates(n), force, torque, np.full(n, t0), eph.coef, eph.record_start, eph.record_length,
