@@ -27,6 +27,7 @@ particular must never come back: per-sample work stays in one thread.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -128,20 +129,33 @@ class SampleDriver:
     each row is computed by one thread either way.
     """
 
+    #: one worker pool for every SampleDriver of the process (drivers are made per bind: a pool
+    #: each would leave idle threads behind block after block)
+    _pool = None
+    _pool_lock = threading.Lock()
+
     def __init__(self, kernel: Callable):
         self.kernel = kernel
-        self._pool = None
+
+    @classmethod
+    def pool(cls, workers: int):
+        """The shared pool, grown to at least ``workers`` threads."""
+        with cls._pool_lock:
+            if cls._pool is None or cls._pool._max_workers < workers:
+                from concurrent.futures import ThreadPoolExecutor
+
+                old, cls._pool = cls._pool, ThreadPoolExecutor(workers, thread_name_prefix="tumble-samples")
+                if old is not None:
+                    old.shutdown(wait=False)
+            return cls._pool
 
     def __call__(self, n, *args):
         k = min(numba.get_num_threads(), int(n))
         if k <= 1:
             return self.kernel(0, n, *args)
-        if self._pool is None or self._pool._max_workers < k - 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(k - 1, thread_name_prefix="tumble-samples")
+        pool = self.pool(k - 1)
         bounds = [n * j // k for j in range(k + 1)]
-        futures = [self._pool.submit(self.kernel, bounds[j], bounds[j + 1], *args) for j in range(1, k)]
+        futures = [pool.submit(self.kernel, bounds[j], bounds[j + 1], *args) for j in range(1, k)]
         self.kernel(bounds[0], bounds[1], *args)
         for f in futures:
             f.result()
