@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-
+from numba.core.errors import NumbaError
 
 from . import store as zstore
 from .errors import InputError, TumbleError
@@ -217,6 +217,8 @@ class _BlockRunner:
             raise
         except _WriteFailed as exc:
             raise exc.__cause__ from None
+        except NumbaError:      # a kernel that does not compile fails every sample: the code's error
+            raise
         except TumbleError as exc:
             if not _is_run_failure(exc):
                 raise

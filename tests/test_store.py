@@ -7,6 +7,7 @@ stored values are checked against physics, not against earlier output of this co
 
 import pathlib
 
+import numba
 import numpy as np
 import pytest
 import xarray as xr
@@ -154,6 +155,32 @@ def test_raising_samples_are_isolated_and_block_independent(tmp_path):
     assert (ev["entity"].values[bad] == -1).all() and (f["event_count"].values[bad] == 0).all()
     runs = zarr.open_group(stores[8], mode="r").attrs["run"]["invocations"]
     assert runs[-1]["samples_raised"] == bad.sum() and "drag above" in runs[-1]["first_error"]
+
+
+def test_a_kernel_that_does_not_compile_stops_the_batch(tmp_path):
+    """A numba compile error is the code's, the same for every sample: it is raised, not isolated
+    sample by sample into a store of FAILED rows (which is what a broken kernel once produced)."""
+    scene = tmp_path / "broken.py"
+    scene.write_text(
+        "import importlib.util\n"
+        "import numba\n"
+        "from ecs import Phase, System\n"
+        f"spec = importlib.util.spec_from_file_location('drift_for_broken', {DRIFT!r})\n"
+        "drift = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(drift)\n"
+        "@numba.njit\n"
+        "def broken(x):\n"
+        "    return x.no_such_attribute\n"
+        "class Broken(System):\n"
+        "    phase = Phase.SCHEDULED\n"
+        "    def process(self, frame):\n"
+        "        broken(frame.dt)\n"
+        "def build(**params):\n"
+        "    scene = drift.build(**params)\n"
+        "    scene.world.add_system(Broken())\n"
+        "    return scene\n")
+    with pytest.raises(numba.core.errors.TypingError, match="no_such_attribute"):
+        run_batch(str(scene), samples=4, out=tmp_path / "out.zarr", seed=SEED, block=4)
 
 
 def test_existing_path_is_refused_before_any_work(store):
