@@ -74,7 +74,6 @@ _tat = terrain_at.cpu
 _lift = lift_out.cpu
 _impacts = vertex_impacts_row.cpu
 _kin = kinetic_body.cpu
-_MODE_FLY = _i(0)
 _IMPACT_STEP_LIMIT = np.int8(Reason.IMPACT_STEP_LIMIT)
 
 #: A touching vertex approaches when its normal velocity is below −APPROACH_TOL [m/s]: after an
@@ -136,7 +135,7 @@ def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos
     w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
     w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
     w[TS] = rtime[i]
-    _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     best = -1
     bvn = 0.0
     ban = 0.0

@@ -83,7 +83,6 @@ _snaps = record_snapshots.cpu
 _drop_snaps = drop_snapshots_after.cpu
 _trace = trace_step.cpu
 _PHASE_CONTACT = float(DeployPhase.CONTACT)
-_MODE_CONTACT = _i(1)
 _NONFINITE = np.int8(Reason.NONFINITE_STATE)
 _WHICH_CONTACT = _i(1)
 #: Contact slots per probe (active vertices solved together).
@@ -250,7 +249,7 @@ def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos,
                 phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
                 break
             w[TS] = t
-            _rhs(i, w, Y0, K0, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+            _rhs(i, w, Y0, K0, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
             carrying = False
             for k in range(nslot):
                 if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
@@ -276,9 +275,9 @@ def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos,
             hh = max(rest_since[i] + settle_hold - t, 1e-9)
         w[T0] = t
         if rec_dt > 0.0:
-            _snaps(i, w, t, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+            _snaps(i, w, t, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
                    atol, rec_dt, snap, save, _PHASE_CONTACT)
-        err = _dp(i, w, hh, _MODE_CONTACT, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+        err = _dp(i, w, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
                   atol)
         n += 1
         if not (err <= 1.0) and hh > h_min:
@@ -304,7 +303,7 @@ def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos,
                 # docstring); lowered as in flight, so that sinking a further contact_gap is an event
                 thr = g0 - contact_gap
             if g1 <= thr:
-                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, _MODE_CONTACT, ga, ta, ox, oy,
+                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, cs, ga, ta, ox, oy,
                                 oz, mass, inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol,
                                 event_tol, contact_gap)
                 t += a

@@ -57,7 +57,6 @@ _rhs = probe_rhs.cpu
 _next = step_size.cpu
 _locate = locate_event.cpu
 _smooth = smooth_step.cpu
-_MODE_FLY = np.int64(0)
 _NONFINITE = np.int8(Reason.NONFINITE_STATE)
 _UNDERFLOW = np.int8(Reason.STEP_UNDERFLOW)
 _WHICH_ALL = np.int64(0)
@@ -89,7 +88,7 @@ def _fly_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel
     else:
         _load(i, w, pos, vel, att, om)
         w[TS] = t
-        _rhs(i, w, Y0, K0, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+        _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
         g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
         thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
     w[WARM] = 0.0
@@ -111,9 +110,9 @@ def _fly_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel
         hh = hs
         w[T0] = t
         if rec_dt > 0.0:
-            _snaps(i, w, t, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol,
+            _snaps(i, w, t, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol,
                    rec_dt, snap, save, _PHASE_FLY)
-        err = _dp(i, w, hh, _MODE_FLY, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
+        err = _dp(i, w, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
         n += 1
         if not (err <= 1.0):
             if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
@@ -131,7 +130,7 @@ def _fly_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel
         g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
         if g1 <= thr:
             x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
-            a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, _MODE_FLY, ga, ta, ox, oy, oz, mass,
+            a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, None, ga, ta, ox, oy, oz, mass,
                             inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, tt, rtol, atol, event_tol,
                             contact_gap)
             dx = w[Y0] - x0

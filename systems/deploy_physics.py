@@ -307,11 +307,13 @@ _tat_any = terrain_at_any.cpu
 def _terrain_at(ta, x, y, z):
     """Terrain distance and gradient at (x, y, z); ``ta`` is systems.sdf.terrain_args as a tuple.
 
-    Inlined where it is called: a bare grid (no fBm, seeded rocks or rock field) is sampled right
-    there; any other terrain goes through one call of :data:`terrain_at_any`. Calling the whole
-    terrain evaluation as a function cost ~200 ns per query in passing its 25 arguments (three
-    queries of a grid: 640 ns as calls, 160 ns inlined, measured), and the contact and event
-    kernels make several queries per vertex.
+    Inlined where it is called: a bare grid (no fBm, seeded rocks or rock field) is sampled by one
+    call of :data:`systems.sdf.sample_sdf_grid` (the grid and nine numbers); any other terrain goes
+    through one call of :data:`terrain_at_any`. Calling the whole terrain evaluation as a function
+    cost ~200 ns per query in passing its 25 arguments (three queries of a grid: 640 ns as calls,
+    160 ns inlined, measured), and the contact and event kernels make several queries per vertex.
+    (Inlining the grid sampler too cost 5.7 s of cold compile time, at 17 call sites, for no
+    measurable run time.)
     """
     if ta[0] == 0 and ta[9] == 0 and ta[15] == 0 and ta[20] == 0:
         return _grid(ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], x, y, z)
@@ -520,14 +522,21 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     return (out_total[i, 0], out_total[i, 1], out_total[i, 2], out_total[i, 3], out_total[i, 4], out_total[i, 5])
 
 
-def _probe_rhs(i, w, ys, kout, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt):
-    """ẏ at w[ys:] (time w[TS]) into w[kout:]: flight (mode 0) or contact motion (mode 1), with the
-    row terms ``tt`` (ecs.terms); returns U(x)."""
+def _probe_rhs(i, w, ys, kout, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt):
+    """ẏ at w[ys:] (time w[TS]) into w[kout:]: flight (``contact`` None) or contact motion
+    (``contact`` the contact scratch ``cs`` of :data:`contact_wrench`), with the row terms ``tt``
+    (ecs.terms).
+
+    ``contact`` is None, not a flag, so that numba compiles flight without the contact solver: a
+    ``None`` argument's branches are pruned before typing (its *dead branch pruning*), and the
+    callers that pass it on (:data:`dp_attempt`, :data:`locate_event`, :data:`record_snapshots`)
+    are compiled once per kind. The flight kernels were half contact solver they never ran
+    (measured: 13 k of their 30 k LLVM instructions)."""
     fx = fy = fz = lx = ly = lz = 0.0
     if _active():
         fx, fy, fz, lx, ly, lz = _twrench(i, w, ys, mass[i], tt, True)
-    if mode == 1:
-        cx, cy, cz, cl, cm, cn = _cwrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, cs,
+    if contact is not None:
+        cx, cy, cz, cl, cm, cn = _cwrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r, contact,
                                           fx, fy, fz, lx, ly, lz)
         fx += cx
         fy += cy
@@ -660,14 +669,15 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     return True
 
 
-def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol):
+def _dp_attempt(i, w, h, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol):
     """One Dormand–Prince 5(4) attempt of length h from w[Y0] at time w[T0] (with K_1 = f(Y0) at w[K0],
     FSAL).
 
     Writes Y1 and K_7 = f(Y1); returns the scaled error norm (accept when ≤ 1; NaN: failed).
 
-    Contact motion (mode 1) steps the 13-number state at once. In flight (mode 0) there is no
-    torque, so eq 2.5 does not depend on (x, v) and eq 2.2's translation does not depend on the
+    Contact motion (``contact`` the contact scratch, :data:`probe_rhs`) steps the 13-number state at
+    once. In flight (``contact`` None) there is no torque, so eq 2.5 does not depend on (x, v) and
+    eq 2.2's translation does not depend on the
     attitude: the step is *multirate* — one DP5(4) step of (x, v) whose error decides acceptance,
     and the attitude carried over the same interval by its own adaptive DP5(4) sub-steps under the
     same tolerances (:data:`advance_attitude`). A tumbling probe's attitude needs sub-second steps
@@ -676,7 +686,7 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
     applies a torque (ecs.terms), the split does not hold and flight steps all 13 numbers too.
     """
     t0 = w[T0]
-    if mode == 0 and not _couple():
+    if contact is None and not _couple():
         m = mass[i]
         fx = fy = fz = 0.0
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -714,24 +724,24 @@ def _dp_attempt(i, w, h, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sp
         return err
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
     w[TS] = t0 + C2 * h
-    _rhs(i, w, YS, K0 + 13, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, YS, K0 + 13, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
     w[TS] = t0 + C3 * h
-    _rhs(i, w, YS, K0 + 26, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, YS, K0 + 26, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
     w[TS] = t0 + C4 * h
-    _rhs(i, w, YS, K0 + 39, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, YS, K0 + 39, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A51, A52, A53, A54, 0.0, 0.0)
     w[TS] = t0 + C5 * h
-    _rhs(i, w, YS, K0 + 52, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, YS, K0 + 52, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A61, A62, A63, A64, A65, 0.0)
     w[TS] = t0 + h
-    _rhs(i, w, YS, K0 + 65, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, YS, K0 + 65, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     _stage_c(w, Y0, K0, _N13, _N13, Y1, h, B1, 0.0, B3, B4, B5, B6)
-    _rhs(i, w, Y1, KFSAL, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt)
+    _rhs(i, w, Y1, KFSAL, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
     I = inertia[i]
     gyration = math.sqrt((I[0, 0] + I[1, 1] + I[2, 2]) / (2.0 * mass[i]))   # radius of gyration [m]
-    lscale = CONTACT_LENGTH if mode == 1 else 0.0     # coupled flight: positions relative, as above
+    lscale = 0.0 if contact is None else CONTACT_LENGTH     # coupled flight: positions relative, as above
     return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, lscale, gyration)
 
 
@@ -1101,7 +1111,7 @@ hermite_root = dual_call(_hermite_root)
 _hroot = hermite_root.cpu
 
 
-def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
+def _locate_event(i, w, hh, fa, fb, thr, which, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
                   sphere_r, bound_r, cs, tt, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
 
@@ -1143,7 +1153,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, 
                 tau = lo
             if tau > hi:
                 tau = hi
-        _dpa(i, w, tau, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
+        _dpa(i, w, tau, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
         gt, st, dt, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
         gt -= thr
         st -= thr
@@ -1176,7 +1186,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, mode, ga, ta, ox, oy, oz, mass, 
     return a, fa
 
 
-def _record_snapshots(i, w, t, hh, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol,
+def _record_snapshots(i, w, t, hh, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
                       atol, rec_dt, snap, save, phase_code):
     """Dense output for recording: the state at every record time τ_k = k·rec_dt in (t, t + hh].
 
@@ -1204,7 +1214,7 @@ def _record_snapshots(i, w, t, hh, mode, ga, ta, ox, oy, oz, mass, inertia, jinv
                 for c in range(n):
                     save[i, c] = w[Y1 + c]
                 saved = True
-            _dpa(i, w, tau - t, mode, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, cs, tt, rtol, atol)
+            _dpa(i, w, tau - t, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
             snap[i, slot, 0] = k
             snap[i, slot, 1] = phase_code
             snap[i, slot, 15] = t
@@ -1233,7 +1243,7 @@ def _escaping(x, y, z, vx, vy, vz, ox, oy, oz, mu, escape_r):
     return 0.5 * (nx * nx + ny * ny + nz * nz) - mu / r > 0.0 and x * vx + y * vy + z * vz > 0.0
 
 
-escaping = dual(_escaping)
+escaping = dual(_escaping, inline=False)
 
 
 def _trace_step(i, t, h, phase_code, w, off, trace, trace_n):
@@ -1263,7 +1273,7 @@ def _drop_snapshots_after(i, t, rec_dt, snap):
 from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
 
 _cforces = contact_forces_row.cpu
-contact_wrench = dual_call(_contact_wrench)
+contact_wrench = dual(_contact_wrench)
 _cwrench = contact_wrench.cpu
 probe_rhs = dual_call(_probe_rhs)
 _rhs = probe_rhs.cpu
@@ -1271,11 +1281,11 @@ _errn = error_norm.cpu
 _next_h = step_size.cpu
 advance_attitude = dual_call(_advance_attitude)
 _advance_att = advance_attitude.cpu
-dp_attempt = dual_call(_dp_attempt)
+dp_attempt = dual(_dp_attempt)
 _dpa = dp_attempt.cpu
 accept = dual_call(_accept)
-locate_event = dual_call(_locate_event)
-record_snapshots = dual_call(_record_snapshots)
+locate_event = dual(_locate_event)
+record_snapshots = dual(_record_snapshots)
 trace_step = dual_call(_trace_step)
 drop_snapshots_after = dual_call(_drop_snapshots_after)
 

@@ -522,7 +522,7 @@ def _voxel_field(x, y, z, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, 
             gz + fgz + t5 * (v2 - qgz))
 
 
-voxel_field = dual(_voxel_field)
+voxel_field = dual(_voxel_field, inline=False)
 
 
 def _linearized_field(x, y, z, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz, txy, txz, tyz):

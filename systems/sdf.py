@@ -193,7 +193,7 @@ def _sample_sdf_grid_full(values, ox, oy, oz, hx, hy, hz, x, y, z):
     return d, gx, gy, gz, hxx, hyy, hzz, hxy, hxz, hyz
 
 
-sample_sdf_grid_full = dual(_sample_sdf_grid_full)
+sample_sdf_grid_full = dual(_sample_sdf_grid_full, inline=False)
 _grid_full = sample_sdf_grid_full.cpu
 
 
@@ -203,7 +203,7 @@ def _sample_sdf_grid(values, ox, oy, oz, hx, hy, hz, x, y, z):
     return r[0], r[1], r[2], r[3]
 
 
-sample_sdf_grid = dual(_sample_sdf_grid)
+sample_sdf_grid = dual(_sample_sdf_grid, inline=False)
 _grid = sample_sdf_grid.cpu
 
 
@@ -584,7 +584,7 @@ def _eval_shape(nodes, x, y, z):
     return d, gx, gy, gz
 
 
-eval_shape = dual(_eval_shape)
+eval_shape = dual(_eval_shape, inline=False)
 _shape = eval_shape.cpu
 
 
@@ -763,7 +763,7 @@ def _eval_psr(tex, period, index, index_cell, x, y, z):
     return d, gx, gy, gz
 
 
-eval_psr = dual(_eval_psr)
+eval_psr = dual(_eval_psr, inline=False)
 _psr = eval_psr.cpu
 
 
@@ -798,7 +798,7 @@ def _eval_terrain_point(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes,
     return d, gx, gy, gz
 
 
-eval_terrain_point = dual(_eval_terrain_point)
+eval_terrain_point = dual(_eval_terrain_point, inline=False)
 _terrain = eval_terrain_point.cpu
 
 
@@ -1142,7 +1142,7 @@ def _eval_terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nod
     g[i, 2] = r[3]
 
 
-eval_terrain_row = dual(_eval_terrain_row)
+eval_terrain_row = dual(_eval_terrain_row, inline=False)
 _terrain_row = eval_terrain_row.cpu
 
 
