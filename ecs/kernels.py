@@ -291,14 +291,17 @@ def gpu_function(kernel) -> Callable:
     raise TypeError(f"{kernel!r} is neither a DualKernel nor an njit function")
 
 
-def dual(fn: Callable, *, inline: bool = True) -> DualKernel:
+def dual(fn: Callable, *, inline: bool = True, nogil: bool = False) -> DualKernel:
     """Compile ``fn`` as a CPU device function; its GPU twin compiles lazily.
 
     ``inline=False`` keeps the CPU twin a regular cached call: for the few large, branchy kernels
     whose inlining into every caller multiplies compile time (an ellipsoid root find: 21 s vs
-    3.8 s compile for one caller, measured) for little run-time gain.
+    3.8 s compile for one caller, measured) for little run-time gain. ``nogil=True``: a span
+    kernel that CPU worker threads call from Python (:func:`launch_span`).
     """
     opts = {"inline": "always"} if inline else {}
+    if nogil:
+        opts["nogil"] = True
     k = DualKernel(py=fn, cpu=numba.njit(cache=True, fastmath=FASTMATH, **opts)(fn))
     _DUAL_BY_CPU[id(k.cpu)] = k
     return k
@@ -368,6 +371,48 @@ def gpu_row_kernel(row, nargs: int):
         k = cuda.jit(ns["_rows"])
         _GPU_ROW_KERNELS[key] = k
     return k
+
+
+_GPU_SPAN_KERNELS: dict = {}
+
+
+def gpu_span_kernel(span, nargs: int):
+    """A ``@cuda.jit`` driver running ``span``'s GPU twin ``(i, i + 1, *args)`` for ``i < n``: one
+    thread per listed row (built once, lazily; :func:`launch_span`)."""
+    key = (id(span), nargs)
+    k = _GPU_SPAN_KERNELS.get(key)
+    if k is None:
+        from numba import cuda
+
+        names = ", ".join(f"a{j}" for j in range(nargs))
+        src = (f"def _span(n, {names}):\n"
+               f"    i = cuda.grid(1)\n"
+               f"    if i < n:\n"
+               f"        fn(i, i + 1, {names})\n")
+        ns = {"cuda": cuda, "fn": gpu_function(span)}
+        exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
+        k = cuda.jit(ns["_span"])
+        _GPU_SPAN_KERNELS[key] = k
+    return k
+
+
+def launch_span(backend: str, span, n: int, *args) -> None:
+    """Run a *span kernel* ``span(j0, j1, *args)`` (it handles the listed items ``j0 <= j < j1``)
+    over ``n`` items: one call ``span(0, n, *args)`` on the CPU (``span`` a CPU dispatcher or a
+    :class:`DualKernel`), or one CUDA thread per item calling its GPU twin with ``(j, j + 1)``.
+
+    A span kernel is one compiled function where a row function and a CPU loop driver over it
+    would be two: numba compiles every dispatcher into its own module with all its callees, so a
+    driver repeats its row function's whole optimisation and code generation (measured on the
+    deployment's three phase kernels: 8.7 s of a cold start).
+    """
+    if n == 0:
+        return
+    if backend == "gpu":
+        blocks, threads = gpu_grid(n)
+        gpu_span_kernel(span, len(args))[blocks, threads](n, *args)
+    else:
+        (span.cpu if isinstance(span, DualKernel) else span)(0, n, *args)
 
 
 def launch_rows(backend: str, cpu_driver, row: DualKernel, n: int, *args) -> None:

@@ -59,8 +59,8 @@ from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs import Phase, System
-from ecs.kernels import cpu_jit
-from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call, dual_call,
+from ecs.kernels import dual
+from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
 from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
 
@@ -75,6 +75,8 @@ _lift = lift_out.cpu
 _impacts = vertex_impacts_row.cpu
 _kin = kinetic_body.cpu
 _IMPACT_STEP_LIMIT = np.int8(Reason.IMPACT_STEP_LIMIT)
+#: lift_out's flag as a typed constant (a Python bool literal compiles a specialisation of its own)
+_ALL_VERTICES = np.bool_(False)
 
 #: A touching vertex approaches when its normal velocity is below −APPROACH_TOL [m/s]: after an
 #: impact the resolved vertex is left at ~1e-13 m/s, which must not start another impact.
@@ -114,172 +116,165 @@ def declare_collision_events(events) -> None:
         events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
 
 
-def _collide_row(j, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair, sphere_vert,
-                 sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
-                 max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen):
-    i = rows[j]
-    w = work[i]
-    vpos, vtype, vdir, shape_start, shape_kind, shape_radius = geo
-    s = shape[i]
-    v0 = shape_start[s]
-    v1 = shape_start[s + 1]
-    sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
-    nv = 1 if sphere_r > 0.0 else v1 - v0
-    q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
-    x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
-    vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
-    wx, wy, wz = om[i, 0], om[i, 1], om[i, 2]
-    # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
-    _load(i, w, pos, vel, att, om)
-    w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
-    w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
-    w[TS] = rtime[i]
-    _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
-    best = -1
-    bvn = 0.0
-    ban = 0.0
-    deep = 0.0
-    for k in range(nv):
-        if sphere_r > 0.0:
-            r = _tat(ta, x, y, z)
-            gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
-            nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
-            rx, ry, rz = _rot_inv(q0, q1, q2, q3, -sphere_r * nx, -sphere_r * ny, -sphere_r * nz)
-            sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2] = rx, ry, rz
-            d = r[0] - sphere_r
-        else:
-            rx, ry, rz = vpos[v0 + k, 0], vpos[v0 + k, 1], vpos[v0 + k, 2]
-            tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
-            r = _tat(ta, x + tx, y + ty, z + tz)
-            gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
-            nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
-            d = r[0]
-        normal[i, k, 0], normal[i, k, 1], normal[i, k, 2] = nx, ny, nz
-        touch[i, k] = 1 if d <= contact_gap else 0
-        if touch[i, k] == 0:
-            continue
-        if d < deep:
-            deep = d
-        # contact-point velocity and free acceleration, target frame
-        ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
-        px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
-        vn = (vx + px) * nx + (vy + py) * ny + (vz + pz) * nz
-        ax, ay, az = _cross(w[K0 + 10], w[K0 + 11], w[K0 + 12], rx, ry, rz)
-        cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
-        ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
-        an = (w[K0 + 3] + ax) * nx + (w[K0 + 4] + ay) * ny + (w[K0 + 5] + az) * nz
-        if an < ban:
-            ban = an
-        if best < 0 or vn < bvn:
-            best = k
-            bvn = vn
-    for k in range(nv, touch.shape[1]):
-        touch[i, k] = 0
-    if best < 0:  # nothing touches any more (drift): fly on
-        phase[i] = DeployPhase.FLY
-        return
-    enter = -bvn < contact_speed and ban < 0.0   # some touching vertex would sink without the surface
-    for c in range(PAIR_FIELD_COUNT):
-        cpair[i, c] = pair[i, c]
-    if enter:
-        cpair[i, PAIR_E] = 0.0
-        cpair[i, PAIR_REGOLITH] = 0.0
-    e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
-    if sphere_r > 0.0:
-        _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
-                 ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
-    elif enter:   # the final e = 0 collision acts along the normals contact motion will hold (§2.5.3)
-        _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal, touch,
-                 cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus,
-                 mcount)
-    else:         # a bounce: the impact normal by vertex type (eq 2.33)
-        _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
-                 ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
-        if mstatus[i] != MULTI_IMPACT_FAILED and mcount[i] == 0 and bvn < -APPROACH_TOL:
-            # nothing approaches along eq 2.33's normals, yet a vertex approaches along N (a face
-            # or edge vertex sliding into a terrain feature's flank): the bounce acts along N, so
-            # that flight does not carry it deeper (module docstring)
-            _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal,
-                     touch, cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL,
-                     mstatus, mcount)
-    mstat = mstatus[i]
-    count = mcount[i]
-    if mstat == MULTI_IMPACT_FAILED:
-        status[i] = Status.FAILED
-        reason[i] = _IMPACT_STEP_LIMIT
-        phase[i] = DeployPhase.ENDED
-        return
-    if deep < 0.0:   # project out of the terrain (no penetration ratchet across phase switches)
-        pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, cs[6], cs[7], i, False)
-        if pen > max_pen[i]:
-            max_pen[i] = pen
-        pos[i, 0], pos[i, 1], pos[i, 2] = w[Y0], w[Y0 + 1], w[Y0 + 2]
-    e1 = _kin(mass[i], inertia[i], vel[i, 0], vel[i, 1], vel[i, 2], om[i, 0], om[i, 1], om[i, 2])
-    t = rtime[i]
-    if count > 0 or enter:
-        collisions[i] += 1
-        if not (first_impact[i] == first_impact[i]):   # NaN: first one
-            first_impact[i] = t
-        sm = sample[i]
-        slot = ev_count[sm]
-        if slot < ev[0].shape[1]:
+def _collide_rows(j0, j1, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia,
+                  jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair,
+                  sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap,
+                  contact_speed, wstar, max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces,
+                  max_pen):
+    """Resolve the pending collision of each collide row ``i = rows[j]``, ``j0 <= j < j1`` (module
+    docstring). A span kernel (:func:`ecs.kernels.launch_span`)."""
+    for j in range(j0, j1):
+        i = rows[j]
+        w = work[i]
+        vpos, vtype, vdir, shape_start, shape_kind, shape_radius = geo
+        s = shape[i]
+        v0 = shape_start[s]
+        v1 = shape_start[s + 1]
+        sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
+        nv = 1 if sphere_r > 0.0 else v1 - v0
+        q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
+        x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
+        vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
+        wx, wy, wz = om[i, 0], om[i, 1], om[i, 2]
+        # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
+        _load(i, w, pos, vel, att, om)
+        w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
+        w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
+        w[TS] = rtime[i]
+        _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+        best = -1
+        bvn = 0.0
+        ban = 0.0
+        deep = 0.0
+        for k in range(nv):
             if sphere_r > 0.0:
-                rx, ry, rz = sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2]
-                vt = 0
-                vi = -1
+                r = _tat(ta, x, y, z)
+                gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
+                nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
+                rx, ry, rz = _rot_inv(q0, q1, q2, q3, -sphere_r * nx, -sphere_r * ny, -sphere_r * nz)
+                sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2] = rx, ry, rz
+                d = r[0] - sphere_r
             else:
-                rx, ry, rz = vpos[v0 + best, 0], vpos[v0 + best, 1], vpos[v0 + best, 2]
-                vt = vtype[v0 + best]
-                vi = best
-            tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
+                rx, ry, rz = vpos[v0 + k, 0], vpos[v0 + k, 1], vpos[v0 + k, 2]
+                tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
+                r = _tat(ta, x + tx, y + ty, z + tz)
+                gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
+                nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
+                d = r[0]
+            normal[i, k, 0], normal[i, k, 1], normal[i, k, 2] = nx, ny, nz
+            touch[i, k] = 1 if d <= contact_gap else 0
+            if touch[i, k] == 0:
+                continue
+            if d < deep:
+                deep = d
+            # contact-point velocity and free acceleration, target frame
             ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
             px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
-            cvx, cvy, cvz = vx + px, vy + py, vz + pz
-            sp = math.sqrt(cvx * cvx + cvy * cvy + cvz * cvz)
-            ang = math.degrees(math.asin(min(1.0, max(-1.0, -bvn / sp)))) if sp > 0.0 else 90.0
-            ev[0][sm, slot] = t
-            ev[1][sm, slot] = 1 if enter else 0
-            ev[2][sm, slot] = vi
-            ev[3][sm, slot] = vt
-            ev[4][sm, slot, 0], ev[4][sm, slot, 1], ev[4][sm, slot, 2] = x, y, z
-            ev[5][sm, slot, 0], ev[5][sm, slot, 1], ev[5][sm, slot, 2] = x + tx, y + ty, z + tz
-            ev[6][sm, slot, 0] = normal[i, best, 0]
-            ev[6][sm, slot, 1] = normal[i, best, 1]
-            ev[6][sm, slot, 2] = normal[i, best, 2]
-            ev[7][sm, slot] = ang
-            ev[8][sm, slot, 0], ev[8][sm, slot, 1], ev[8][sm, slot, 2] = vx, vy, vz
-            ev[9][sm, slot, 0], ev[9][sm, slot, 1], ev[9][sm, slot, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
-            ev[10][sm, slot, 0], ev[10][sm, slot, 1], ev[10][sm, slot, 2] = wx, wy, wz
-            ev[11][sm, slot, 0], ev[11][sm, slot, 1], ev[11][sm, slot, 2] = om[i, 0], om[i, 1], om[i, 2]
-            ev[12][sm, slot] = e0
-            ev[13][sm, slot] = e1
-            ev[14][sm, slot] = count
-            ev_count[sm] = slot + 1
+            vn = (vx + px) * nx + (vy + py) * ny + (vz + pz) * nz
+            ax, ay, az = _cross(w[K0 + 10], w[K0 + 11], w[K0 + 12], rx, ry, rz)
+            cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
+            ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
+            an = (w[K0 + 3] + ax) * nx + (w[K0 + 4] + ay) * ny + (w[K0 + 5] + az) * nz
+            if an < ban:
+                ban = an
+            if best < 0 or vn < bvn:
+                best = k
+                bvn = vn
+        for k in range(nv, touch.shape[1]):
+            touch[i, k] = 0
+        if best < 0:  # nothing touches any more (drift): fly on
+            phase[i] = DeployPhase.FLY
+            continue
+        enter = -bvn < contact_speed and ban < 0.0   # some touching vertex would sink without the surface
+        for c in range(PAIR_FIELD_COUNT):
+            cpair[i, c] = pair[i, c]
+        if enter:
+            cpair[i, PAIR_E] = 0.0
+            cpair[i, PAIR_REGOLITH] = 0.0
+        e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
+        if sphere_r > 0.0:
+            _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
+                     ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
+        elif enter:   # the final e = 0 collision acts along the normals contact motion will hold (§2.5.3)
+            _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal, touch,
+                     cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus,
+                     mcount)
+        else:         # a bounce: the impact normal by vertex type (eq 2.33)
+            _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
+                     ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
+            if mstatus[i] != MULTI_IMPACT_FAILED and mcount[i] == 0 and bvn < -APPROACH_TOL:
+                # nothing approaches along eq 2.33's normals, yet a vertex approaches along N (a face
+                # or edge vertex sliding into a terrain feature's flank): the bounce acts along N, so
+                # that flight does not carry it deeper (module docstring)
+                _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal,
+                         touch, cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL,
+                         mstatus, mcount)
+        mstat = mstatus[i]
+        count = mcount[i]
+        if mstat == MULTI_IMPACT_FAILED:
+            status[i] = Status.FAILED
+            reason[i] = _IMPACT_STEP_LIMIT
+            phase[i] = DeployPhase.ENDED
+            continue
+        if deep < 0.0:   # project out of the terrain (no penetration ratchet across phase switches)
+            pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, cs[6], cs[7], i, _ALL_VERTICES)
+            if pen > max_pen[i]:
+                max_pen[i] = pen
+            pos[i, 0], pos[i, 1], pos[i, 2] = w[Y0], w[Y0 + 1], w[Y0 + 2]
+        e1 = _kin(mass[i], inertia[i], vel[i, 0], vel[i, 1], vel[i, 2], om[i, 0], om[i, 1], om[i, 2])
+        t = rtime[i]
+        if count > 0 or enter:
+            collisions[i] += 1
+            if not (first_impact[i] == first_impact[i]):   # NaN: first one
+                first_impact[i] = t
+            sm = sample[i]
+            slot = ev_count[sm]
+            if slot < ev[0].shape[1]:
+                if sphere_r > 0.0:
+                    rx, ry, rz = sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2]
+                    vt = 0
+                    vi = -1
+                else:
+                    rx, ry, rz = vpos[v0 + best, 0], vpos[v0 + best, 1], vpos[v0 + best, 2]
+                    vt = vtype[v0 + best]
+                    vi = best
+                tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
+                ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
+                px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
+                cvx, cvy, cvz = vx + px, vy + py, vz + pz
+                sp = math.sqrt(cvx * cvx + cvy * cvy + cvz * cvz)
+                ang = math.degrees(math.asin(min(1.0, max(-1.0, -bvn / sp)))) if sp > 0.0 else 90.0
+                ev[0][sm, slot] = t
+                ev[1][sm, slot] = 1 if enter else 0
+                ev[2][sm, slot] = vi
+                ev[3][sm, slot] = vt
+                ev[4][sm, slot, 0], ev[4][sm, slot, 1], ev[4][sm, slot, 2] = x, y, z
+                ev[5][sm, slot, 0], ev[5][sm, slot, 1], ev[5][sm, slot, 2] = x + tx, y + ty, z + tz
+                ev[6][sm, slot, 0] = normal[i, best, 0]
+                ev[6][sm, slot, 1] = normal[i, best, 1]
+                ev[6][sm, slot, 2] = normal[i, best, 2]
+                ev[7][sm, slot] = ang
+                ev[8][sm, slot, 0], ev[8][sm, slot, 1], ev[8][sm, slot, 2] = vx, vy, vz
+                ev[9][sm, slot, 0], ev[9][sm, slot, 1], ev[9][sm, slot, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
+                ev[10][sm, slot, 0], ev[10][sm, slot, 1], ev[10][sm, slot, 2] = wx, wy, wz
+                ev[11][sm, slot, 0], ev[11][sm, slot, 1], ev[11][sm, slot, 2] = om[i, 0], om[i, 1], om[i, 2]
+                ev[12][sm, slot] = e0
+                ev[13][sm, slot] = e1
+                ev[14][sm, slot] = count
+                ev_count[sm] = slot + 1
+            else:
+                ev_overflow[sm] = 1
+        if enter:
+            phase[i] = DeployPhase.CONTACT
         else:
-            ev_overflow[sm] = 1
-    if enter:
-        phase[i] = DeployPhase.CONTACT
-    else:
-        if count > 0:
-            bounces[i] += 1
-        phase[i] = DeployPhase.FLY
+            if count > 0:
+                bounces[i] += 1
+            phase[i] = DeployPhase.FLY
 
 
-collide_row = dual_call(_collide_row)
-_collide_cpu = collide_row.cpu
+collide_rows = dual(_collide_rows, inline=False, nogil=True)
 
 
-@cpu_jit(nogil=True)
-def collide_rows(n, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair, sphere_vert,
-                 sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
-                 max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen):
-    for j in range(n):
-        _collide_cpu(j, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia,
-                     jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair, sphere_vert,
-                     sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap, contact_speed, wstar,
-                     max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces, max_pen)
 
 
 class CollideProbes(System):

@@ -56,7 +56,7 @@ from components.contact_params import PAIR_CRR, PAIR_F
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs import Phase, System
-from ecs.kernels import cpu_jit
+from ecs.kernels import dual
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
 from systems.deploy_physics import (CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
@@ -85,6 +85,8 @@ _trace = trace_step.cpu
 _PHASE_CONTACT = float(DeployPhase.CONTACT)
 _NONFINITE = np.int8(Reason.NONFINITE_STATE)
 _WHICH_CONTACT = _i(1)
+#: lift_out's flag as a typed constant (a Python bool literal compiles a specialisation of its own)
+_ACTIVE_ONLY = np.bool_(True)
 #: Contact slots per probe (active vertices solved together).
 CONTACT_SLOTS = 8
 #: An active contact whose normal velocity is below −SINK_SPEED [m/s] at a step's start is sent
@@ -197,148 +199,141 @@ active_set = dual_call(_active_set)
 _active = active_set.cpu
 
 
-def _contact_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min, event_tol,
-                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
-                 t_cap, rec_dt, snap, save, trace, trace_n):
-    i = rows[j]
-    t_end = t_ends[i]       # this row's frame end
-    w = work[i]
-    vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
-    act, slot_vertex, fric, rolling, out_state, sel = cs[6], cs[7], cs[12], cs[13], cs[16], cs[CS_TOUCH]
-    s = shape[i]
-    v0 = shape_start[s]
-    v1 = shape_start[s + 1]
-    sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
-    nslot = act.shape[1]
-    f = pair[i, PAIR_F]
-    for k in range(nslot):
-        fric[i, k] = f
-    rr = pair[i, PAIR_CRR] * rolling_radius[i]
-    rolling[i, 0], rolling[i, 1], rolling[i, 2] = rr, rr, rr
-    _load(i, w, pos, vel, att, om)
-    w[WARM] = 0.0           # a fly launch after this one starts afresh
-    t = rtime[i]
-    h = step[i]
-    if not (h > 0.0):
-        h = min(h_max, 0.1)
-    n = 0
-    dist = distance[i]
-    fresh = True   # Y0 is new (launch start or an accepted step): set up its active set and rates
-    thr = w[THR]   # event threshold of contact_clearance: 0 from the collision that started the
-    #                phase, lowered only after a failed projection, kept across launches
-    while True:
-        # the decisions at a new Y0 (fly, collide, settle) are taken before the launch may end, so
-        # where a launch ends (frame end, steps_per_launch) changes no decision
-        if fresh:
-            fresh = False
-            # ---- active set at the step's start
-            na = 0
-            for k in range(nslot):
-                act[i, k] = 0
-            if sphere_r > 0.0:
-                if _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])[0] - sphere_r <= contact_gap:
-                    act[i, 0] = 1
-                    na = 1
-            else:
-                na = _active(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, contact_gap)
-            if na == 0:
-                phase[i] = DeployPhase.FLY
-                break
-            if _sinking_c(i, w, ta, vpos, sphere_r, act, slot_vertex) < -SINK_SPEED:
-                phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
-                break
-            w[TS] = t
-            _rhs(i, w, Y0, K0, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
-            carrying = False
-            for k in range(nslot):
-                if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
-                    carrying = True
-            if not carrying:
-                phase[i] = DeployPhase.FLY
-                break
-            # ---- rest bookkeeping
-            sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2)
-            rate = math.sqrt(w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
-            if sp < settle_speed and rate < settle_rate:
-                if not (rest_since[i] == rest_since[i]):
-                    rest_since[i] = t
-                elif t - rest_since[i] >= settle_hold:
+def _contact_rows(j0, j1, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia,
+                  jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min,
+                  event_tol, contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen,
+                  rest_since, t_cap, rec_dt, snap, save, trace, trace_n):
+    """Advance each contact row ``i = rows[j]``, ``j0 <= j < j1``, past its frame end ``t_ends[i]``, to
+    a touchdown, a lift-off, rest or ``max_steps`` steps (module docstring). A span kernel
+    (:func:`ecs.kernels.launch_span`)."""
+    for j in range(j0, j1):
+        i = rows[j]
+        t_end = t_ends[i]       # this row's frame end
+        w = work[i]
+        vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
+        act, slot_vertex, fric, rolling, out_state, sel = cs[6], cs[7], cs[12], cs[13], cs[16], cs[CS_TOUCH]
+        s = shape[i]
+        v0 = shape_start[s]
+        v1 = shape_start[s + 1]
+        sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
+        nslot = act.shape[1]
+        f = pair[i, PAIR_F]
+        for k in range(nslot):
+            fric[i, k] = f
+        rr = pair[i, PAIR_CRR] * rolling_radius[i]
+        rolling[i, 0], rolling[i, 1], rolling[i, 2] = rr, rr, rr
+        _load(i, w, pos, vel, att, om)
+        w[WARM] = 0.0           # a fly launch after this one starts afresh
+        t = rtime[i]
+        h = step[i]
+        if not (h > 0.0):
+            h = min(h_max, 0.1)
+        n = 0
+        dist = distance[i]
+        fresh = True   # Y0 is new (launch start or an accepted step): set up its active set and rates
+        thr = w[THR]   # event threshold of contact_clearance: 0 from the collision that started the
+        #                phase, lowered only after a failed projection, kept across launches
+        while True:
+            # the decisions at a new Y0 (fly, collide, settle) are taken before the launch may end, so
+            # where a launch ends (frame end, steps_per_launch) changes no decision
+            if fresh:
+                fresh = False
+                # ---- active set at the step's start
+                na = 0
+                for k in range(nslot):
+                    act[i, k] = 0
+                if sphere_r > 0.0:
+                    if _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])[0] - sphere_r <= contact_gap:
+                        act[i, 0] = 1
+                        na = 1
+                else:
+                    na = _active(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, contact_gap)
+                if na == 0:
+                    phase[i] = DeployPhase.FLY
                     break
-            else:
-                rest_since[i] = math.nan
-        if not (t < t_end and n < max_steps):
-            break
-        # ---- one step (after a rejected attempt Y0, its active set, K0 and the rest bookkeeping stand)
-        hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
-        if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
-            hh = max(rest_since[i] + settle_hold - t, 1e-9)
-        w[T0] = t
-        if rec_dt > 0.0:
-            _snaps(i, w, t, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
-                   atol, rec_dt, snap, save, _PHASE_CONTACT)
-        err = _dp(i, w, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
-                  atol)
-        n += 1
-        if not (err <= 1.0) and hh > h_min:
-            if not math.isfinite(err):
+                if _sinking_c(i, w, ta, vpos, sphere_r, act, slot_vertex) < -SINK_SPEED:
+                    phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
+                    break
+                w[TS] = t
+                _rhs(i, w, Y0, K0, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+                carrying = False
+                for k in range(nslot):
+                    if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
+                        carrying = True
+                if not carrying:
+                    phase[i] = DeployPhase.FLY
+                    break
+                # ---- rest bookkeeping
+                sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2)
+                rate = math.sqrt(w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+                if sp < settle_speed and rate < settle_rate:
+                    if not (rest_since[i] == rest_since[i]):
+                        rest_since[i] = t
+                    elif t - rest_since[i] >= settle_hold:
+                        break
+                else:
+                    rest_since[i] = math.nan
+            if not (t < t_end and n < max_steps):
+                break
+            # ---- one step (after a rejected attempt Y0, its active set, K0 and the rest bookkeeping stand)
+            hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
+            if rest_since[i] == rest_since[i] and rest_since[i] + settle_hold - t < hh:
+                hh = max(rest_since[i] + settle_hold - t, 1e-9)
+            w[T0] = t
+            if rec_dt > 0.0:
+                _snaps(i, w, t, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+                       atol, rec_dt, snap, save, _PHASE_CONTACT)
+            err = _dp(i, w, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+                      atol)
+            n += 1
+            if not (err <= 1.0) and hh > h_min:
+                if not math.isfinite(err):
+                    status[i] = Status.FAILED
+                    reason[i] = _NONFINITE
+                    phase[i] = DeployPhase.ENDED
+                    break
+                h = max(_next(hh, err), h_min)
+                continue
+            if not _fin(w, Y1):
                 status[i] = Status.FAILED
                 reason[i] = _NONFINITE
                 phase[i] = DeployPhase.ENDED
                 break
-            h = max(_next(hh, err), h_min)
-            continue
-        if not _fin(w, Y1):
-            status[i] = Status.FAILED
-            reason[i] = _NONFINITE
-            phase[i] = DeployPhase.ENDED
-            break
-        # ---- new touchdown of a free vertex: localise (locate_event) and collide
-        g1 = _cclear(w, Y1, ta, vpos, v0, v1, sphere_r, act, slot_vertex, sel, i, contact_gap)
-        if g1 <= thr:
-            g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, sel, i, contact_gap)
-            if not (g0 > thr):
-                # the step starts at or below the event's zero: a touching vertex more than
-                # contact_gap deep, left so by a projection that could not lift it (module
-                # docstring); lowered as in flight, so that sinking a further contact_gap is an event
-                thr = g0 - contact_gap
+            # ---- new touchdown of a free vertex: localise (locate_event) and collide
+            g1 = _cclear(w, Y1, ta, vpos, v0, v1, sphere_r, act, slot_vertex, sel, i, contact_gap)
             if g1 <= thr:
-                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, cs, ga, ta, ox, oy,
-                                oz, mass, inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol,
-                                event_tol, contact_gap)
-                t += a
-                _drop_snaps(i, t, rec_dt, snap)
-                if trace.shape[1] > 0:
-                    _trace(i, t, a, _PHASE_CONTACT, w, Y0, trace, trace_n)
-                phase[i] = DeployPhase.COLLIDE
-                break
-        t, dist = _commit(w, t, hh, t_cap, dist)
-        h = _next(hh, err)
-        fresh = True
-        # ---- drift: lift the active contacts back onto the surface
-        pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, True)
-        if pen > max_pen[i]:
-            max_pen[i] = pen                # K0 is re-evaluated at the next step's start (fresh)
-        if trace.shape[1] > 0:
-            _trace(i, t, hh, _PHASE_CONTACT, w, Y0, trace, trace_n)
-    w[THR] = thr
-    _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
+                g0 = _cclear(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, sel, i, contact_gap)
+                if not (g0 > thr):
+                    # the step starts at or below the event's zero: a touching vertex more than
+                    # contact_gap deep, left so by a projection that could not lift it (module
+                    # docstring); lowered as in flight, so that sinking a further contact_gap is an event
+                    thr = g0 - contact_gap
+                if g1 <= thr:
+                    a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, cs, ga, ta, ox, oy,
+                                    oz, mass, inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol,
+                                    event_tol, contact_gap)
+                    t += a
+                    _drop_snaps(i, t, rec_dt, snap)
+                    if trace.shape[1] > 0:
+                        _trace(i, t, a, _PHASE_CONTACT, w, Y0, trace, trace_n)
+                    phase[i] = DeployPhase.COLLIDE
+                    break
+            t, dist = _commit(w, t, hh, t_cap, dist)
+            h = _next(hh, err)
+            fresh = True
+            # ---- drift: lift the active contacts back onto the surface
+            pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, _ACTIVE_ONLY)
+            if pen > max_pen[i]:
+                max_pen[i] = pen                # K0 is re-evaluated at the next step's start (fresh)
+            if trace.shape[1] > 0:
+                _trace(i, t, hh, _PHASE_CONTACT, w, Y0, trace, trace_n)
+        w[THR] = thr
+        _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
-contact_row = dual_call(_contact_row)
-_contact_cpu = contact_row.cpu
+contact_rows = dual(_contact_rows, inline=False, nogil=True)
 
 
-@cpu_jit(nogil=True)
-def contact_rows(n, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min, event_tol,
-                 contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
-                 t_cap, rec_dt, snap, save, trace, trace_n):
-    for j in range(n):
-        _contact_cpu(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                     shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min, event_tol,
-                     contact_gap, settle_speed, settle_rate, settle_hold, max_steps, distance, max_pen, rest_since,
-                     t_cap, rec_dt, snap, save, trace, trace_n)
 
 
 class ContactProbes(System):

@@ -41,8 +41,7 @@ import numpy as np
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs import Phase, System
-from ecs.kernels import cpu_jit
-from systems.collision import dual_call
+from ecs.kernels import dual
 from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
                                     escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
@@ -67,113 +66,107 @@ _trace = trace_step.cpu
 _escaping = escaping.cpu
 
 
-def _fly_row(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
-             geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
-             max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
-    """Advance fly row ``rows[j]`` past its frame end ``t_ends[rows[j]]`` (never past ``t_cap``), to an
-    event, an escape, or ``max_steps`` steps (module docstring)."""
-    i = rows[j]
-    t_end = t_ends[i]
-    w = work[i]
-    vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
-    s = shape[i]
-    v0 = shape_start[s]
-    v1 = shape_start[s + 1]
-    bound_r = shape_radius[s]
-    sphere_r = bound_r if shape_kind[s] == 0 else 0.0
-    t = rtime[i]
-    if w[WARM] == 1.0:      # continued from the previous launch: Y0, K0 (FSAL), thr and g0 as left
-        thr = w[THR]
-        g0 = w[G0]
-    else:
-        _load(i, w, pos, vel, att, om)
-        w[TS] = t
-        _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
-        g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
-        thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
-    w[WARM] = 0.0
-    h = step[i]
-    if not (h > 0.0):
-        h = min(h_max, 1.0)
-    n = 0
-    dist = distance[i]
-    while t < t_end and n < max_steps:
-        sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2) + bound_r * math.sqrt(
-            w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
-        hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
-        if sp > 0.0:
-            lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
-            if lim < hh:
-                hh = lim
-        hs = _smooth(ga, w, hh)          # end on a voxel cell face rather than step across it
-        face = hs < hh
-        hh = hs
-        w[T0] = t
-        if rec_dt > 0.0:
-            _snaps(i, w, t, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol,
-                   rec_dt, snap, save, _PHASE_FLY)
-        err = _dp(i, w, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
-        n += 1
-        if not (err <= 1.0):
-            if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
+def _fly_rows(j0, j1, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
+              shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
+              distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
+    """Advance each fly row ``i = rows[j]``, ``j0 <= j < j1``, past its frame end ``t_ends[i]`` (never
+    past ``t_cap``), to an event, an escape, or ``max_steps`` steps (module docstring). A span kernel
+    (:func:`ecs.kernels.launch_span`): the CPU calls it once for a worker's rows, a GPU thread for
+    its one row."""
+    for j in range(j0, j1):
+        i = rows[j]
+        t_end = t_ends[i]
+        w = work[i]
+        vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
+        s = shape[i]
+        v0 = shape_start[s]
+        v1 = shape_start[s + 1]
+        bound_r = shape_radius[s]
+        sphere_r = bound_r if shape_kind[s] == 0 else 0.0
+        t = rtime[i]
+        if w[WARM] == 1.0:      # continued from the previous launch: Y0, K0 (FSAL), thr and g0 as left
+            thr = w[THR]
+            g0 = w[G0]
+        else:
+            _load(i, w, pos, vel, att, om)
+            w[TS] = t
+            _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+            g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
+            thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
+        w[WARM] = 0.0
+        h = step[i]
+        if not (h > 0.0):
+            h = min(h_max, 1.0)
+        n = 0
+        dist = distance[i]
+        while t < t_end and n < max_steps:
+            sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2) + bound_r * math.sqrt(
+                w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+            hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
+            if sp > 0.0:
+                lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
+                if lim < hh:
+                    hh = lim
+            hs = _smooth(ga, w, hh)          # end on a voxel cell face rather than step across it
+            face = hs < hh
+            hh = hs
+            w[T0] = t
+            if rec_dt > 0.0:
+                _snaps(i, w, t, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol,
+                       rec_dt, snap, save, _PHASE_FLY)
+            err = _dp(i, w, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            n += 1
+            if not (err <= 1.0):
+                if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
+                    status[i] = Status.FAILED
+                    reason[i] = _NONFINITE if not math.isfinite(err) else _UNDERFLOW
+                    phase[i] = DeployPhase.ENDED
+                    break
+                h = _next(hh, err)
+                continue
+            if not _fin(w, Y1):
                 status[i] = Status.FAILED
-                reason[i] = _NONFINITE if not math.isfinite(err) else _UNDERFLOW
+                reason[i] = _NONFINITE
                 phase[i] = DeployPhase.ENDED
                 break
-            h = _next(hh, err)
-            continue
-        if not _fin(w, Y1):
-            status[i] = Status.FAILED
-            reason[i] = _NONFINITE
-            phase[i] = DeployPhase.ENDED
-            break
-        g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
-        if g1 <= thr:
-            x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
-            a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, None, ga, ta, ox, oy, oz, mass,
-                            inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, tt, rtol, atol, event_tol,
-                            contact_gap)
-            dx = w[Y0] - x0
-            dy = w[Y0 + 1] - y0
-            dz = w[Y0 + 2] - z0
-            dist += math.sqrt(dx * dx + dy * dy + dz * dz)
-            t += a
-            _drop_snaps(i, t, rec_dt, snap)
+            g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
+            if g1 <= thr:
+                x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
+                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, None, ga, ta, ox, oy, oz, mass,
+                                inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, tt, rtol, atol, event_tol,
+                                contact_gap)
+                dx = w[Y0] - x0
+                dy = w[Y0 + 1] - y0
+                dz = w[Y0 + 2] - z0
+                dist += math.sqrt(dx * dx + dy * dy + dz * dz)
+                t += a
+                _drop_snaps(i, t, rec_dt, snap)
+                if trace.shape[1] > 0:
+                    _trace(i, t, a, _PHASE_FLY, w, Y0, trace, trace_n)
+                pen = -(fa + thr)
+                if pen > max_pen[i]:
+                    max_pen[i] = pen
+                phase[i] = DeployPhase.COLLIDE
+                break
+            t, dist = _commit(w, t, hh, t_cap, dist)
             if trace.shape[1] > 0:
-                _trace(i, t, a, _PHASE_FLY, w, Y0, trace, trace_n)
-            pen = -(fa + thr)
-            if pen > max_pen[i]:
-                max_pen[i] = pen
-            phase[i] = DeployPhase.COLLIDE
-            break
-        t, dist = _commit(w, t, hh, t_cap, dist)
-        if trace.shape[1] > 0:
-            _trace(i, t, hh, _PHASE_FLY, w, Y0, trace, trace_n)
-        g0 = g1
-        hn = _next(hh, err)
-        h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
-        if escape_r > 0.0 and _escaping(w[Y0], w[Y0 + 1], w[Y0 + 2], w[Y0 + 3], w[Y0 + 4], w[Y0 + 5], ox, oy,
-                                        oz, mu, escape_r):
-            break                        # EndProbes ends it as ESCAPED at this step
-    if phase[i] == DeployPhase.FLY and status[i] == Status.RUNNING:
-        w[WARM] = 1.0
-        w[THR] = thr
-        w[G0] = g0
-    _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
+                _trace(i, t, hh, _PHASE_FLY, w, Y0, trace, trace_n)
+            g0 = g1
+            hn = _next(hh, err)
+            h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
+            if escape_r > 0.0 and _escaping(w[Y0], w[Y0 + 1], w[Y0 + 2], w[Y0 + 3], w[Y0 + 4], w[Y0 + 5], ox, oy,
+                                            oz, mu, escape_r):
+                break                        # EndProbes ends it as ESCAPED at this step
+        if phase[i] == DeployPhase.FLY and status[i] == Status.RUNNING:
+            w[WARM] = 1.0
+            w[THR] = thr
+            w[G0] = g0
+        _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 
-fly_row = dual_call(_fly_row)
-_fly_cpu = fly_row.cpu
+fly_rows = dual(_fly_rows, inline=False, nogil=True)
 
 
-@cpu_jit(nogil=True)
-def fly_rows(n, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv, shape,
-             geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps, distance,
-             max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
-    for j in range(n):
-        _fly_cpu(j, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-                 shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
-                 distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n)
 
 
 class FlyProbes(System):

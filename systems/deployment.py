@@ -59,13 +59,13 @@ from components.probe import ProbeShapes
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
-from ecs.kernels import cpu_jit, cuda_simulated, launch_rows
+from ecs.kernels import cpu_jit, cuda_simulated, launch_span
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args
-from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_row, collide_rows,
+from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
                                     declare_collision_events)
-from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_row, contact_rows
-from systems.deploy_fly import FlyProbes, fly_row, fly_rows
+from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
+from systems.deploy_fly import FlyProbes, fly_rows
 from systems.deploy_physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args
 
 _escaping = escaping.cpu
@@ -109,9 +109,9 @@ class DeployContext:
     events: object
     max_vertices: int
     escape_radius: float
-    #: the phase kernels: CPU drivers ("fly_rows", "contact_rows", "collide_rows") and the row
-    #: functions they loop over ("fly_row", ...; their GPU twins run on the GPU backend): the
-    #: hand-written ones, or copies linked against the world's row terms (ecs.terms.fuse_terms)
+    #: the phase kernels, span kernels by phase ("fly_rows", "contact_rows", "collide_rows"; CPU
+    #: dispatchers, their GPU twins run on the GPU backend): the hand-written ones, or copies linked
+    #: against the world's row terms (ecs.terms.fuse_terms)
     kernels: dict
     #: the row terms' argument (columns, parameters)
     tt: tuple
@@ -130,10 +130,10 @@ class DeployContext:
     backend: str = "cpu"
 
     def launch(self, phase: str, n: int, *args) -> None:
-        """Run phase ``phase``'s kernel ("fly", "contact", "collide") over its ``n`` listed rows:
-        the serial CPU driver (the calling worker thread's group), or the row function's CUDA
-        twin, one thread per listed row (:func:`ecs.kernels.launch_rows`)."""
-        launch_rows(self.backend, self.kernels[phase + "_rows"], self.kernels[phase + "_row"], n, *args)
+        """Run phase ``phase``'s kernel ("fly", "contact", "collide") over its ``n`` listed rows: on
+        the CPU one call for them all (the calling worker thread's group), on the GPU one thread
+        per listed row (:func:`ecs.kernels.launch_span`)."""
+        launch_span(self.backend, self.kernels[phase + "_rows"], n, *args)
 
     def tracing(self) -> tuple:
         """``(trace, trace_n)``: the per-step trace arguments of the fly and contact kernels."""
@@ -439,8 +439,7 @@ class DeploymentLoop(System):
         """
         check_derivatives(world, world.systems)
         terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
-        defaults = {"fly_rows": fly_rows, "contact_rows": contact_rows, "collide_rows": collide_rows,
-                    "fly_row": fly_row.cpu, "contact_row": contact_row.cpu, "collide_row": collide_row.cpu}
+        defaults = {"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu, "collide_rows": collide_rows.cpu}
         if not terms:
             return defaults, no_terms_args(), ()
         for term in terms:

@@ -3,7 +3,7 @@
 The sample is ``deploy-srp`` (scenes/examples/deploy_srp.py): a box probe with a user force (solar
 radiation pressure, exaggerated 1000× so that it matters), so the phase kernels are the copies
 linked against the generated right-hand side of the world's row terms (ecs.terms.fuse_terms).
-The GPU run launches the CUDA twins of the fly, collide and contact row functions (one thread per
+The GPU run launches the CUDA twins of the fly, collide and contact span kernels (one thread per
 listed row, :meth:`systems.deployment.DeployContext.launch`) from 0 to 3000 s: flight, the first
 impact at 418 s, 30 Stronge collisions, contact motion and settling.
 
@@ -44,12 +44,14 @@ SCRIPT = textwrap.dedent(
     from scenes.examples.deploy_srp import build
 
     launches = collections.Counter()
-    _orig = K.gpu_row_kernel
-    def _spy(row, nargs):
-        py = getattr(row, "py_func", getattr(row, "py", None))
-        launches[py.__name__ + "@" + py.__module__.split(".")[0].split("_")[0]] += 1
-        return _orig(row, nargs)
-    K.gpu_row_kernel = _spy
+    def _spy(orig):
+        def spy(row, nargs):
+            py = getattr(row, "py_func", getattr(row, "py", None))
+            launches[py.__name__ + "@" + py.__module__.split(".")[0].split("_")[0]] += 1
+            return orig(row, nargs)
+        return spy
+    K.gpu_row_kernel = _spy(K.gpu_row_kernel)
+    K.gpu_span_kernel = _spy(K.gpu_span_kernel)
 
     scene = build(exaggerate=1000.0, samples_spread=False)
     w = scene.world
@@ -84,8 +86,8 @@ def test_the_gpu_path_ran_every_phase_kernel_with_the_generated_terms(both):
     cpu, gpu = both
     assert cpu["launches"] == {}
     names = gpu["launches"]
-    # every phase's row function, each the copy linked against the generated term module
-    for phase in ("_fly_row", "_collide_row", "_contact_row"):
+    # every phase's span kernel, each the copy linked against the generated term module
+    for phase in ("_fly_rows", "_collide_rows", "_contact_rows"):
         assert names.get(phase + "@tumble", 0) >= 1, names
     assert not any(k.endswith("@systems") for k in names), names      # no unlinked default kernel
 

@@ -2,8 +2,9 @@
 
 The CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the kernel sources as Python, so it accepts
 code the CUDA target refuses. Here each pipeline runs a few steps on the CPU while every
-:func:`ecs.kernels.launch_rows` call is recorded; the GPU driver of each recorded row function
-(:func:`ecs.kernels.gpu_row_kernel`, with its callees' GPU twins) is then compiled to PTX for the
+:func:`ecs.kernels.launch_rows` and :func:`ecs.kernels.launch_span` call is recorded; the GPU
+driver of each recorded row or span kernel (:func:`ecs.kernels.gpu_row_kernel`,
+:func:`ecs.kernels.gpu_span_kernel`, with its callees' GPU twins) is then compiled to PTX for the
 argument types of that very call, through numba's CUDA compiler and NVVM, which needs the CUDA
 toolkit but no device. This is how numba >= 0.66's refusal of two-argument ``min``/``max`` on the
 CUDA target (numba issue #10753) was found here; ``ecs.kernels`` now swaps them in every GPU twin.
@@ -37,15 +38,21 @@ SCRIPT = textwrap.dedent(
     calls = {}
     def _record(backend, cpu_driver, row, n, *args):
         key = getattr(row, "py", getattr(row, "py_func", None)).__qualname__
-        calls.setdefault(key, (row, n, args))
+        calls.setdefault(key, (K.gpu_row_kernel, row, n, args))
         return _launch("cpu", cpu_driver, row, n, *args)
-    _launch = K.launch_rows
+    def _record_span(backend, span, n, *args):
+        key = getattr(span, "py", getattr(span, "py_func", None)).__qualname__
+        calls.setdefault(key, (K.gpu_span_kernel, span, n, args))
+        return _launch_span("cpu", span, n, *args)
+    _launch, _launch_span = K.launch_rows, K.launch_span
     import systems
     import pkgutil, importlib
     for m in pkgutil.iter_modules(systems.__path__):
         mod = importlib.import_module("systems." + m.name)
         if getattr(mod, "launch_rows", None) is _launch:
             mod.launch_rows = _record
+        if getattr(mod, "launch_span", None) is _launch_span:
+            mod.launch_span = _record_span
 
     from scenes.registry import load_scene
     for spec in sys.argv[2].split(","):          # scene[@t_end]: run 5 frames, or to t_end
@@ -58,12 +65,12 @@ SCRIPT = textwrap.dedent(
     if not cuda.is_available():
         import numba.cuda.dispatcher as disp
         disp.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-    for key, (row, n, args) in sorted(calls.items()):
+    for key, (driver, row, n, args) in sorted(calls.items()):
         if sys.argv[1] and key not in sys.argv[1].split(","):
             continue
         sig = tuple(numba.typeof(a) for a in (n,) + tuple(args))
         t0 = time.time()
-        k = K.gpu_row_kernel(row, len(args))
+        k = driver(row, len(args))
         ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))
         assert ".entry" in ptx, key
         print(f"PTX {key} {len(ptx)} {time.time() - t0:.1f}", flush=True)
@@ -117,5 +124,5 @@ def test_multibody_and_uniform_gravity_kernels_compile_for_the_device():
 def test_deployment_phase_kernels_with_row_terms_compile_for_the_device():
     """fly, collide and contact rows of a deployment with a user force (the generated term RHS)."""
     r = _compile("scenes/examples/deploy_srp.py@3000")
-    for k in ("_fly_row", "_collide_row", "_contact_row"):
+    for k in ("_fly_rows", "_collide_rows", "_contact_rows"):
         assert r["ptx"].get(k, 0) > 100_000, r
