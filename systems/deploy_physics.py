@@ -324,6 +324,17 @@ terrain_at = dual(_terrain_at)
 _tat = terrain_at.cpu
 
 
+def _terrain_at_grid(ta, x, y, z):
+    """:data:`terrain_at` of a bare grid terrain (:func:`systems.sdf.is_bare_grid`): the grid
+    sampler alone. A deployment on such a terrain swaps it in for :data:`terrain_at`
+    (:func:`ecs.terms.specialise`), so that its kernels do not compile the general terrain
+    evaluation they would never run."""
+    return _grid(ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], x, y, z)
+
+
+terrain_at_grid = dual(_terrain_at_grid)
+
+
 def _vertex_world(w, ys, vpos, v):
     """Target-frame position of vertex v (body frame about the CoM) at the state w[ys:]."""
     q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]

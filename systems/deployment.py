@@ -61,16 +61,17 @@ from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.kernels import cpu_jit, cuda_simulated, launch_span
 from ecs.attitude import quat_multiply, quat_rotate
-from ecs.terms import fuse_terms, no_terms_args
+from ecs.terms import fuse_terms, no_terms_args, specialise
 from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
                                     declare_collision_events)
 from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deploy_fly import FlyProbes, fly_rows
-from systems.deploy_physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args
+from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args,
+                                    terrain_at, terrain_at_grid)
 
 _escaping = escaping.cpu
-from systems.gravity_kernels import acceleration
-from systems.sdf import eval_terrain, terrain_args
+from systems.gravity_kernels import GRAVITY_AT_KIND, acceleration, gravity_at
+from systems.sdf import eval_terrain, is_bare_grid, terrain_args
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
 
@@ -413,7 +414,7 @@ class DeploymentLoop(System):
         geo = (np.ascontiguousarray(shapes.vertex_position), shapes.vertex_type.astype(np.int8),
                np.ascontiguousarray(shapes.vertex_direction), shapes.shape_start.astype(np.int64),
                shapes.shape_kind.astype(np.int8), shapes.shape_radius.astype(np.float64))
-        kernels, tt, self.terms = self._link_terms(world, table)
+        kernels, tt, self.terms = self._link_terms(world, table, target)
         self.ctx = DeployContext(
             table=table, settings=settings, target=target, work=np.zeros((n, WORK_SIZE)),
             jinv=np.ascontiguousarray(np.linalg.inv(table["probe_inertia"])) if n else np.zeros((0, 3, 3)),
@@ -430,16 +431,23 @@ class DeploymentLoop(System):
         self._inertial()
 
     @staticmethod
-    def _link_terms(world, table) -> tuple:
-        """The phase kernels and their term argument for the world's DERIVATIVE systems.
+    def _link_terms(world, table, target) -> tuple:
+        """The phase kernels and their term argument for the target and the world's DERIVATIVE
+        systems.
 
-        Every DERIVATIVE system must contribute a row term (:mod:`ecs.terms`); one that has only a
-        ``process`` cannot take part and is refused (:func:`ecs.system.check_derivatives`). Without
-        terms the hand-written kernels run as they are.
+        The kernels are specialised to what the target uses (:func:`ecs.terms.specialise`): its
+        gravity source's field replaces the dispatch over every kind, and on a bare grid terrain
+        the grid sampler replaces the general terrain evaluation. Every
+        DERIVATIVE system must contribute a row term (:mod:`ecs.terms`); one that has only a
+        ``process`` cannot take part and is refused (:func:`ecs.system.check_derivatives`).
         """
         check_derivatives(world, world.systems)
         terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
-        defaults = {"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu, "collide_rows": collide_rows.cpu}
+        swap = {gravity_at.cpu: GRAVITY_AT_KIND[int(gravity_args(target.gravity)[0])].cpu}
+        if is_bare_grid(target.terrain):
+            swap[terrain_at.cpu] = terrain_at_grid.cpu
+        defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,
+                               "collide_rows": collide_rows.cpu}, swap)
         if not terms:
             return defaults, no_terms_args(), ()
         for term in terms:

