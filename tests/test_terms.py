@@ -306,3 +306,72 @@ def test_a_derivative_system_with_neither_process_nor_term_is_refused():
 
     with pytest.raises(ScheduleError, match=r"Nothing \(phase DERIVATIVE\) cannot take part in Integrator"):
         _rigid_world(Nothing())
+
+
+# ------------------------------------------------------------------ specialise: compile only what a scene uses
+@njit(cache=True)
+def _wide(kind, x):
+    """A general kernel: dispatches over kinds at run time."""
+    if kind == 0:
+        return x + 1.0
+    return 10.0 * x
+
+
+@njit(cache=True)
+def _narrow(kind, x):
+    """The kernel of kind 1 alone."""
+    return 10.0 * x
+
+
+@njit(cache=True)
+def _middle(kind, x):
+    return 2.0 * _wide(kind, x)
+
+
+@njit(cache=True)
+def _root(kind, x):
+    return _middle(kind, x) + 0.5
+
+
+@njit(cache=True)
+def _unrelated(x):
+    return x
+
+
+def test_specialise_relinks_the_callers_of_a_swapped_kernel_and_no_others():
+    import inspect
+
+    from ecs.kernels import reachable_kernels
+    from ecs.terms import specialise
+
+    roots = {"root": _root, "other": _unrelated}
+    spec = specialise(roots, {_wide: _narrow})
+    assert spec["other"] is _unrelated                     # reaches nothing swapped: shared, not copied
+    assert spec["root"] is not _root
+    names = {d.py_func.__qualname__ for d in reachable_kernels(spec["root"])}
+    assert "_narrow" in names and "_wide" not in names     # the copy (and its copied caller) call the narrow one
+    assert _root(0, 1.0) == 4.5                            # the original still dispatches: 2 (1 + 1) + 0.5
+    assert spec["root"](0, 1.0) == 20.5                    # the copy runs kind 1's kernel: 2 (10) + 0.5
+    assert specialise(roots, {_wide: _narrow}) == spec     # one copy per swap set and process
+    home = Path(inspect.getsourcefile(spec["root"].py_func))
+    assert home.name.startswith("tumble_spec_") and "_wide -> " in home.read_text()
+    assert specialise(roots, {}) == roots
+
+
+def test_a_deployment_compiles_its_own_gravity_source_and_terrain_only():
+    """deploy-cube (voxel gravity, bare grid terrain): the phase kernels call the voxel field and
+    the grid sampler, not the dispatch over every source and terrain (checked on what the kernels
+    reach, before anything is compiled)."""
+    from ecs.kernels import reachable_kernels
+    from scenes.registry import load_scene
+    from systems.deployment import DeploymentLoop
+
+    for rocks, general_terrain in ((False, False), ("psr", True)):
+        scene = load_scene("deploy-cube", rocks=rocks)
+        w = scene.world
+        w.compile(samples=1)
+        loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
+        names = {d.py_func.__qualname__ for d in reachable_kernels(*loop.ctx.kernels.values())}
+        assert "_voxel_gravity" in names and "_gravity_at" not in names and "_polyhedron_gravity" not in names
+        assert ("_terrain_at_any" in names) == general_terrain
+        assert ("_terrain_at_grid" in names) != general_terrain
