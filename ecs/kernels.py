@@ -345,7 +345,28 @@ def to_host(a):
     return np.asarray(a)
 
 
-_GPU_ROW_KERNELS: dict = {}
+#: Generated CUDA drivers by (kernel, argument count, call form).
+_GPU_DRIVERS: dict = {}
+
+
+def _gpu_driver(kernel, nargs: int, lead: str):
+    """A ``@cuda.jit`` driver calling ``kernel``'s GPU twin as ``fn({lead}a0, a1, ...)`` in thread
+    ``i < n`` (built once, lazily)."""
+    key = (id(kernel), nargs, lead)
+    k = _GPU_DRIVERS.get(key)
+    if k is None:
+        from numba import cuda
+
+        names = ", ".join(f"a{j}" for j in range(nargs))
+        src = (f"def _driver(n, {names}):\n"
+               f"    i = cuda.grid(1)\n"
+               f"    if i < n:\n"
+               f"        fn({lead}{names})\n")
+        ns = {"cuda": cuda, "fn": gpu_function(kernel)}
+        exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
+        k = cuda.jit(ns["_driver"])
+        _GPU_DRIVERS[key] = k
+    return k
 
 
 def gpu_row_kernel(row, nargs: int):
@@ -356,44 +377,13 @@ def gpu_row_kernel(row, nargs: int):
     ``njit(parallel=True, cache=True)`` loop over ``prange(n)``: hand-written drivers hit numba's
     disk cache, generated ones (closures, dispatcher arguments) never do (docs/design.md §2).
     """
-    key = (id(row), nargs)
-    k = _GPU_ROW_KERNELS.get(key)
-    if k is None:
-        from numba import cuda
-
-        names = ", ".join(f"a{j}" for j in range(nargs))
-        src = (f"def _rows(n, {names}):\n"
-               f"    i = cuda.grid(1)\n"
-               f"    if i < n:\n"
-               f"        fn(i, {names})\n")
-        ns = {"cuda": cuda, "fn": gpu_function(row)}
-        exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
-        k = cuda.jit(ns["_rows"])
-        _GPU_ROW_KERNELS[key] = k
-    return k
-
-
-_GPU_SPAN_KERNELS: dict = {}
+    return _gpu_driver(row, nargs, "i, ")
 
 
 def gpu_span_kernel(span, nargs: int):
     """A ``@cuda.jit`` driver running ``span``'s GPU twin ``(i, i + 1, *args)`` for ``i < n``: one
     thread per listed row (built once, lazily; :func:`launch_span`)."""
-    key = (id(span), nargs)
-    k = _GPU_SPAN_KERNELS.get(key)
-    if k is None:
-        from numba import cuda
-
-        names = ", ".join(f"a{j}" for j in range(nargs))
-        src = (f"def _span(n, {names}):\n"
-               f"    i = cuda.grid(1)\n"
-               f"    if i < n:\n"
-               f"        fn(i, i + 1, {names})\n")
-        ns = {"cuda": cuda, "fn": gpu_function(span)}
-        exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
-        k = cuda.jit(ns["_span"])
-        _GPU_SPAN_KERNELS[key] = k
-    return k
+    return _gpu_driver(span, nargs, "i, i + 1, ")
 
 
 def launch_span(backend: str, span, n: int, *args) -> None:
