@@ -181,6 +181,22 @@ class PointOfInterest:
                                               doc="output: acceleration minus the tree's gravity at its CoM")
 
 
+@component("centre")
+class TreeCentre:
+    """The system centre of mass and momentum of one sample's articulated tree (or forest), written
+    by :class:`systems.multibody.MultibodyDynamics` at bind time and after every frame (seed 001:
+    the system CoM its V&V compares). ``link`` names any link of the tree; the centre covers every
+    link of that link's table in the sample. One centre per tree."""
+
+    link: int = column("1", dtype=ENTITY, doc="a link of the tree (any one)")
+    mass: float = column("kg", doc="output: total mass of the tree")
+    position: np.ndarray = column("m", shape=3, frame="inertial", doc="output: system centre of mass")
+    velocity: np.ndarray = column("m/s", shape=3, frame="inertial", doc="output: velocity of the system centre of mass")
+    angular_momentum: np.ndarray = column("kg m^2/s", shape=3, frame="inertial",
+                                          doc="output: angular momentum about the system centre of mass")
+    kinetic_energy: float = column("J", doc="output: kinetic energy (inertial frame)")
+
+
 @component("command")
 class JointCommand:
     """A commanded generalised force on one joint (a motor), written into its ``joint_tau`` at the

@@ -62,7 +62,7 @@ from numba import prange
 from components.gravity import PointMass
 from ecs.terms import FusedTerms, fuse_terms, no_terms_args
 from components.loads import LoadSeries
-from components.multibody import FREE, QD_SLOTS, joint_state_error
+from components.multibody import FIXED, FREE, QD_SLOTS, TreeSpec, joint_state_error, tree_spec
 from ecs import InputError, Phase, System
 from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, launch_rows, to_host
 from ecs.status import Reason, Status
@@ -70,13 +70,17 @@ from ecs.stepping import TABLEAUX
 from systems.gravity_fields import GravitySystem
 from systems.loads import series_value
 from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
-                                       link_motion_samples, new_scratch, poi_row, poi_rows)
+                                       link_motion_samples, link_poses, new_scratch, poi_row, poi_rows, tree_centre,
+                                       tree_centres)
+from ecs.attitude import dcm_to_quat
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
                  "joint_locked") + LAW_COLUMNS
 LINK_COLUMNS = ("body_mass", "body_com", "body_inertia", "link_parent", "link_force", "link_torque")
 POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
 POI_COLUMNS = ("poi_link", "poi_offset", "poi_position", "poi_velocity", "poi_acceleration", "poi_nongrav_acceleration")
+CENTRE_COLUMNS = ("centre_link", "centre_mass", "centre_position", "centre_velocity", "centre_angular_momentum",
+                  "centre_kinetic_energy")
 #: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
 KUO_NGUYEN = "kuo_nguyen"
 #: Gravity modes of the multibody solve (``gmode`` of the kernels).
@@ -102,6 +106,7 @@ class _Work:
         self.tt = None                          # the row terms' argument (columns, arrays, parameters)
         self.env = xp.zeros((n, 6))             # row terms held between updates (environment_every > 1)
         self.points: list = []
+        self.centres: list = []
 
     def refresh_law(self) -> None:
         """Joint-law parameters from their columns (another system may have changed them)."""
@@ -133,10 +138,10 @@ class MultibodyDynamics(System):
 
     phase = Phase.SCHEDULED
     derivative_pipeline = "terms"       # the world's row terms act on every link, at every stage
-    reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2]
+    reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2] + CENTRE_COLUMNS[:1]
     # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
     # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
-    writes = ("joint_q", "joint_qd") + POSE_COLUMNS + POI_COLUMNS[2:]
+    writes = ("joint_q", "joint_qd") + POSE_COLUMNS + POI_COLUMNS[2:] + CENTRE_COLUMNS[1:]
 
     def __init__(self, method: str = "rk4", *, substeps: int = 1, gravity: str = "full", environment_every: int = 1):
         m = str(method).lower()
@@ -223,25 +228,44 @@ class MultibodyDynamics(System):
         self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
         self._a0 = xp.zeros(6) if self.work else None
         self._bind_points(world)
-        for w in self.work:                    # the poses (and points of interest) at t = 0
+        self._bind_centres(world)
+        for w in self.work:                    # the poses (points of interest, centres) at t = 0
             self._advance(world.backend, w, 0, 0.0, 0.0)
             self._points(world.backend, w, 0.0)
+            self._centres(world.backend, w)
 
     def _bind_points(self, world) -> None:
         """Attach every point-of-interest table to the link table its ``poi_link`` refers to."""
         for w in self.work:
             w.points = []
         for pt in world.tables_with(*POI_COLUMNS):
-            refs = pt.entities_ref.get("poi_link")
-            links = to_host(pt["poi_link"])
-            target = [w for w in self.work if refs is not None and np.array_equal(refs, w.table.entities)]
-            if not target or (links < 0).any():
-                raise InputError("poi_link", [world.name_of(int(e)) for e in pt.entities][:3],
-                                 "must name a link of an articulated tree (every point of interest needs its link)")
-            w = target[0]
+            w = self._work_of(world, pt, "poi_link", "every point of interest needs its link")
             if w.ACC is None:
                 w.ACC = array_module(w.y0).zeros((w.table.row_count, ACC_WIDTH))
             w.points.append(pt)
+
+    def _work_of(self, world, table, column: str, why: str) -> _Work:
+        """The link table's work that ``table``'s entity column ``column`` refers to, or an
+        :class:`InputError` naming the column."""
+        refs = table.entities_ref.get(column)
+        target = [w for w in self.work if refs is not None and np.array_equal(refs, w.table.entities)]
+        if not target or (to_host(table[column]) < 0).any():
+            raise InputError(column, [world.name_of(int(e)) for e in table.entities][:3],
+                             f"must name a link of an articulated tree ({why})")
+        return target[0]
+
+    def _bind_centres(self, world) -> None:
+        """Attach every :class:`components.multibody.TreeCentre` table to the link table its
+        ``centre_link`` refers to (one centre per tree and sample)."""
+        for w in self.work:
+            w.centres = []
+        for ct in world.tables_with(*CENTRE_COLUMNS):
+            w = self._work_of(world, ct, "centre_link", "every TreeCentre needs its tree")
+            trees = np.concatenate([to_host(ct["centre_link"]) // w.E] + [to_host(c["centre_link"]) // w.E for c in w.centres])
+            if len(np.unique(trees)) != len(trees):
+                raise InputError("centre_link", [world.name_of(int(e)) for e in ct.entities][:3],
+                                 "must name each tree once: one TreeCentre per tree")
+            w.centres.append(ct)
 
     def _bind_terms(self, world, central) -> None:
         """Fuse the world's row terms into the multibody kernels (module docstring: which ones)."""
@@ -316,11 +340,67 @@ class MultibodyDynamics(System):
                         pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
                         pt["poi_nongrav_acceleration"])
 
+    def _centres(self, backend, w) -> None:
+        """The system centre of mass and momentum of every tree of ``w`` that has a TreeCentre."""
+        t = w.table
+        for ct in w.centres:
+            launch_rows(backend, tree_centres, tree_centre, ct.row_count, ct["centre_link"], w.E, *self._model(t),
+                        w.Rw, w.pw, w.M, w.V, ct["centre_mass"],
+                        ct["centre_position"], ct["centre_velocity"], ct["centre_angular_momentum"],
+                        ct["centre_kinetic_energy"])
+
     def process(self, frame) -> None:
         for w in self.work:
             self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps, frame.t,
                           frame.index * self.substeps)
             self._points(frame.backend, w, frame.t + frame.dt)
+            self._centres(frame.backend, w)
+
+
+# ------------------------------------------------------------------------------ rigid equivalent
+def tree_poses(spec: TreeSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Forward kinematics of one tree at its state: ``(R, origin, com)``, each link's rotation
+    link → inertial [n, 3, 3], origin [n, 3] and CoM [n, 3], inertial (the kernels' own pass)."""
+    n = spec.n
+    M, V = new_scratch(n)
+    Rw, pw = np.zeros((n, 3, 3)), np.zeros((n, 3))
+    pos, att, cp = np.zeros((n, 3)), np.zeros((n, 4)), np.zeros((n, 3))
+    link_poses.cpu(0, n, spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, spec.q, spec.qd,
+                   spec.locked, spec.mass, spec.com, spec.inertia, M, V, Rw, pw, pos, att, cp)
+    return Rw, pos, cp
+
+
+def rigid_equivalent(spec: TreeSpec, *, field: str = "tree") -> tuple[TreeSpec, dict]:
+    """The single free link that moves as ``spec``'s tree does while its joints stay locked: its
+    composite mass, CoM (the new link's origin), inertia about the CoM in the root link's axes,
+    the CoM velocity and the root's attitude and body rate (seed 001's V&V comparison 1, "single
+    rigid body" against "locked chain"). Returns the spec and ``{"to_body": (R0, c)}`` so that a
+    point x of the tree (inertial) sits at ``R0ᵀ (x − c)`` in the equivalent body.
+
+    Raises:
+        InputError: when the tree is not one rigid body: its first link must be its only root, on
+            a free joint, and every other joint fixed or locked.
+    """
+    kind, locked = np.asarray(spec.kind), np.asarray(spec.locked, bool)
+    loose = [k for k in range(1, spec.n) if kind[k] != FIXED and not locked[k]]
+    if kind[0] != FREE or (np.asarray(spec.parents)[1:] < 0).any() or loose:
+        raise InputError(f"{field} (rigid equivalent)", f"kinds {kind.tolist()}, locked {locked.tolist()}",
+                         "must be one tree on a free root whose other joints are all fixed or locked"
+                         + (f" (joint {loose[0]} is free)" if loose else ""))
+    Rw, origin, cp = tree_poses(spec)
+    m = float(spec.mass.sum())
+    c = (spec.mass[:, None] * cp).sum(0) / m
+    inertia = np.zeros((3, 3))
+    for k in range(spec.n):
+        d = cp[k] - c
+        inertia += Rw[k] @ spec.inertia[k] @ Rw[k].T + spec.mass[k] * (d @ d * np.eye(3) - np.outer(d, d))
+    R0 = Rw[0]
+    w_body = spec.qd[0, 3:6]
+    v_c = spec.qd[0, :3] + np.cross(R0 @ w_body, c - origin[0])      # root joint frame = inertial
+    q0 = np.array(dcm_to_quat(R0))
+    one = tree_spec(parents=[-1], kinds=["free"], mass=[m], inertia=[R0.T @ inertia @ R0],
+                    q=[list(c) + list(q0)], qd=[list(v_c) + list(w_body)], field=f"{field} (rigid equivalent)")
+    return one, {"to_body": (R0, c)}
 
 
 # ------------------------------------------------------------------------------ joint commands

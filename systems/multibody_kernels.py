@@ -790,6 +790,27 @@ origin = dual(_origin)
 _org = origin.cpu
 
 
+def _link_momentum(r, Rw, M, V):
+    """Link row r after :func:`_velocities` and :func:`_world_pose`: its kinetic energy and its
+    momentum in inertial axes, ``(T, n0, n1, n2, f0, f1, f2)``: angular momentum about the link
+    origin n, linear momentum f (``V[r, VT]`` is overwritten with ``h = I v``, body axes)."""
+    _mv(M[r, MIA], V[r, VV], V[r, VT])      # h = I v = [angular about origin; linear], body axes
+    ek = 0.0
+    for i in range(6):
+        ek += 0.5 * V[r, VV, i] * V[r, VT, i]
+    n0 = Rw[r, 0, 0] * V[r, VT, 0] + Rw[r, 0, 1] * V[r, VT, 1] + Rw[r, 0, 2] * V[r, VT, 2]
+    n1 = Rw[r, 1, 0] * V[r, VT, 0] + Rw[r, 1, 1] * V[r, VT, 1] + Rw[r, 1, 2] * V[r, VT, 2]
+    n2 = Rw[r, 2, 0] * V[r, VT, 0] + Rw[r, 2, 1] * V[r, VT, 1] + Rw[r, 2, 2] * V[r, VT, 2]
+    f0 = Rw[r, 0, 0] * V[r, VT, 3] + Rw[r, 0, 1] * V[r, VT, 4] + Rw[r, 0, 2] * V[r, VT, 5]
+    f1 = Rw[r, 1, 0] * V[r, VT, 3] + Rw[r, 1, 1] * V[r, VT, 4] + Rw[r, 1, 2] * V[r, VT, 5]
+    f2 = Rw[r, 2, 0] * V[r, VT, 3] + Rw[r, 2, 1] * V[r, VT, 4] + Rw[r, 2, 2] * V[r, VT, 5]
+    return ek, n0, n1, n2, f0, f1, f2
+
+
+link_momentum = dual(_link_momentum)
+_lmom = link_momentum.cpu
+
+
 def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
                      out):
     """out[0] <- kinetic energy [J]; out[1:4] <- linear momentum [kg m/s], out[4:7] <- angular
@@ -801,16 +822,9 @@ def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, 
         out[i] = 0.0
     for k in range(n):
         r = b + k
-        _mv(M[r, MIA], V[r, VV], V[r, VT])      # h = I v = [angular about origin; linear], body axes
-        for i in range(6):
-            out[0] += 0.5 * V[r, VV, i] * V[r, VT, i]
-        n0 = Rw[r, 0, 0] * V[r, VT, 0] + Rw[r, 0, 1] * V[r, VT, 1] + Rw[r, 0, 2] * V[r, VT, 2]
-        n1 = Rw[r, 1, 0] * V[r, VT, 0] + Rw[r, 1, 1] * V[r, VT, 1] + Rw[r, 1, 2] * V[r, VT, 2]
-        n2 = Rw[r, 2, 0] * V[r, VT, 0] + Rw[r, 2, 1] * V[r, VT, 1] + Rw[r, 2, 2] * V[r, VT, 2]
-        f0 = Rw[r, 0, 0] * V[r, VT, 3] + Rw[r, 0, 1] * V[r, VT, 4] + Rw[r, 0, 2] * V[r, VT, 5]
-        f1 = Rw[r, 1, 0] * V[r, VT, 3] + Rw[r, 1, 1] * V[r, VT, 4] + Rw[r, 1, 2] * V[r, VT, 5]
-        f2 = Rw[r, 2, 0] * V[r, VT, 3] + Rw[r, 2, 1] * V[r, VT, 4] + Rw[r, 2, 2] * V[r, VT, 5]
+        ek, n0, n1, n2, f0, f1, f2 = _lmom(r, Rw, M, V)
         px, py, pz = _org(b, M, 0) + pw[r, 0], _org(b, M, 1) + pw[r, 1], _org(b, M, 2) + pw[r, 2]
+        out[0] += ek
         out[1] += f0
         out[2] += f1
         out[3] += f2
@@ -820,6 +834,59 @@ def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, 
 
 
 energy_momentum = dual(_energy_momentum, inline=False)
+
+
+def _tree_centre(i, link, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+                 total, position, velocity, angular_momentum, energy):
+    """Centre row i: the whole sample of link row ``link[i]`` (rows b .. b + E − 1, its tree or
+    forest): total mass, CoM position and velocity, angular momentum about that CoM and kinetic
+    energy, inertial axes. Positions are summed relative to the first link's origin P
+    (:func:`_world_pose`), so the momentum about the CoM is formed from metre-sized lever arms,
+    not as H_O − x_c × p with x_c ~ 7000 km."""
+    b = (link[i] // E) * E
+    _vel(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    _pose(b, E, parent, M, Rw, pw)
+    cx, cy, cz = _scom(b, E, mass, com, Rw, pw)
+    ms = 0.0
+    p0 = p1 = p2 = 0.0
+    h0 = h1 = h2 = 0.0
+    ek = 0.0
+    for k in range(E):
+        r = b + k
+        ms += mass[r]
+        e, n0, n1, n2, f0, f1, f2 = _lmom(r, Rw, M, V)
+        ek += e
+        dx, dy, dz = pw[r, 0] - cx, pw[r, 1] - cy, pw[r, 2] - cz    # link origin from the system CoM
+        p0 += f0
+        p1 += f1
+        p2 += f2
+        h0 += n0 + dy * f2 - dz * f1
+        h1 += n1 + dz * f0 - dx * f2
+        h2 += n2 + dx * f1 - dy * f0
+    total[i] = ms
+    position[i, 0] = _org(b, M, 0) + cx
+    position[i, 1] = _org(b, M, 1) + cy
+    position[i, 2] = _org(b, M, 2) + cz
+    velocity[i, 0] = p0 / ms
+    velocity[i, 1] = p1 / ms
+    velocity[i, 2] = p2 / ms
+    angular_momentum[i, 0] = h0
+    angular_momentum[i, 1] = h1
+    angular_momentum[i, 2] = h2
+    energy[i] = ek
+
+
+tree_centre = dual(_tree_centre, inline=False)
+_centre = tree_centre.cpu
+
+
+@cpu_parallel
+def tree_centres(n, link, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+                 total, position, velocity, angular_momentum, energy):
+    """CPU driver of :data:`tree_centre` (one centre per sample: no two rows share scratch rows)."""
+    for i in prange(n):
+        _centre(i, link, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+                total, position, velocity, angular_momentum, energy)
 
 
 # ------------------------------------------------------------------------------ external forces
