@@ -81,6 +81,11 @@ CASES = [
     ("param-frame-zero", "deploy-cube", ["-p", "frame=0"], ["frame", "0", "> 0"]),
     ("param-t-cap-negative", "deploy-cube", ["-p", "t_cap=-1"], ["t_cap", "-1", "> 0"]),
     ("param-gravity-unknown", "deploy-cube", ["-p", "gravity=banana"], ["gravity", "'banana'", "voxel"]),
+    ("param-station-config", "station", ["-p", "config=floppy"], ["config", "'floppy'", "'locked'"]),
+    ("param-station-joint-range", "station", ["-p", "elbow_pitch=300"], ["elbow_pitch", "300", "270"]),
+    ("param-station-arm-base", "station", ["-p", "arm_base=1,2"], ["arm_base", "'1,2'", "three finite numbers"]),
+    ("param-station-ignored", "station", ["-p", "config=locked", "-p", "slew_torque=50"],
+     ["slew_torque", "50", "does nothing with config='locked'"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),
