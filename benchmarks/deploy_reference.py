@@ -73,7 +73,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from components.contact_params import PAIR_CRR, PAIR_E, PAIR_F, PAIR_REGOLITH
-from components.deploy import DeploySettings, DeployTarget, ProbeContact, ProbeMass, ProbeState
+from components.deploy import DeploySettings, DeployTarget, ProbeContact
+from components.rigid import MassProps, RigidState
 from components.probe import ProbeShape, ProbeShapes, ShapeKind
 from components.status import Status
 from systems.collision import IMPACT_RESOLVED, resolve_impacts
@@ -181,7 +182,7 @@ class ReferenceProbe:
         a, b = int(shapes.shape_start[sid]), int(shapes.shape_start[sid + 1])
         if np.any(shapes.vertex_type[a:b] != 0):
             raise NotImplementedError("the reference covers corner vertices only (eq 2.33 corner normal)")
-        pm = w.component(pid, ProbeMass)
+        pm = w.component(pid, MassProps)
         pc = w.component(pid, ProbeContact)
         if pc.rolling_radius != 0.0:
             raise NotImplementedError("the reference covers no rolling resistance")
@@ -548,12 +549,12 @@ def sample_states(scene, samples, *, seed: int = 0) -> list[dict]:
     order). Returns dicts with position, velocity, attitude, omega and the ``overrides`` row."""
     w = scene.world
     pid = w.entity("probe")
-    base = w.component(pid, ProbeState)
+    base = w.component(pid, RigidState)
     out = []
     for s in samples:
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(s),)))
-        cols = {"probe_position": np.array(base.position, float), "probe_velocity": np.array(base.velocity, float),
-                "probe_attitude": np.array(base.attitude, float), "probe_omega": np.array(base.omega, float)}
+        cols = {"body_position": np.array(base.position, float), "body_velocity": np.array(base.velocity, float),
+                "body_attitude": np.array(base.attitude, float), "body_omega": np.array(base.omega, float)}
         drawn = {}
         for d in scene.dispersions:
             v = np.asarray(d.draw(rng), float)
@@ -561,8 +562,8 @@ def sample_states(scene, samples, *, seed: int = 0) -> list[dict]:
             if d.column not in cols or d.derive:
                 raise NotImplementedError(f"dispersion of {d.column} is not covered by the reference")
             cols[d.column] = v
-        out.append({"position": cols["probe_position"], "velocity": cols["probe_velocity"],
-                    "attitude": cols["probe_attitude"], "omega": cols["probe_omega"], "drawn": drawn})
+        out.append({"position": cols["body_position"], "velocity": cols["body_velocity"],
+                    "attitude": cols["body_attitude"], "omega": cols["body_omega"], "drawn": drawn})
     return out
 
 

@@ -1,10 +1,14 @@
 """Components and resources of probe deployment to a small body (seed 004 §2.1, §2.7, ch. 4).
 
-A deployed probe is one entity whose state is kept **relative to the uniformly rotating target
-frame T** (seed eq 2.1): CoM position and velocity in T, attitude body → T and the angular velocity
-of the body relative to T in body axes. At rest on the surface all four are constant and the two
-rates are zero, whatever the location (the seed's reason for this choice). Quaternions are
-scalar-first, as everywhere in the project.
+A deployed probe is a rigid body — :class:`components.rigid.RigidState` and
+:class:`components.rigid.MassProps`, the ``body_*`` columns of every rigid body — with a shape
+(:class:`components.probe.ProbeShape`), integrated in the **uniformly rotating target frame T**
+(seed eq 2.1), the deployment's integration frame: ``body_position``/``body_velocity`` are the CoM
+position and velocity in T, ``body_attitude`` rotates body into T components and ``body_omega`` is
+the angular velocity of the body relative to T in body axes. At rest on the surface all four are
+constant and the two rates are zero, whatever the location (the seed's reason for this choice).
+The reference point is the CoM (``body_com`` must be zero: the probe's vertices and inertia are
+given about its CoM). Quaternions are scalar-first, as everywhere in the project.
 
 Every probe row is in one **phase** (:class:`DeployPhase`): FLY (ballistic), COLLIDE (an impulsive
 collision is pending at the current time) or CONTACT (sliding, rolling or resting on the surface),
@@ -13,9 +17,10 @@ End states are written to ``row_status``: SETTLED, ESCAPED, TIMED_OUT, FAILED
 (:class:`components.status.Status`).
 
 Resources: :class:`DeployTarget` (rotation, gravity source, terrain) and :class:`DeploySettings`
-(tolerances, thresholds, caps). Column groups: :class:`ProbeState`, :class:`ProbeMass`,
-:class:`ProbePhase`, :class:`ProbeContact` and :class:`ProbeRecord` (per-sample finals that the
-systems accumulate while running); the probe's geometry is :class:`components.probe.ProbeShape`.
+(tolerances, thresholds, caps). Column groups besides the rigid body's: :class:`ProbePhase`,
+:class:`ProbeContact`, :class:`ProbeInertial` (inertial views for output) and :class:`ProbeRecord`
+(per-sample finals that the systems accumulate while running); the probe's geometry is
+:class:`components.probe.ProbeShape`.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from components.gravity import GravitySource
 from components.terrain import TerrainSDF
 from ecs import column, component
 from ecs.errors import InputError
-from ecs.rules import elementwise, nonnegative, physical_inertia, positive, unit_quaternion
+from ecs.rules import elementwise, nonnegative
 
-__all__ = ["DeployPhase", "DeploySettings", "DeployTarget", "ProbeContact", "ProbeMass", "ProbePhase",
-           "ProbeInertial", "ProbeRecord", "ProbeState"]
+__all__ = ["DeployPhase", "DeploySettings", "DeployTarget", "ProbeContact", "ProbePhase", "ProbeInertial",
+           "ProbeRecord"]
 
 
 class DeployPhase(enum.IntEnum):
@@ -44,28 +49,6 @@ class DeployPhase(enum.IntEnum):
     COLLIDE = 1   #: a collision is pending at ``row_time`` (:mod:`systems.deploy_collide`)
     CONTACT = 2   #: continued contact motion (:mod:`systems.deploy_contact`)
     ENDED = 3     #: the row has an end state in ``row_status`` (settled, escaped, timed out, failed)
-
-
-@component("probe")
-class ProbeState:
-    """State of a probe relative to the rotating target frame (seed eq 2.1)."""
-
-    position: np.ndarray = column("m", shape=3, frame="target", doc="centre of mass relative to the target CoM")
-    velocity: np.ndarray = column("m/s", shape=3, frame="target", doc="CoM velocity relative to the target frame")
-    attitude: np.ndarray = column("1", shape=4, frame="body->target", default=[1.0, 0.0, 0.0, 0.0],
-                                  doc="unit quaternion, scalar-first, rotating body components into target",
-                                  check=unit_quaternion())
-    omega: np.ndarray = column("rad/s", shape=3, frame="body", doc="angular velocity of the body relative to the "
-                                                                   "target frame (omega_S/T), body axes")
-
-
-@component("probe")
-class ProbeMass:
-    """Mass properties of a probe (its vertices are given about the CoM)."""
-
-    mass: float = column("kg", default=1.0, doc="mass", check=positive("kg"))
-    inertia: np.ndarray = column("kg m^2", shape=(3, 3), frame="body", default=np.eye(3),
-                                 doc="inertia tensor about the CoM", check=physical_inertia())
 
 
 @component("probe")

@@ -3,6 +3,13 @@ the check of a mass and inertia tensor (:func:`validate_mass_properties`).
 
 Conventions, fixed here for the whole project:
 
+* **One schema for every rigid body**: a free body, a deployed probe (with a
+  :class:`components.probe.ProbeShape`) and a multibody link (:class:`MassProps` only: its state is
+  its joint's) carry these columns. The state is in the world's **integration frame**
+  (``World.integration_frame``, the column frame ``"integration"``): inertial for the rigid-body
+  integrator and the multibody solve; the uniformly rotating target frame for a deployment
+  (seed 004 eq 2.1, :mod:`components.deploy`). Below, "inertial" means that frame.
+
 * **Quaternions are scalar-first** ``q = (w, x, y, z)``. ``body_attitude`` rotates body-frame
   components into inertial components: ``v_I = q ⊗ (0, v_B) ⊗ q*`` (``q_inertial_from_body``).
 * ``body_omega`` is the angular velocity of the body w.r.t. the inertial frame, in body axes.
@@ -35,12 +42,13 @@ _PD_EPS_FACTOR = 16.0
 class RigidState:
     """6-DoF state of a rigid body at its reference point."""
 
-    position: np.ndarray = column("m", shape=3, frame="inertial", doc="reference-point position")
-    velocity: np.ndarray = column("m/s", shape=3, frame="inertial", doc="reference-point velocity")
-    attitude: np.ndarray = column("1", shape=4, frame="body->inertial", default=[1.0, 0.0, 0.0, 0.0],
-                                  doc="unit quaternion, scalar-first, rotating body components into inertial",
-                                  check=unit_quaternion())
-    omega: np.ndarray = column("rad/s", shape=3, frame="body", doc="angular velocity w.r.t. inertial, body axes")
+    position: np.ndarray = column("m", shape=3, frame="integration", doc="reference-point position")
+    velocity: np.ndarray = column("m/s", shape=3, frame="integration", doc="reference-point velocity")
+    attitude: np.ndarray = column("1", shape=4, frame="body->integration", default=[1.0, 0.0, 0.0, 0.0],
+                                  doc="unit quaternion, scalar-first, rotating body components into the "
+                                      "integration frame", check=unit_quaternion())
+    omega: np.ndarray = column("rad/s", shape=3, frame="body",
+                               doc="angular velocity w.r.t. the integration frame, body axes")
 
 
 @component("body")

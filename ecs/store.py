@@ -287,7 +287,7 @@ class Layout:
                 tail = (T, E, *cs.shape) if grp == "trajectories" else (E, *cs.shape)
                 attrs = {**coords_attr((dim,))}
                 if cs.frame:
-                    attrs["frame"] = cs.frame
+                    attrs["frame"] = cs.frame.replace("integration", world.integration_frame)
                 if cs.dtype == "entity":
                     attrs["entity_reference"] = "row index of the referenced entity in its table, -1 for none"
                 add(ArraySpec(f"{grp}/{c}", dims, tail, cs.storage_dtype, cs.unit or "1", cs.doc or c,

@@ -134,6 +134,11 @@ class World:
         self._handlers: list[Callable] = []
         self.tables: list[Table] = []
         self.backend = "cpu"
+        #: The frame the ``body_*`` state columns are integrated in (column frame ``"integration"``):
+        #: ``"inertial"`` unless a pipeline says otherwise (a deployment integrates its probes in the
+        #: rotating target frame and sets ``"target"`` when it binds). Written to the store's
+        #: ``frame`` attributes.
+        self.integration_frame = "inertial"
         self.events = EventLog()
         self._schedule: dict[Phase, list[System]] = {ph: [] for ph in Phase}
         self._systems: list[System] = []

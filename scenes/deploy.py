@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 
 from components.contact_params import ContactParams
-from components.deploy import (DeploySettings, DeployTarget, ProbeContact, ProbeInertial, ProbeMass, ProbePhase,
-                               ProbeRecord, ProbeState)
+from components.deploy import (DeploySettings, DeployTarget, ProbeContact, ProbeInertial, ProbePhase, ProbeRecord)
+from components.rigid import MassProps, RigidState
 from components.gravity import PointMass, Polyhedron
 from components.probe import ProbeShape, ProbeShapes
 from components.terrain import SDFGrid, TerrainSDF
@@ -96,12 +96,12 @@ PARAMETERS = {
 }
 
 #: Columns saved under ``final/`` by every deployment scene.
-FINAL_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_first_impact_time",
+FINAL_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_first_impact_time",
                  "probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope",
                  "probe_bounces", "probe_collisions", "probe_distance", "probe_max_penetration", "probe_shape",
                  "probe_position_inertial", "probe_velocity_inertial", "probe_attitude_inertial", "probe_target_attitude")
 #: Columns recorded into ``trajectories/`` when ``record_every`` is given.
-TRAJECTORY_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase",
+TRAJECTORY_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_phase",
                       "probe_position_inertial", "probe_target_attitude")
 
 #: Default frame length [s] of the deployment scenes: the trajectory sampling (with
@@ -258,21 +258,21 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
     world.add_resource(target)
     world.add_resource(settings)
     declare_collision_events(world.events)
-    probe = world.spawn(ProbeState(position=pos, velocity=vel, omega=om),
-                        ProbeMass(mass=float(shape_mass[0].mass), inertia=np.asarray(shape_mass[0].inertia, float)),
+    probe = world.spawn(RigidState(position=pos, velocity=vel, omega=om),
+                        MassProps(mass=float(shape_mass[0].mass), inertia=np.asarray(shape_mass[0].inertia, float)),
                         ProbeShape(shape=ids[0], bounding_radius=float(res.shape_radius[ids[0]])),
                         ProbePhase(), ProbeContact(terrain_pair=contact.row(), rolling_radius=float(rolling_radius)),
                         ProbeRecord(), ProbeInertial(), name="probe")
     world.add_system(DeploymentLoop())
     disp = []
     if check_spread("position_sigma3", max(np.max(position_sigma3), 0)) > 0:
-        disp.append(Dispersion(probe, "probe_position", normal(pos, position_sigma3), name="release_position"))
+        disp.append(Dispersion(probe, "body_position", normal(pos, position_sigma3), name="release_position"))
     if check_spread("velocity_sigma3", max(np.max(velocity_sigma3), 0)) > 0:
-        disp.append(Dispersion(probe, "probe_velocity", normal(vel, velocity_sigma3), name="release_velocity"))
+        disp.append(Dispersion(probe, "body_velocity", normal(vel, velocity_sigma3), name="release_velocity"))
     if random_attitude:
-        disp.append(Dispersion(probe, "probe_attitude", uniform_quaternion(), name="release_attitude"))
+        disp.append(Dispersion(probe, "body_attitude", uniform_quaternion(), name="release_attitude"))
     if check_spread("omega_sigma3", omega_sigma3) > 0:
-        disp.append(Dispersion(probe, "probe_omega", normal(om, [omega_sigma3] * 3), name="release_omega"))
+        disp.append(Dispersion(probe, "body_omega", normal(om, [omega_sigma3] * 3), name="release_omega"))
     if len(shapes) > 1:
         inertias = [np.asarray(m.inertia, float) for m in shape_mass]
         masses = [float(m.mass) for m in shape_mass]
@@ -280,8 +280,8 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
         k_ids = np.asarray(ids, np.int64)
         disp.append(Dispersion(probe, "probe_shape", lambda rng: k_ids[rng.integers(len(k_ids))],
                                name="probe_shape",
-                               derive={"probe_inertia": lambda s: inertias[int(np.flatnonzero(k_ids == s)[0])],
-                                       "probe_mass": lambda s: masses[int(np.flatnonzero(k_ids == s)[0])],
+                               derive={"body_inertia": lambda s: inertias[int(np.flatnonzero(k_ids == s)[0])],
+                                       "body_mass": lambda s: masses[int(np.flatnonzero(k_ids == s)[0])],
                                        "probe_bounding_radius": lambda s: radii[int(np.flatnonzero(k_ids == s)[0])]}))
     if contact_dispersions:
         disp.append(_contact_dispersion(probe, contact, contact_dispersions))

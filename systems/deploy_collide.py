@@ -284,8 +284,8 @@ class CollideProbes(System):
     """
 
     phase = Phase.EVENT
-    reads = ("probe_phase", "probe_position", "probe_attitude")
-    writes = ("probe_position", "probe_velocity", "probe_omega")
+    reads = ("probe_phase", "body_position", "body_attitude")
+    writes = ("body_position", "body_velocity", "body_omega")
 
     def reset_rows(self, rows: np.ndarray) -> None:
         """Clear the per-row impact scratch of ``rows`` (new samples in a streaming active set)."""
@@ -313,8 +313,8 @@ class CollideProbes(System):
             return
         t, st, ev = ctx.table, ctx.settings, ctx.events
         ctx.launch("collide", len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
-                    t["probe_phase"], t["row_time"], t["row_sample"], t["probe_position"], t["probe_velocity"],
-                    t["probe_attitude"], t["probe_omega"], t["probe_mass"], t["probe_inertia"], ctx.jinv,
+                    t["probe_phase"], t["row_time"], t["row_sample"], t["body_position"], t["body_velocity"],
+                    t["body_attitude"], t["body_omega"], t["body_mass"], t["body_inertia"], ctx.jinv,
                     t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,
                     *ctx.rotation, ctx.cs, ctx.tt, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
                     self.sphere_dir, self.surface_type, self.ones3, self.status, self.count, st.contact_gap,

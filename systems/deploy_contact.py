@@ -344,7 +344,7 @@ class ContactProbes(System):
 
     phase = Phase.SCHEDULED
     reads = ("probe_phase",)
-    writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega")
+    writes = ("body_position", "body_velocity", "body_attitude", "body_omega")
 
     def advance(self, ctx, rows: np.ndarray, t_ends: np.ndarray) -> None:
         """Run the contact kernel over ``rows`` (indices of CONTACT rows), each up to its frame end

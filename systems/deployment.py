@@ -59,7 +59,7 @@ from components.probe import ProbeShapes
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
-from ecs.kernels import cpu_jit, cuda_simulated, launch_span
+from ecs.kernels import cpu_jit, cuda_simulated, launch_span, to_host
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args, specialise
 from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
@@ -76,7 +76,7 @@ from systems.sdf import eval_terrain, is_bare_grid, terrain_args
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
 
 #: Columns a deployment table must have.
-PROBE_COLUMNS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_mass", "probe_inertia",
+PROBE_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "body_mass", "body_inertia",
                  "probe_shape", "probe_phase", "probe_step", "probe_terrain_pair", "probe_rolling_radius",
                  "probe_first_impact_time", "probe_settle_time", "probe_rest_since", "probe_bounces",
                  "probe_collisions", "probe_distance", "probe_end_time", "probe_max_penetration", "probe_latitude",
@@ -148,8 +148,8 @@ class DeployContext:
         """The leading arguments every phase kernel takes after its row list (and end time)."""
         t = self.table
         return (self.work, t["row_status"], t["row_reason"], t["probe_phase"], t["row_time"], t["probe_step"],
-                t["probe_position"], t["probe_velocity"], t["probe_attitude"], t["probe_omega"], t["probe_mass"],
-                t["probe_inertia"], self.jinv, t["probe_shape"])
+                t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_mass"],
+                t["body_inertia"], self.jinv, t["probe_shape"])
 
 
 _RUNNING = int(Status.RUNNING)
@@ -222,7 +222,7 @@ class EndProbes(System):
     that just ended (vectorised)."""
 
     phase = Phase.SCHEDULED
-    reads = ("probe_phase", "probe_position", "probe_velocity", "probe_rest_since")
+    reads = ("probe_phase", "body_position", "body_velocity", "probe_rest_since")
     writes = ("probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope")
 
     def check(self, ctx: DeployContext, rows: np.ndarray | None = None, t_lim: np.ndarray | None = None) -> np.ndarray:
@@ -239,7 +239,7 @@ class EndProbes(System):
         pending = np.empty(len(rows), np.int64)
         ox, oy, oz = ctx.rotation
         n_end, n_pend = end_rows(rows, t["row_status"], t["probe_phase"], t["row_time"], t["probe_rest_since"],
-                                  t["probe_settle_time"], t["probe_position"], t["probe_velocity"],
+                                  t["probe_settle_time"], t["body_position"], t["body_velocity"],
                                   float(st.settle_hold), float(st.t_cap), float(ctx.escape_radius),
                                   float(ctx.target.gravity.mu), ox, oy, oz, t_lim, ended, pending)
         if n_end:
@@ -250,7 +250,7 @@ class EndProbes(System):
         t = ctx.table
         t["probe_phase"][rows] = DeployPhase.ENDED
         t["probe_end_time"][rows] = t["row_time"][rows]
-        x = t["probe_position"][rows]
+        x = t["body_position"][rows]
         r = np.linalg.norm(x, axis=1)
         t["probe_latitude"][rows] = np.degrees(np.arcsin(np.clip(x[:, 2] / np.where(r > 0, r, 1.0), -1, 1)))
         t["probe_longitude"][rows] = np.degrees(np.arctan2(x[:, 1], x[:, 0]))
@@ -261,7 +261,7 @@ class EndProbes(System):
     @staticmethod
     def _slope(ctx: DeployContext, rows: np.ndarray) -> np.ndarray:
         t = ctx.table
-        x = t["probe_position"][rows]
+        x = t["body_position"][rows]
         g = acceleration(ctx.target.gravity, x).reshape(-1, 3)
         w = ctx.target.rotation
         a = g - np.cross(w, np.cross(w, x))
@@ -342,7 +342,7 @@ class DeploymentLoop(System):
     #: runs a streaming active set (World.compile(active=...)): each row steps to its own frame end
     #: (Frame.row_ends) and refilled rows are reset by :meth:`refill`
     streams = True
-    writes = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_phase")
+    writes = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_phase")
 
     def __init__(self, *, max_passes: int = 10_000):
         self.fly = FlyProbes()
@@ -373,15 +373,15 @@ class DeploymentLoop(System):
         if table is None or target is None:
             return
         E = table.entity_count
-        authored = table["probe_position"].reshape(-1, E, 3)[0]
+        authored = table["body_position"].reshape(-1, E, 3)[0]
         for j, e in enumerate(table.entities.tolist()):
-            pos = np.asarray(overrides.get((e, "probe_position"), np.broadcast_to(authored[j], (count, 3))),
+            pos = np.asarray(overrides.get((e, "body_position"), np.broadcast_to(authored[j], (count, 3))),
                              dtype=np.float64).reshape(count, 3)
             d, _ = eval_terrain(target.terrain, np.ascontiguousarray(pos))
             bad = np.flatnonzero(~(np.asarray(d) >= 0.0))
             if len(bad):
                 k = int(bad[0])
-                raise InputError(f"probe_position of {world.name_of(e)} (sample {start + k})", pos[k].tolist(),
+                raise InputError(f"body_position of {world.name_of(e)} (sample {start + k})", pos[k].tolist(),
                                  f"is {-float(d[k]):.6g} m inside the target's surface: the release point (probe "
                                  f"CoM, target frame) must be above it")
 
@@ -392,6 +392,13 @@ class DeploymentLoop(System):
                              "(NUMBA_ENABLE_CUDASIM=1): its phase loop still selects rows and ends them on the host "
                              "(issue: GPU batch backend); use backend='cpu' on a CUDA device")
         table = world.table_with(*PROBE_COLUMNS)
+        world.integration_frame = "target"       # the probes' body_* state is in the rotating target frame
+        if "body_com" in table and table.row_count and np.any(to_host(table["body_com"]) != 0.0):
+            r = int(np.flatnonzero(np.any(to_host(table["body_com"]) != 0.0, axis=1))[0])
+            raise InputError(f"body_com of {world.name_of(int(table.entities[r % table.entity_count]))}",
+                             to_host(table["body_com"])[r].tolist(),
+                             "must be 0 for a deployed probe (its reference point is its CoM: vertices and inertia "
+                             "are given about it)")
         target = world.resource(DeployTarget, None)
         if target is None:
             raise InputError("DeployTarget", None, "a deployment world needs world.add_resource(DeployTarget(...))")
@@ -417,7 +424,7 @@ class DeploymentLoop(System):
         kernels, tt, self.terms = self._link_terms(world, table, target)
         self.ctx = DeployContext(
             table=table, settings=settings, target=target, work=np.zeros((n, WORK_SIZE)),
-            jinv=np.ascontiguousarray(np.linalg.inv(table["probe_inertia"])) if n else np.zeros((0, 3, 3)),
+            jinv=np.ascontiguousarray(np.linalg.inv(table["body_inertia"])) if n else np.zeros((0, 3, 3)),
             geo=geo, ga=gravity_args(target.gravity), ta=terrain_args(target.terrain),
             rotation=tuple(float(v) for v in target.rotation),
             cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
@@ -520,7 +527,7 @@ class DeploymentLoop(System):
             keep = ~np.isin(shown, rows)
             self._shown = (shown[keep], {c: v[keep] for c, v in cols.items()}) if keep.any() else None
         ctx.work[rows] = 0.0
-        ctx.jinv[rows] = np.linalg.inv(t["probe_inertia"][rows])
+        ctx.jinv[rows] = np.linalg.inv(t["body_inertia"][rows])
         for a in ctx.cs:
             if isinstance(a, np.ndarray):
                 a[rows] = 0
@@ -576,7 +583,7 @@ class DeploymentLoop(System):
         ctx.rec_dt = float(rec_dt)
 
     #: the columns :meth:`_show_snapshots` sets to the frame-end state of rows already past it
-    SHOWN = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "row_time", "probe_phase")
+    SHOWN = ("body_position", "body_velocity", "body_attitude", "body_omega", "row_time", "probe_phase")
 
     def _show_snapshots(self, t_f: np.ndarray) -> None:
         """Show every running row that is past its frame end ``t_f[row]`` at that time (dense output).
@@ -598,10 +605,10 @@ class DeploymentLoop(System):
             return
         self._shown = (rows, {c: t[c][rows].copy() for c in self.SHOWN})
         s = ctx.snap[rows, slot[rows]]
-        t["probe_position"][rows] = s[:, 2:5]
-        t["probe_velocity"][rows] = s[:, 5:8]
-        t["probe_attitude"][rows] = s[:, 8:12]
-        t["probe_omega"][rows] = s[:, 12:15]
+        t["body_position"][rows] = s[:, 2:5]
+        t["body_velocity"][rows] = s[:, 5:8]
+        t["body_attitude"][rows] = s[:, 8:12]
+        t["body_omega"][rows] = s[:, 12:15]
         t["row_time"][rows] = t_f[rows]
         t["probe_phase"][rows] = s[:, 1].astype(t["probe_phase"].dtype)
 
@@ -685,11 +692,11 @@ class DeploymentLoop(System):
         r = slice(None) if rows is None else rows
         w = self.ctx.target.rotation
         qt = target_attitude(w, t["row_time"][r])
-        x = t["probe_position"][r]
+        x = t["body_position"][r]
         t["probe_target_attitude"][r] = qt
         t["probe_position_inertial"][r] = quat_rotate(qt, x)
-        t["probe_velocity_inertial"][r] = quat_rotate(qt, t["probe_velocity"][r] + np.cross(w, x))
-        t["probe_attitude_inertial"][r] = quat_multiply(qt, t["probe_attitude"][r])
+        t["probe_velocity_inertial"][r] = quat_rotate(qt, t["body_velocity"][r] + np.cross(w, x))
+        t["probe_attitude_inertial"][r] = quat_multiply(qt, t["body_attitude"][r])
 
 
 def _terrain_radius(target: DeployTarget) -> float:

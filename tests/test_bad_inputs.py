@@ -122,9 +122,16 @@ CASES = [
      [], ["dispersion m2 (derived body_inertia) of craft (sample 0)", "6.0", "I3 <= I1 + I2"]),
     # deployment: the release point and the contact parameters of every sample
     ("release-inside-target", lambda t: deploy_file(t, position="(0, 0, 0)"), [],
-     ["probe_position of probe (sample 0)", "[0.0, 0.0, 0.0]", "m inside the target's surface"]),
+     ["body_position of probe (sample 0)", "[0.0, 0.0, 0.0]", "m inside the target's surface"]),
     ("release-spread-inside", lambda t: deploy_file(t, position="(0, 0, 60)", spread="(0, 0, 150)"), [],
-     ["probe_position of probe (sample", "m inside the target's surface"]),
+     ["body_position of probe (sample", "m inside the target's surface"]),
+    ("probe-com-offset", lambda t: deploy_file(
+        t, extra="from components.rigid import MassProps; "
+                 "scene.world.component(scene.world.entity('probe'), MassProps).com[:] = (0.1, 0.0, 0.0)"), [],
+     ["body_com of probe", "0.1", "must be 0 for a deployed probe"]),
+    ("deployment-beside-integrator", lambda t: deploy_file(
+        t, extra="from systems.integration import Integrator; scene.world.add_system(Integrator('rk4'))"), [],
+     ["write-write conflict", "DeploymentLoop and Integrator", "body_position"]),
     ("restitution-dispersion-out-of-range", lambda t: deploy_file(
         t, extra="scene.dispersions.append(Dispersion('probe', 'probe_terrain_pair', lambda rng: [1.5, 0.5, 0, 0, "
                   "1.5, 1.5, 1.5], name='pair'))"),

@@ -71,7 +71,7 @@ def test_inspect(run_store):
     assert f"done {(status == 1).sum()}" in out
     for arr, dims in (("trajectories/body_position", "(sample, time, body, xyz)"),
                       ("final/status", "(sample)"), ("events/position", "(sample, event, xyz)"),
-                      ("inputs/probe_velocity", "(sample, xyz)")):
+                      ("inputs/body_velocity", "(sample, xyz)")):
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(arr + " "))
         assert dims in line and "stored" in line
 
@@ -204,12 +204,12 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
     assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
     ds = xr.open_zarr(dense)
     assert np.allclose(np.diff(ds.time.values[:-1]), 5.0)
-    assert ds["probe_position"].dims == ("time", "entity", "xyz") and ds.time.size > 100
+    assert ds["body_position"].dims == ("time", "entity", "xyz") and ds.time.size > 100
     end = float(zarr.open_group(out, mode="r")["final/probe_end_time"][1, 0])
     # after the sample ended its state is frozen: the last record is the stored final position
-    stored = np.asarray(zarr.open_group(out, mode="r")["final/probe_position"][1, 0])
+    stored = np.asarray(zarr.open_group(out, mode="r")["final/body_position"][1, 0])
     assert ds.time.values[-1] >= end
-    assert np.array_equal(ds["probe_position"].values[-1, 0], stored)
+    assert np.array_equal(ds["body_position"].values[-1, 0], stored)
     # the per-step trace: every accepted step, times increasing, steps summing to the time covered;
     # recording and tracing still leave the sample's finals the stored bits
     r = cli("rerun", str(out), "1", "--trace", "200000", "--out", str(tmp_path / "trace.zarr"))

@@ -63,7 +63,7 @@ def _world(case: dict):
     scene = build_cube(gravity="point_mass", rocks="psr", level=case["level"], frame=FRAME, t_cap=T_END)
     w = scene.world
     pid = w.entity("probe")
-    state = {f"probe_{k}": np.array([case[k]]) for k in ("position", "velocity", "attitude", "omega")}
+    state = {f"body_{k}": np.array([case[k]]) for k in ("position", "velocity", "attitude", "omega")}
     state["probe_phase"] = np.array([int(DeployPhase.COLLIDE)], np.int8)
     w.compile(samples=1, overrides={(pid, c): v for c, v in state.items()})
     loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
@@ -71,8 +71,8 @@ def _world(case: dict):
 
 
 def _kinetic(t) -> float:
-    m, inertia = float(t["probe_mass"][0]), t["probe_inertia"][0]
-    v, om = t["probe_velocity"][0], t["probe_omega"][0]
+    m, inertia = float(t["body_mass"][0]), t["body_inertia"][0]
+    v, om = t["body_velocity"][0], t["body_omega"][0]
     return 0.5 * m * float(v @ v) + 0.5 * float(om @ inertia @ om)
 
 
@@ -98,9 +98,9 @@ def test_one_collision_resolves_the_touching_set(name):
     _, w, loop = _world(case)
     ctx = loop.ctx
     t = ctx.table
-    x0, q0 = t["probe_position"][0].copy(), t["probe_attitude"][0].copy()
+    x0, q0 = t["body_position"][0].copy(), t["body_attitude"][0].copy()
     e0 = _kinetic(t)
-    vn0 = _touching_normal_velocities(w, loop, x0, t["probe_velocity"][0], q0, t["probe_omega"][0])
+    vn0 = _touching_normal_velocities(w, loop, x0, t["body_velocity"][0], q0, t["body_omega"][0])
     assert vn0.min() == pytest.approx(case["approach"], rel=1e-2)    # the captured state, as described
     rows = np.array([0])
     loop.collide.resolve(ctx, rows)
@@ -108,11 +108,11 @@ def test_one_collision_resolves_the_touching_set(name):
     assert t["probe_phase"][0] == DeployPhase.CONTACT         # a final e = 0 collision (§2.5.3)
     assert _kinetic(t) <= e0 * (1.0 + 1e-12)
     # at the collision's configuration (before its projection), with the new velocities
-    vn = _touching_normal_velocities(w, loop, x0, t["probe_velocity"][0], q0, t["probe_omega"][0])
+    vn = _touching_normal_velocities(w, loop, x0, t["body_velocity"][0], q0, t["body_omega"][0])
     assert vn.min() >= -APPROACH_TOL
     # and at the projected one, what contact motion checks first (its sinking test)
-    vn = _touching_normal_velocities(w, loop, t["probe_position"][0], t["probe_velocity"][0],
-                                     t["probe_attitude"][0], t["probe_omega"][0])
+    vn = _touching_normal_velocities(w, loop, t["body_position"][0], t["body_velocity"][0],
+                                     t["body_attitude"][0], t["body_omega"][0])
     assert vn.min() >= -SINK_SPEED
     # contact motion runs on: it reaches 1 s, or leaves for another collision only after a while
     loop.contact.advance(ctx, rows, 1.0)

@@ -56,7 +56,7 @@ def _flight_world(omega0):
     scene = tumble.deployment("dense", body, probe, release, random_attitude=False)
     world = scene.world
     world.compile(samples=1)
-    world.tables[0]["probe_omega"][:] = omega0
+    world.tables[0]["body_omega"][:] = omega0
     return world, body, release
 
 
@@ -68,7 +68,7 @@ def test_recorded_flight_states_match_an_independent_integration():
     q_S/T(t) = q_T/N(t)* ⊗ exp(t ω_S/N / 2) from the identity, to 1e-9."""
     omega0 = np.array([0.02, -0.05, 0.03])
     world, body, release = _flight_world(omega0)
-    cols = ("probe_position", "probe_velocity", "probe_attitude", "probe_phase")
+    cols = ("body_position", "body_velocity", "body_attitude", "probe_phase")
     res = world.run(t_end=200.0, dt=10.0, record_every=1, record=cols)
     fly = res.trajectories["probe_phase"][0, :, 0] == 0
     assert fly.sum() > 10
@@ -83,8 +83,8 @@ def test_recorded_flight_states_match_an_independent_integration():
 
     sol = solve_ivp(rhs, (0.0, t[-1]), np.concatenate([release.position, release.velocity]), method="DOP853",
                     rtol=1e-12, atol=1e-12, t_eval=t)
-    x = res.trajectories["probe_position"][0, fly, 0]
-    v = res.trajectories["probe_velocity"][0, fly, 0]
+    x = res.trajectories["body_position"][0, fly, 0]
+    v = res.trajectories["body_velocity"][0, fly, 0]
     assert np.max(np.abs(x - sol.y[:3].T)) < 1e-6
     assert np.max(np.abs(v - sol.y[3:].T)) < 1e-8
     # attitude: body axes; ω_S/N = ω_S/T + R(q)ᵀ Ω = omega0 + Ω at t = 0 (q = identity)
@@ -92,7 +92,7 @@ def test_recorded_flight_states_match_an_independent_integration():
     q_sn = Rotation.from_rotvec(np.outer(t, w_sn))                      # body -> N (from identity)
     q_tn = Rotation.from_rotvec(np.outer(t, W))                         # T -> N
     exact = (q_tn.inv() * q_sn).as_quat(scalar_first=True)
-    q = res.trajectories["probe_attitude"][0, fly, 0]
+    q = res.trajectories["body_attitude"][0, fly, 0]
     sign = np.sign(np.sum(q * exact, axis=1))[:, None]
     assert np.max(np.abs(q - sign * exact)) < 1e-9
 
@@ -100,4 +100,4 @@ def test_recorded_flight_states_match_an_independent_integration():
 def test_a_record_interval_finer_than_the_ring_allows_is_refused():
     world, _, _ = _flight_world(np.zeros(3))
     with pytest.raises(tumble.InputError, match="record interval"):
-        world.run(t_end=1.0, dt=0.1, record_every=1, record=("probe_position",))
+        world.run(t_end=1.0, dt=0.1, record_every=1, record=("body_position",))

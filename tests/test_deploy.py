@@ -30,7 +30,7 @@ MU = 2.5          # m^3/s^2  (the seed's 200 m test sphere, ch. 3)
 R_BODY = 200.0    # m
 OMEGA = 1.5e-4    # rad/s
 
-FINALS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_attitude_inertial", "probe_first_impact_time",
+FINALS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_attitude_inertial", "probe_first_impact_time",
           "probe_settle_time", "probe_end_time", "probe_collisions", "probe_bounces", "probe_max_penetration",
           "probe_position_inertial", "probe_velocity_inertial", "probe_slope", "probe_latitude")
 
@@ -60,7 +60,7 @@ def _run(*, position, velocity, omega_body=(0.0, 0.0, 0.0), shape="sphere", rota
     if phase is not None:
         ov["probe_phase"] = np.full(samples, int(phase), np.int8)
     w.compile(samples=samples, overrides={(pid, c): v for c, v in ov.items()} if ov else {})
-    rec = ("probe_position", "probe_velocity", "probe_phase") if record_every else ()
+    rec = ("body_position", "body_velocity", "probe_phase") if record_every else ()
     res = w.run(t_end=sc.t_end, dt=sc.dt, record_every=record_every, record=rec, final=FINALS)
     return res, w
 
@@ -74,8 +74,8 @@ def test_jacobi_conserved_and_inertial_orbit_matches_scipy():
     v_rel = v_inertial - np.cross([0, 0, OMEGA], x0)
     res, _ = _run(position=x0, velocity=v_rel, settings=DeploySettings(t_cap=36000.0), frame=600.0, record_every=1)
     assert res.status[0] == Status.TIMED_OUT
-    x = res.trajectories["probe_position"][0, :, 0]
-    v = res.trajectories["probe_velocity"][0, :, 0]
+    x = res.trajectories["body_position"][0, :, 0]
+    v = res.trajectories["body_velocity"][0, :, 0]
     r = np.linalg.norm(x, axis=1)
     assert r.min() > R_BODY + 50.0
     C = jacobi_integral(x, v, [0, 0, OMEGA], MU / r)
@@ -123,11 +123,11 @@ def test_flight_attitude_matches_scipy(inertia):
 
     ref = solve_ivp(f, (0.0, t_end), np.concatenate([[1.0, 0, 0, 0], w0]), method="DOP853", rtol=1e-12, atol=1e-13)
     q_ref = ref.y[:4, -1] / np.linalg.norm(ref.y[:4, -1])
-    q = res.finals["probe_attitude"][0, 0]
+    q = res.finals["body_attitude"][0, 0]
     # 900 rad turned in ~10^4 sub-steps at rtol 1e-10 (scipy at 1e-12 is the reference): a random
     # walk of 1e-10 per sub-step gives ~1e-8, a linear drift 1e-6; measured 4e-8 (asymmetric)
     assert min(np.abs(q - q_ref).max(), np.abs(q + q_ref).max()) < 2e-7
-    assert np.abs(res.finals["probe_omega"][0, 0] - ref.y[4:, -1]).max() < 1e-8
+    assert np.abs(res.finals["body_omega"][0, 0] - ref.y[4:, -1]).max() < 1e-8
 
 
 def _rotmat(q):
@@ -238,8 +238,8 @@ def test_flight_through_voxel_cells_matches_scipy():
     assert len(cells) > 30                           # the arc does cross many cells
     # Measured: 5.0e-7 m and 2.4e-10 m/s over 43 cells. With steps accepted across the faces instead
     # (the code before smooth_step): 1.4e-6 m and 2.4e-9 m/s, which these bounds reject.
-    assert np.max(np.abs(res.finals["probe_position"][0, 0] - ref.y[:3, -1])) < 1e-6
-    assert np.max(np.abs(res.finals["probe_velocity"][0, 0] - ref.y[3:, -1])) < 1e-9
+    assert np.max(np.abs(res.finals["body_position"][0, 0] - ref.y[:3, -1])) < 1e-6
+    assert np.max(np.abs(res.finals["body_velocity"][0, 0] - ref.y[3:, -1])) < 1e-9
 
 
 @pytest.mark.parametrize("features", ["grid", "fbm", "psr", "polyhedral", "analytic"])
@@ -297,7 +297,7 @@ def test_event_time_of_a_polyhedron_vertex(tilt):
     r0 = 260.0
     q = np.array([math.cos(tilt / 2), math.sin(tilt / 2) * 0.6, math.sin(tilt / 2) * 0.8, 0.0])
     res, w = _run(position=[0, 0, r0], velocity=[0, 0, 0], shape="cube", rotation=0.0,
-                  settings=DeploySettings(t_cap=4000.0), overrides={"probe_attitude": q[None]})
+                  settings=DeploySettings(t_cap=4000.0), overrides={"body_attitude": q[None]})
     from scipy.spatial.transform import Rotation
     verts = Rotation.from_quat(q, scalar_first=True).apply(platonic("cube", mass=5.0, density=500.0).vertices)
     z_hit = np.max(np.sqrt(R_BODY ** 2 - verts[:, 0] ** 2 - verts[:, 1] ** 2) - verts[:, 2])
@@ -311,7 +311,7 @@ def test_escape_and_time_cap():
     v_esc = math.sqrt(2.0 * MU / r0)
     res, _ = _run(position=[r0, 0, 0], velocity=[2.0 * v_esc, 0, 0], rotation=0.0, settings=DeploySettings(t_cap=3.6e4))
     assert res.status[0] == Status.ESCAPED
-    assert np.linalg.norm(res.finals["probe_position"][0, 0]) > 4.0 * R_BODY
+    assert np.linalg.norm(res.finals["body_position"][0, 0]) > 4.0 * R_BODY
     res, _ = _run(position=[r0, 0, 0], velocity=[0, math.sqrt(MU / r0), 0], rotation=0.0,
                   settings=DeploySettings(t_cap=5000.0))
     assert res.status[0] == Status.TIMED_OUT
@@ -328,13 +328,13 @@ def test_cube_settles_and_stays_settled():
     assert f["probe_collisions"][0, 0] >= 2 and f["probe_max_penetration"][0, 0] < 1e-3
     # a cube resting on a face of a 200 m sphere: slope ~ the facet tilt, well below the friction angle
     assert 0.0 <= f["probe_slope"][0, 0] < math.degrees(math.atan(0.5))
-    x1, q1 = f["probe_position"][0, 0], f["probe_attitude"][0, 0]
+    x1, q1 = f["body_position"][0, 0], f["body_attitude"][0, 0]
     # one more hour from the settled state, in contact motion, with settling switched off
     st2 = DeploySettings(t_cap=3600.0, settle_hold=1e9)
     res2, w2 = _run(position=x1, velocity=[0, 0, 0], shape="cube", settings=st2, phase=DeployPhase.CONTACT,
-                    overrides={"probe_attitude": q1[None]})
+                    overrides={"body_attitude": q1[None]})
     assert res2.status[0] == Status.TIMED_OUT
-    drift = np.linalg.norm(res2.finals["probe_position"][0, 0] - x1)
+    drift = np.linalg.norm(res2.finals["body_position"][0, 0] - x1)
     assert drift < 1e-3, drift
 
 
@@ -351,7 +351,7 @@ def test_liftoff_particles_on_rotating_sphere(factor, expect):
     res, _ = _run(position=x0, velocity=v0, contact=ContactParams(restitution=0.0, friction=0.0),
                   settings=DeploySettings(t_cap=200.0, settle_hold=1e9), frame=10.0, record_every=1,
                   phase=DeployPhase.CONTACT, probe_radius=rp)
-    alt = np.linalg.norm(res.trajectories["probe_position"][0, :, 0], axis=1) - R_BODY - rp
+    alt = np.linalg.norm(res.trajectories["body_position"][0, :, 0], axis=1) - R_BODY - rp
     ph = res.trajectories["probe_phase"][0, :, 0]
     if expect == "climbs":      # leaves at once; ~½ (ΔV²/R) t² ≈ 0.1 m after 200 s
         assert ph[1] == DeployPhase.FLY and alt[-1] > 1e-2

@@ -32,7 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 T_END = 3000.0
-FINALS = ("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_first_impact_time",
+FINALS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_first_impact_time",
           "probe_collisions", "probe_bounces", "probe_phase", "row_status", "probe_settle_time")
 EVENT_FIELDS = ("time", "vertex", "velocity_after", "omega_after")
 

@@ -119,8 +119,8 @@ def _engine():
     w = sc.world
     pid = w.entity("probe")
     w.compile(samples=1, overrides={(pid, "probe_phase"): np.full(1, int(DeployPhase.CONTACT), np.int8)})
-    return w.run(t_end=sc.t_end, dt=sc.dt, record_every=1, record=("probe_position", "probe_phase"),
-                 final=("probe_position", "probe_velocity", "probe_attitude", "probe_omega", "probe_collisions"))
+    return w.run(t_end=sc.t_end, dt=sc.dt, record_every=1, record=("body_position", "probe_phase"),
+                 final=("body_position", "body_velocity", "body_attitude", "body_omega", "probe_collisions"))
 
 
 @pytest.fixture(scope="module")
@@ -161,12 +161,12 @@ def test_rolling_on_rotating_target_matches_reference(engine, reference):
     y = reference.y[:, -1]
     q = y[9:13] / np.linalg.norm(y[9:13])
     w_body = Rotation.from_quat(q, scalar_first=True).inv().apply(y[6:9])   # ω_S/T in body axes
-    q_eng = f["probe_attitude"][0, 0]
-    assert np.abs(f["probe_position"][0, 0] - y[0:3]).max() < 3e-8
-    assert np.abs(f["probe_velocity"][0, 0] - y[3:6]).max() < 1e-10
-    assert np.abs(f["probe_omega"][0, 0] - w_body).max() < 5e-9
+    q_eng = f["body_attitude"][0, 0]
+    assert np.abs(f["body_position"][0, 0] - y[0:3]).max() < 3e-8
+    assert np.abs(f["body_velocity"][0, 0] - y[3:6]).max() < 1e-10
+    assert np.abs(f["body_omega"][0, 0] - w_body).max() < 5e-9
     assert min(np.abs(q_eng - q).max(), np.abs(q_eng + q).max()) < 3e-7
     # the path along the way (frame ends), not only the end point
     assert np.allclose(res.times, reference.t, rtol=0, atol=1e-9)
-    pos = res.trajectories["probe_position"][0, :, 0]
+    pos = res.trajectories["body_position"][0, :, 0]
     assert np.abs(pos[:FRAMES + 1] - reference.y[0:3].T).max() < 3e-8

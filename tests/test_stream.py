@@ -89,7 +89,7 @@ def test_bad_active_set_arguments_are_refused(tmp_path):
         scene.world.compile(samples=4, active=0)
     scene.world.compile(samples=4, active=2)
     with pytest.raises(InputError, match="flush"):
-        scene.world.run(t_end=600.0, dt=scene.dt, final=("probe_position",), flush=0)
+        scene.world.run(t_end=600.0, dt=scene.dt, final=("body_position",), flush=0)
     with pytest.raises(InputError, match="active"):
         tumble.run_batch("deploy-cube", samples=2, out=tmp_path / "x.zarr", active=0)
 

@@ -25,14 +25,14 @@ from scenes.registry import import_scene_file
 
 ROOT = Path(__file__).resolve().parents[1]
 MU = 5.0          # GM of the test body [m³/s²]
-COLS = ("probe_position", "probe_velocity", "probe_omega", "probe_phase")
+COLS = ("body_position", "body_velocity", "body_omega", "probe_phase")
 
 
 @njit(cache=True)
-def cancel_gravity(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, probe_mass, mu):
+def cancel_gravity(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, body_mass, mu):
     """F = −m g(x) of a point mass mu at the origin (reads the mass from its column)."""
     r = math.sqrt(x * x + y * y + z * z)
-    k = probe_mass[i] * mu / (r * r * r)
+    k = body_mass[i] * mu / (r * r * r)
     return k * x, k * y, k * z, 0.0, 0.0, 0.0
 
 
@@ -46,7 +46,7 @@ class CancelGravity(System):
     phase = Phase.DERIVATIVE
 
     def term(self, world):
-        return Term("cancel_gravity", cancel_gravity, columns=("probe_mass",), params={"mu": MU})
+        return Term("cancel_gravity", cancel_gravity, columns=("body_mass",), params={"mu": MU})
 
 
 class BodyTorque(System):
@@ -84,15 +84,15 @@ def _world(*systems, velocity=(0.3, -0.2, -0.1), omega=(0.0, 0.0, 0.0), rotating
     for s in systems:
         world.add_system(s)
     world.compile(samples=1)
-    world.tables[0]["probe_omega"][:] = omega
+    world.tables[0]["body_omega"][:] = omega
     return world, release
 
 
 def test_a_force_cancelling_gravity_makes_the_probe_fly_a_straight_line():
     world, release = _world(CancelGravity())
     res = world.run(t_end=150.0, dt=10.0, record_every=1, record=COLS)
-    x = res.trajectories["probe_position"][0, :, 0]
-    v = res.trajectories["probe_velocity"][0, :, 0]
+    x = res.trajectories["body_position"][0, :, 0]
+    v = res.trajectories["body_velocity"][0, :, 0]
     fly = res.trajectories["probe_phase"][0, :, 0] == 0
     assert fly.sum() >= 10
     t = res.times[fly]
@@ -102,11 +102,24 @@ def test_a_force_cancelling_gravity_makes_the_probe_fly_a_straight_line():
     assert np.max(np.abs(v[fly] - (0.3, -0.2, -0.1))) < 1e-12
 
 
+def test_probe_state_is_a_rigid_body_state_in_the_target_frame():
+    """One schema: a probe's state columns are the rigid body's (``body_*``), in the deployment's
+    integration frame, the rotating target frame, which the world (and so the store) names."""
+    world, _ = _world()
+    assert world.integration_frame == "target"
+    assert {"body_position", "body_velocity", "body_attitude", "body_omega", "body_mass", "body_inertia",
+            "body_com"} <= set(world.tables[0].specs)
+    assert not any(c.startswith("probe_") and c[6:] in ("position", "velocity", "attitude", "omega", "mass", "inertia")
+                   for c in world.tables[0].specs)
+    rigid, _ = _rigid_world()
+    assert rigid.integration_frame == "inertial"
+
+
 def test_without_the_term_the_same_release_falls():
     """The check above can fail: without the term, gravity bends the path by ½ g t² ≈ 2 m at 150 s."""
     world, release = _world()
     res = world.run(t_end=150.0, dt=10.0, record_every=1, record=COLS)
-    x = res.trajectories["probe_position"][0, -1, 0]
+    x = res.trajectories["body_position"][0, -1, 0]
     assert np.linalg.norm(x - (release.position + 150.0 * np.array([0.3, -0.2, -0.1]))) > 0.5
 
 
@@ -117,18 +130,18 @@ def test_a_body_torque_spins_up_an_isotropic_probe_linearly():
     L = np.array([2e-4, -1e-4, 3e-4])
     w0 = np.array([0.01, 0.02, -0.01])
     world, _ = _world(CancelGravity(), BodyTorque(L), omega=w0)
-    inertia = world.tables[0]["probe_inertia"][0]
+    inertia = world.tables[0]["body_inertia"][0]
     k = inertia[0, 0]
     assert np.allclose(inertia, k * np.eye(3), rtol=0, atol=1e-15 * k)
     res = world.run(t_end=100.0, dt=10.0, record_every=1, record=COLS)
-    w = res.trajectories["probe_omega"][0, :, 0]
+    w = res.trajectories["body_omega"][0, :, 0]
     fly = res.trajectories["probe_phase"][0, :, 0] == 0
     exact = w0 + np.outer(res.times, L / k)
     # rtol 1e-10 per step on |ω| ~ 0.3 rad/s over ~100 steps
     assert np.max(np.abs(w[fly] - exact[fly])) < 1e-8
     # and the translation is still a straight line
-    x = res.trajectories["probe_position"][0, :, 0]
-    v = res.trajectories["probe_velocity"][0, :, 0]
+    x = res.trajectories["body_position"][0, :, 0]
+    v = res.trajectories["body_velocity"][0, :, 0]
     assert np.max(np.abs(v[fly] - (0.3, -0.2, -0.1))) < 1e-12
 
 
@@ -209,7 +222,7 @@ def test_the_srp_example_moves_the_first_arc_as_its_closed_form_dv_predicts():
         runs[e] = world.run(t_end=100.0, dt=10.0, record_every=1, record=COLS)
         if e:
             target = world.resource(DeployTarget)
-            m = float(world.tables[0]["probe_mass"][0])
+            m = float(world.tables[0]["body_mass"][0])
     assert np.all(runs[1000.0].trajectories["probe_phase"][0, :, 0] == 0)
     t = runs[0.0].times
     a = 1000.0 * mod.P_1AU * 1.3 * 0.06 / m
@@ -226,8 +239,8 @@ def test_the_srp_example_moves_the_first_arc_as_its_closed_form_dv_predicts():
 
     dx_t = to_t(dx_n, t)
     dv_t = to_t(dv_n, t) - np.cross(om, dx_t)
-    dx = runs[1000.0].trajectories["probe_position"][0, :, 0] - runs[0.0].trajectories["probe_position"][0, :, 0]
-    dv = runs[1000.0].trajectories["probe_velocity"][0, :, 0] - runs[0.0].trajectories["probe_velocity"][0, :, 0]
+    dx = runs[1000.0].trajectories["body_position"][0, :, 0] - runs[0.0].trajectories["body_position"][0, :, 0]
+    dv = runs[1000.0].trajectories["body_velocity"][0, :, 0] - runs[0.0].trajectories["body_velocity"][0, :, 0]
     late = t >= 20.0
     assert np.all(np.linalg.norm(dx[late] - dx_t[late], axis=1) < 1e-2 * np.linalg.norm(dx_t[late], axis=1))
     assert np.all(np.linalg.norm(dv[late] - dv_t[late], axis=1) < 1e-2 * np.linalg.norm(dv_t[late], axis=1))
@@ -295,9 +308,33 @@ def test_a_body_torque_term_spins_a_rigid_body_about_its_com():
     assert np.abs(res.trajectories["body_position"][0, :, 0] - line).max() > 0.1
 
 
+class ReadsRollingRadius(System):
+    """A term reading a probe-only column (the probe's rolling-resistance radius)."""
+
+    phase = Phase.DERIVATIVE
+
+    def term(self, world):
+        return Term("reads_rolling_radius", cancel_gravity, columns=("probe_rolling_radius",), params={"mu": MU})
+
+
 def test_a_term_column_the_rigid_table_lacks_is_refused():
-    with pytest.raises(tumble.InputError, match="probe_mass.*every rigid-body table"):
-        _rigid_world(CancelGravity())
+    with pytest.raises(tumble.InputError, match="probe_rolling_radius.*every rigid-body table"):
+        _rigid_world(ReadsRollingRadius())
+
+
+def test_one_term_reads_the_mass_of_a_probe_and_of_a_rigid_body():
+    """One schema: the probe test's gravity-cancelling term, which reads ``body_mass`` from its
+    column, acts unchanged on a free rigid body in the same point-mass field (a GravitySystem):
+    the two forces cancel and the CoM flies its straight line (RK4, 1e-12 relative)."""
+    from components.gravity import PointMass
+    from systems.gravity_fields import GravitySystem
+
+    com = np.array([0.2, -0.1, 0.05])
+    w, _ = _rigid_world(GravitySystem(PointMass(mu=MU)), CancelGravity(), com=com)
+    res = w.run(t_end=20.0, dt=0.5, record_every=1, record=("body_position", "body_attitude"))
+    c = _com(res, com)
+    line = c[0] + np.array([0.1, 0.0, -0.2]) * res.times[:, None]
+    assert np.abs(c - line).max() <= 1e-12 * np.abs(line).max()
 
 
 def test_a_derivative_system_with_neither_process_nor_term_is_refused():

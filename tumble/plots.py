@@ -198,7 +198,7 @@ def settling_3d(store, ax=None):
     if verts is not None:
         ax.plot_trisurf(verts[:, 0], verts[:, 1], verts[:, 2], triangles=faces, color="0.75", alpha=0.35,
                         linewidth=0)
-    p = np.asarray(v.final.probe_position.values).reshape(-1, 3)
+    p = np.asarray(v.final.body_position.values).reshape(-1, 3)
     t = _scalar(v.final.probe_settle_time) / 3600.0
     sc = ax.scatter(p[:, 0], p[:, 1], p[:, 2], c=t, s=6, cmap="viridis", depthshade=False)
     fig.colorbar(sc, ax=ax, shrink=0.6, label="settling time [h]")
@@ -306,7 +306,7 @@ def ellipses(store, ax=None):
     v = _view(store)
     f = v.final
     settled = f.status.values == 2
-    p = np.asarray(f.probe_position.values).reshape(-1, 3)[settled]
+    p = np.asarray(f.body_position.values).reshape(-1, 3)[settled]
     fig, ax = _ax(ax, figsize=(6.5, 6), layout="constrained")
     if len(p) < 3:
         ax.text(0.5, 0.5, "fewer than 3 settled samples", ha="center", transform=ax.transAxes)
