@@ -143,6 +143,30 @@ def validate_mass_properties(mass, inertia, *, field: str = "mass_properties") -
     return m, sym
 
 
+class RotatingFrame:
+    """Resource: integrate the world's rigid bodies in a frame turning uniformly at ``rate`` about
+    the inertial origin (seed 004 eq 2.1: the rotating frame of a small body). The two frames agree
+    at t = 0; ``body_position``/``body_velocity`` are then relative to the turning frame, in its
+    axes, ``body_attitude`` rotates body into frame components and ``body_omega`` is the body's rate
+    relative to the frame (body axes), and the rigid-body integrator adds the Coriolis, centrifugal
+    and ``ω × Ω`` terms of seed 004 eqs 2.2–2.5 (at the reference point; Ω̇ = 0). Forces
+    (``body_force``) are in frame axes. A deployment integrates its probes in its target's frame
+    (``components.deploy.DeployTarget.rotation``) the same way.
+
+    Args:
+        rate: Ω [rad/s], shape (3,), in the frame's (and, constant, the inertial) axes.
+        name: the frame's name, written to the store's ``frame`` attributes (default ``"rotating"``).
+    """
+
+    def __init__(self, rate, *, name: str = "rotating"):
+        w = np.asarray(rate, dtype=np.float64)
+        if w.shape != (3,) or not np.all(np.isfinite(w)):
+            raise InputError("RotatingFrame.rate", rate, "must be 3 finite numbers [rad/s]")
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise InputError("RotatingFrame.name", name, "must be a name (letters, digits, _)")
+        self.rate, self.name = w, name
+
+
 def rigid_body(*, mass: float, inertia, position=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0),
                attitude=(1.0, 0.0, 0.0, 0.0), omega=(0.0, 0.0, 0.0), com=(0.0, 0.0, 0.0),
                euler_mode: bool = False, field: str = "body") -> tuple:

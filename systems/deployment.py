@@ -56,6 +56,7 @@ import numpy as np
 
 from components.deploy import DeployPhase, DeploySettings, DeployTarget
 from components.probe import ProbeShapes
+from components.rigid import RotatingFrame
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
@@ -393,6 +394,13 @@ class DeploymentLoop(System):
                              "(issue: GPU batch backend); use backend='cpu' on a CUDA device")
         table = world.table_with(*PROBE_COLUMNS)
         world.integration_frame = "target"       # the probes' body_* state is in the rotating target frame
+        frame = world.resource(RotatingFrame, None)
+        target_rate = np.asarray(world.resource(DeployTarget).rotation if world.resource(DeployTarget, None)
+                                 else np.zeros(3), float)
+        if frame is not None and not np.array_equal(np.asarray(frame.rate, float), target_rate):
+            raise InputError("RotatingFrame.rate", np.asarray(frame.rate).tolist(),
+                             f"must equal DeployTarget.rotation {target_rate.tolist()} in a deployment world (the "
+                             "probes are integrated in the target's frame; leave the RotatingFrame out)")
         if "body_com" in table and table.row_count and np.any(to_host(table["body_com"]) != 0.0):
             r = int(np.flatnonzero(np.any(to_host(table["body_com"]) != 0.0, axis=1))[0])
             raise InputError(f"body_com of {world.name_of(int(table.entities[r % table.entity_count]))}",

@@ -38,14 +38,16 @@ from dataclasses import dataclass
 import numpy as np
 from numba import prange
 
+from components.rigid import RotatingFrame
 from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.terms import fuse_terms
-from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_host
+from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems import rigid_terms
+from systems.gravity_fields import GravitySystem
 from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu
@@ -417,6 +419,7 @@ class Integrator(System):
         self.coupled_by = [type(x).__name__ for x in world.systems
                            if x.phase == Phase.DERIVATIVE and getattr(x, "couples_sample_rows", False)]
         self._link_terms(world)
+        self._bind_frame(world)
         for t in world.tables_with(*STATE_COLUMNS, "body_mass", "body_force"):
             n = t.row_count
             group = t.entity_count if (self.coupled_by and self.adaptive) else 1
@@ -442,6 +445,28 @@ class Integrator(System):
         xp = np if not self.work else array_module(self.work[0].y0)
         self._a, self._b, self._c = xp.asarray(self.tableau.a), xp.asarray(self.tableau.b), self.tableau.c
         self._b_err = xp.asarray(self.tableau.b_err if self.adaptive else self.tableau.b)
+
+    def _bind_frame(self, world) -> None:
+        """The integration frame: inertial, or the world's :class:`components.rigid.RotatingFrame`.
+        In a turning frame the systems that take the frame to be inertial are refused by name: a
+        row term that says so (third bodies, drag, radiation pressure: ``Term.inertial``) and a
+        field that turns relative to the inertial frame (``GravitySystem(spin=...)``: a field fixed
+        in the turning frame takes ``spin=0``)."""
+        frame = world.resource(RotatingFrame, None)
+        rate = np.zeros(3) if frame is None else np.asarray(frame.rate, np.float64)
+        if rate.any():
+            for s in world.schedule()[Phase.DERIVATIVE]:
+                if isinstance(s, GravitySystem) and s.spin != 0.0:
+                    raise InputError(f"{s.name}.spin", s.spin,
+                                     f"must be 0 in the turning frame {frame.name!r} (a field fixed in that frame "
+                                     "turns with it; the spin would turn it a second time)")
+                term = s.term(world) if hasattr(s, "term") else None
+                if term is not None and term.inertial:
+                    raise InputError(s.name, f"in the turning frame {frame.name!r}",
+                                     "acts in an inertial frame only (Term.inertial): integrate these bodies "
+                                     "in the inertial frame")
+            world.integration_frame = frame.name
+        self._frame_rate = to_backend(world.backend, (rate,))[0]
 
     def _link_terms(self, world) -> None:
         """Fuse the row terms of the DERIVATIVE systems that have no ``process`` (:mod:`systems.rigid_terms`)."""
@@ -496,7 +521,7 @@ class Integrator(System):
                     launch_rows(frame.backend, body_derivative_rows, body_derivative, t.row_count, w.active,
                                 t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"], w.euler,
                                 w.euler_mode, t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
-                                t["body_torque"], w.key, w.L, w.K, stage)
+                                t["body_torque"], self._frame_rate, w.key, w.L, w.K, stage)
             for w in self.work:
                 t = w.table
                 grouped = w.group > 1

@@ -103,14 +103,26 @@ factor_mass_matrix = dual(_factor_mass_matrix)
 _factor = factor_mass_matrix.cpu
 
 
-def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, com, inertia, force, torque,
+def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, com, inertia, force, torque, fr,
                      key, L, ydot, stage):
-    """Write row i's state derivative into ``ydot[i, stage, :]`` if the row is active."""
+    """Write row i's state derivative into ``ydot[i, stage, :]`` if the row is active.
+
+    ``fr`` is the rate Ω of the integration frame (:class:`components.rigid.RotatingFrame`; zeros:
+    inertial). In a turning frame the state is relative to it: the equations above are solved with
+    the inertial rate ω_I = ω + Ω_B (Ω_B = Rᵀ Ω, body axes) for the inertial accelerations a, α of
+    the reference point, which become relative ones as in seed 004 eqs 2.2–2.5 (Ω̇ = 0):
+    ``v̇ = R a − 2 Ω × v − Ω × (Ω × p)`` and ``ω̇ = α + ω × Ω_B`` (d Ω_B/dt = −ω × Ω_B)."""
     if not active[i]:
         return
     _factor(i, mass, com, inertia, key, L)
     q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
-    wx, wy, wz = omega[i, 0], omega[i, 1], omega[i, 2]
+    rx, ry, rz = omega[i, 0], omega[i, 1], omega[i, 2]          # relative to the integration frame
+    wx, wy, wz = rx, ry, rz                                      # inertial rate, body axes
+    spin = fr[0] != 0.0 or fr[1] != 0.0 or fr[2] != 0.0
+    ox = oy = oz = 0.0
+    if spin:
+        ox, oy, oz = _rot_inv(q0, q1, q2, q3, fr[0], fr[1], fr[2])
+        wx, wy, wz = rx + ox, ry + oy, rz + oz
     m = mass[i]
     cx, cy, cz = com[i, 0], com[i, 1], com[i, 2]
     fbx, fby, fbz = _rot_inv(q0, q1, q2, q3, force[i, 0], force[i, 1], force[i, 2])
@@ -157,6 +169,19 @@ def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, c
         alz = z5 / L[i, 5, 5]
         aly = (z4 - L[i, 5, 4] * alz) / L[i, 4, 4]
         alx = (z3 - L[i, 4, 3] * aly - L[i, 5, 3] * alz) / L[i, 3, 3]
+    if spin:
+        W0, W1, W2 = fr[0], fr[1], fr[2]
+        v0, v1, v2 = vel[i, 0], vel[i, 1], vel[i, 2]
+        p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
+        c0 = W1 * p2 - W2 * p1                                   # Ω × p
+        c1 = W2 * p0 - W0 * p2
+        c2 = W0 * p1 - W1 * p0
+        ax -= 2.0 * (W1 * v2 - W2 * v1) + (W1 * c2 - W2 * c1)
+        ay -= 2.0 * (W2 * v0 - W0 * v2) + (W2 * c0 - W0 * c2)
+        az -= 2.0 * (W0 * v1 - W1 * v0) + (W0 * c1 - W1 * c0)
+        alx += ry * oz - rz * oy
+        aly += rz * ox - rx * oz
+        alz += rx * oy - ry * ox
     d = ydot
     d[i, stage, 0] = vel[i, 0]
     d[i, stage, 1] = vel[i, 1]
@@ -168,7 +193,7 @@ def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, c
     d[i, stage, 11] = aly
     d[i, stage, 12] = alz
     if euler_mode:
-        er, ep, ey = _erates(euler[i, 0], euler[i, 1], euler[i, 2], wx, wy, wz)
+        er, ep, ey = _erates(euler[i, 0], euler[i, 1], euler[i, 2], rx, ry, rz)
         d[i, stage, 6] = 0.0
         d[i, stage, 7] = 0.0
         d[i, stage, 8] = 0.0
@@ -177,7 +202,7 @@ def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, c
         d[i, stage, 14] = ep
         d[i, stage, 15] = ey
     else:
-        dq0, dq1, dq2, dq3 = _qdot(q0, q1, q2, q3, wx, wy, wz)
+        dq0, dq1, dq2, dq3 = _qdot(q0, q1, q2, q3, rx, ry, rz)
         d[i, stage, 6] = dq0
         d[i, stage, 7] = dq1
         d[i, stage, 8] = dq2
@@ -193,11 +218,11 @@ _body_derivative_cpu = body_derivative.cpu
 
 @cpu_parallel
 def body_derivative_rows(n, active, pos, vel, att, omega, euler, euler_mode, mass, com, inertia, force, torque,
-                         key, L, ydot, stage):
+                         fr, key, L, ydot, stage):
     """CPU driver of :data:`body_derivative` (one integrator stage, every active row)."""
     for i in prange(n):
         _body_derivative_cpu(i, active, pos, vel, att, omega, euler, euler_mode, mass, com, inertia, force,
-                             torque, key, L, ydot, stage)
+                             torque, fr, key, L, ydot, stage)
 
 
 def new_mass_cache(rows: int) -> tuple[np.ndarray, np.ndarray]:
