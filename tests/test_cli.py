@@ -71,7 +71,7 @@ def test_inspect(run_store):
     assert f"done {(status == 1).sum()}" in out
     for arr, dims in (("trajectories/body_position", "(sample, time, body, xyz)"),
                       ("final/status", "(sample)"), ("events/position", "(sample, event, xyz)"),
-                      ("inputs/body_velocity", "(sample, xyz)")):
+                      ("inputs/probe_velocity", "(sample, xyz)")):
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(arr + " "))
         assert dims in line and "stored" in line
 
