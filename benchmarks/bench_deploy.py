@@ -136,8 +136,8 @@ for d, v in zip(scene.dispersions, draws):
         raise SystemExit("dispersion of %s derives other columns: this driver does not" % d.column)
     eid = w.entity(d.entity) if isinstance(d.entity, str) else int(d.entity)
     ov[(eid, d.column)] = np.stack(v)
-    h.update(d.column.encode())
-    h.update(np.ascontiguousarray(ov[(eid, d.column)]).tobytes())
+    h.update(np.ascontiguousarray(ov[(eid, d.column)]).tobytes())   # values only: columns were renamed
+                                                                     # (probe_* -> body_*) between trees
 final = tuple(a["finals"])
 
 import inspect
