@@ -705,8 +705,7 @@ def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.L
 
 
 #: State columns a dense rerun records when the scene records none (those the world has).
-DENSE_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_phase",
-                 "body_position", "body_velocity", "body_attitude", "body_omega")
+DENSE_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_phase")
 
 
 def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: float | None = None,
