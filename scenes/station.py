@@ -69,7 +69,7 @@ from components.environment import Cannonball, earth_rotation_angle
 from components.ephemeris import Ephemeris
 from components.gravity import PointMass, SphericalHarmonics
 from components.loads import LoadSeries
-from components.multibody import REVOLUTE, JointCommand, PointOfInterest, TreeCentre, tree_spec
+from components.multibody import NV, REVOLUTE, JointCommand, PointOfInterest, TreeCentre, tree_spec
 from ecs import InputError, Scene, World
 from ecs.attitude import dcm_to_quat
 from ecs.scene import Dispersion, normal
@@ -220,7 +220,7 @@ def joint_servo(spec, *, period: float, damping_ratio: float = 0.7):
     lie within a few times ω (checked for the station's default pose: 0.04–0.18 rad/s at
     ω = 0.052)."""
     n = spec.n
-    nv = [0 if spec.locked[j] else (0, 1, 1, 3, 6)[int(spec.kind[j])] for j in range(n)]
+    nv = [0 if spec.locked[j] else NV[int(spec.kind[j])] for j in range(n)]
     N = sum(nv)
     H = np.zeros((N, N))
     M, V = new_scratch(n)

@@ -72,7 +72,7 @@ from systems.loads import series_value
 from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
                                        link_motion_samples, link_poses, new_scratch, poi_row, poi_rows, tree_centre,
                                        tree_centres)
-from ecs.attitude import dcm_to_quat
+from ecs.attitude import dcm_to_quat, quat_to_dcm
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
                  "joint_locked") + LAW_COLUMNS
@@ -396,7 +396,8 @@ def rigid_equivalent(spec: TreeSpec, *, field: str = "tree") -> tuple[TreeSpec, 
         inertia += Rw[k] @ spec.inertia[k] @ Rw[k].T + spec.mass[k] * (d @ d * np.eye(3) - np.outer(d, d))
     R0 = Rw[0]
     w_body = spec.qd[0, 3:6]
-    v_c = spec.qd[0, :3] + np.cross(R0 @ w_body, c - origin[0])      # root joint frame = inertial
+    v_root = quat_to_dcm(spec.rotation[0]) @ spec.qd[0, :3]          # the free joint's velocity is in joint axes
+    v_c = v_root + np.cross(R0 @ w_body, c - origin[0])
     q0 = np.array(dcm_to_quat(R0))
     one = tree_spec(parents=[-1], kinds=["free"], mass=[m], inertia=[R0.T @ inertia @ R0],
                     q=[list(c) + list(q0)], qd=[list(v_c) + list(w_body)], field=f"{field} (rigid equivalent)")
