@@ -6,7 +6,12 @@ A :class:`System` is an ``esper.Processor`` that declares the columns it ``reads
 
 * ``DERIVATIVE`` — at every integrator stage (gravity, contact springs, applied loads, drag);
 * ``SCHEDULED``  — once per frame, in dependency order (broadphase, the integrator, settling);
-* ``EVENT``      — when an integrator localises an event (impulsive collision, phase switch).
+* ``EVENT``      — when a pipeline localises an event (impulsive collision, phase switch): a
+  mode loop (:mod:`systems.modes`) hands each EVENT system the rows with an event pending;
+* ``MODE``       — a per-row mode of a mode loop (flight, contact motion, a user's anchor): the
+  loop launches it over the rows in it.
+
+A world refuses to run an EVENT or MODE system that no system of it runs (:func:`check_events`).
 
 A DERIVATIVE system takes part in a pipeline in one of two ways, and a world refuses to run one
 that no pipeline of it can call (:func:`check_derivatives`):
@@ -45,6 +50,7 @@ class Phase(enum.IntEnum):
     DERIVATIVE = 0
     SCHEDULED = 1
     EVENT = 2
+    MODE = 3
 
 
 class System(esper.Processor):
@@ -65,6 +71,8 @@ class System(esper.Processor):
     #: how this system calls the world's DERIVATIVE systems, if it does: "launch" (their
     #: ``process`` at every stage) or "terms" (their :meth:`term` fused into its row kernels)
     derivative_pipeline: str | None = None
+    #: runs the world's EVENT and MODE systems (a mode loop, :mod:`systems.modes`)
+    runs_events: bool = False
     #: a "terms" pipeline that refuses every DERIVATIVE system without a term (probe deployment:
     #: its rows are the world's only bodies); otherwise a process-only system is accepted when a
     #: "launch" pipeline of the world calls it (it acts on the bodies that pipeline steps)
@@ -151,6 +159,18 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
                     f"process() adding into body_force/body_torque nor a term() (ecs.terms.Term)")
 
 
+def check_events(world, systems: Sequence[System]) -> None:
+    """Refuse EVENT and MODE systems when no system of the world runs them (``runs_events``: a
+    mode loop). Raises :class:`ScheduleError` naming the first such system, in one line."""
+    if any(s.runs_events for s in systems):
+        return
+    for s in systems:
+        if s.phase in (Phase.EVENT, Phase.MODE):
+            raise ScheduleError(
+                f"system {s.name} (phase {s.phase.name}) would never run: no system of world {world.name!r} runs "
+                f"events and modes (a mode loop, e.g. systems.deployment.DeploymentLoop)")
+
+
 def _matches(ref, system: System) -> bool:
     return (isinstance(ref, type) and isinstance(system, ref)) or ref == system.name
 
@@ -223,5 +243,7 @@ def order_systems(systems: Sequence[System]) -> list[System]:
 
 
 def schedule(systems: Sequence[System]) -> dict[Phase, list[System]]:
-    """Group systems by phase and order each phase (see :func:`order_systems`)."""
-    return {ph: order_systems([s for s in systems if s.phase == ph]) for ph in Phase}
+    """Group systems by phase and order each phase (see :func:`order_systems`); MODE systems keep
+    their registration order and may write the same columns (each row is in one mode)."""
+    return {ph: ([s for s in systems if s.phase == ph] if ph == Phase.MODE
+                 else order_systems([s for s in systems if s.phase == ph])) for ph in Phase}

@@ -27,7 +27,7 @@ from .component import ENTITY, columns_of
 from .errors import BackendError, InputError
 from .events import EventLog
 from .kernels import cuda_simulated, gpu_backend_error, to_host
-from .system import Phase, System, check_derivatives, schedule
+from .system import Phase, System, check_derivatives, check_events, schedule
 from .table import ENGINE_COLUMNS, Table
 
 _world_ids = itertools.count()
@@ -583,6 +583,7 @@ class World:
         if not self._compiled:
             self.compile()
         check_derivatives(self, self._systems)
+        check_events(self, self._systems)
         if not (dt > 0 and math.isfinite(dt)):
             raise InputError("dt", dt, "must be a positive finite time step [s]")
         if not (t_end >= 0 and math.isfinite(t_end)):

@@ -55,8 +55,8 @@ import numpy as np
 from components.contact_params import PAIR_CRR, PAIR_F
 from components.deploy import DeployPhase
 from components.status import Reason, Status
-from ecs import Phase, System
 from ecs.kernels import dual
+from systems.modes import Mode
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
 from systems.deploy_physics import (CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
@@ -336,13 +336,15 @@ contact_rows = dual(_contact_rows, inline=False, nogil=True)
 
 
 
-class ContactProbes(System):
+class ContactProbes(Mode):
     """CONTACT phase: advance every row in contact motion (module docstring).
 
     Launched by :class:`systems.deployment.DeploymentLoop`.
     """
 
-    phase = Phase.SCHEDULED
+    code = int(DeployPhase.CONTACT)
+    key = "contact"
+    dense_output = True
     reads = ("probe_phase",)
     writes = ("body_position", "body_velocity", "body_attitude", "body_omega")
 

@@ -40,8 +40,8 @@ import numpy as np
 
 from components.deploy import DeployPhase
 from components.status import Reason, Status
-from ecs import Phase, System
 from ecs.kernels import dual
+from systems.modes import Mode
 from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
                                     escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
@@ -169,14 +169,16 @@ fly_rows = dual(_fly_rows, inline=False, nogil=True)
 
 
 
-class FlyProbes(System):
+class FlyProbes(Mode):
     """FLY phase: advance every flying probe row past the frame end or to its next event.
 
     Owned and launched by :class:`systems.deployment.DeploymentLoop` (which passes the shared
     per-row context); ``process`` is not used directly by the world's frame loop.
     """
 
-    phase = Phase.SCHEDULED
+    code = int(DeployPhase.FLY)
+    key = "fly"
+    dense_output = True
     reads = ("probe_phase",)
     writes = ("body_position", "body_velocity", "body_attitude", "body_omega")
 

@@ -1,33 +1,34 @@
-"""Probe deployment: the phase loop, end states and inertial outputs (seed 004 §2.7.3, ch. 4).
+"""Probe deployment: the mode loop, end states and inertial outputs (seed 004 §2.7.3, ch. 4).
 
-:class:`DeploymentLoop` is the one SCHEDULED system a deployment scene adds (like the integrator
-owns the stage loop, it owns the phase systems). Within a frame ``[t, t + dt]`` it repeats
+:class:`DeploymentLoop` is the one SCHEDULED system a deployment scene adds: the deployment's
+:class:`systems.modes.ModeLoop` (like the integrator owns the stage loop, it owns its modes).
+A probe row's mode is ``probe_phase``; within a frame ``[t, t + dt]`` the loop repeats passes of
 
 1. :class:`systems.deploy_fly.FlyProbes` over the FLY rows not yet at the frame end,
-2. :class:`systems.deploy_collide.CollideProbes` over the COLLIDE rows,
+2. the COLLIDE rows (a vertex reached the surface, an event pending): the world's EVENT systems
+   first (a user's harpoon may take a row), then :class:`systems.deploy_collide.CollideProbes`
+   (Stronge's impacts, contact entry),
 3. :class:`systems.deploy_contact.ContactProbes` over the CONTACT rows not yet at the frame end,
-4. :class:`EndProbes` (settled, escaped, timed out; failed rows were flagged by the kernels),
+4. the world's :class:`systems.modes.Mode` systems over the rows in their modes,
+5. :class:`EndProbes` (settled, escaped, timed out; failed rows were flagged by the kernels),
 
-until every running row has reached the frame end. No step is cut at a frame end: a row's last
-step of a frame ends past it, and a recorded frame shows each row at the frame time through the
-kernels' dense output (:meth:`DeploymentLoop._show_snapshots`), so the recording interval changes
-no step, event or final value (docs/design.md §8.2). Each kernel is launched over the *index list*
-of the rows in its phase (``np.flatnonzero``), never over all rows with a branch inside: the
-seed's GPU design (§2.7.3), which keeps warps uniform; rows in other phases cost nothing. Kernels
-return after ``steps_per_launch`` steps, so one stiff row cannot hold a launch for long and a row
-can change phase several times within a frame. On the CPU the running rows are dealt into one
-group per numba thread, and each group runs this loop on its own; a worker that runs out of rows
-takes over half of another's pending rows (:meth:`DeploymentLoop.process`, :class:`RowShare`).
+until every running row has reached the frame end (launches over index lists, worker threads and
+work sharing: :mod:`systems.modes`). No step is cut at a frame end: a row's last step of a frame
+ends past it, and a recorded frame shows each row at the frame time through the kernels' dense
+output (:meth:`DeploymentLoop._show_snapshots`), so the recording interval changes no step, event
+or final value (docs/design.md §8.2). Kernels return after ``steps_per_launch`` steps, so one
+stiff row cannot hold a launch for long and a row can change mode several times within a frame.
 
 Streaming active set (seed 004 §2.7.3: n ≪ N active runs refilled from the pool): the loop
 ``streams`` (:meth:`ecs.world.World.compile` with ``active``). Its tables then hold sample slots;
 when a slot's sample has finished, the world loads the next pending sample into it and
 :meth:`DeploymentLoop.refill` resets the rows' state kept outside the columns (work arrays,
-contact and collision scratch, dense-output ring, inverse inertia). A refilled row counts its
-frames from the frame it entered (:meth:`ecs.world.Frame.row_ends`), so every launch runs each
-row to its *own* frame end (the kernels take per-row frame ends): its steps, records and results
-are those of a frame-synchronous run. Refills happen between frames, so :class:`RowShare` deals and
-hands over rows exactly as before.
+contact and collision scratch, dense-output ring, inverse inertia, and what the world's modes and
+EVENT systems keep). A refilled row counts its frames from the frame it entered
+(:meth:`ecs.world.Frame.row_ends`), so every launch runs each row to its *own* frame end (the
+kernels take per-row frame ends): its steps, records and results are those of a
+frame-synchronous run. Refills happen between frames, so the loop deals and hands over rows
+exactly as before.
 
 End states (:class:`EndProbes`, our criteria where the seed is silent):
 
@@ -46,18 +47,14 @@ End states (:class:`EndProbes`, our criteria where the seed is silent):
 from __future__ import annotations
 
 import math
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from time import perf_counter_ns as time_ns
 
-import numba
 import numpy as np
 
 from components.deploy import DeployPhase, DeploySettings, DeployTarget
 from components.probe import ProbeShapes
 from components.rigid import RotatingFrame
-from components.status import Reason, Status
+from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.kernels import cpu_jit, cuda_simulated, launch_span, to_host
@@ -72,9 +69,10 @@ from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratc
 
 _escaping = escaping.cpu
 from systems.gravity_kernels import GRAVITY_AT_KIND, acceleration, gravity_at
+from systems.modes import ModeLoop
 from systems.sdf import eval_terrain, is_bare_grid, terrain_args
 
-__all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "RowShare", "target_attitude"]
+__all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "target_attitude"]
 
 #: Columns a deployment table must have.
 PROBE_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "body_mass", "body_inertia",
@@ -161,21 +159,6 @@ _FLY = int(DeployPhase.FLY)
 _CONTACT = int(DeployPhase.CONTACT)
 _COLLIDE = int(DeployPhase.COLLIDE)
 _ENDED = int(DeployPhase.ENDED)
-
-
-@cpu_jit(nogil=True)
-def select_rows(rows, status, phase, time, which, t_lim, out):
-    """out[:k] <- the running rows ``i`` of ``rows`` in phase ``which`` with time < t_lim[i]; returns k.
-
-    The index list a phase kernel is launched over (seed §2.7.3), built in one pass instead of a
-    chain of numpy masks: the phase loop builds three per pass, for groups of ~100 rows."""
-    k = 0
-    for j in range(rows.shape[0]):
-        i = rows[j]
-        if status[i] == _RUNNING and phase[i] == which and time[i] < t_lim[i]:
-            out[k] = i
-            k += 1
-    return k
 
 
 @cpu_jit(nogil=True)
@@ -277,62 +260,17 @@ class EndProbes(System):
         return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
 
 
-class RowShare:
-    """Rows handed from busy workers to idle ones within one frame (:meth:`DeploymentLoop.process`).
-
-    A worker with no pending row calls :meth:`wait`; a worker between two passes calls
-    :meth:`offer` with its pending rows and, if some worker is waiting, keeps the first half and
-    hands the second half over. The frame ends for everybody when all workers wait at once.
-    """
-
-    def __init__(self, workers: int):
-        self.workers = workers
-        self.waiting = 0          # workers waiting and not yet promised rows
-        self.gifts: list[np.ndarray] = []
-        self.done = False
-        self._cond = threading.Condition()
-
-    def offer(self, rows: np.ndarray) -> np.ndarray:
-        """The rows the calling worker keeps (all of them unless a worker is waiting)."""
-        if self.waiting == 0 or len(rows) < 2:      # the common case, read without the lock
-            return rows
-        with self._cond:
-            if self.waiting == 0:
-                return rows
-            keep = (len(rows) + 1) // 2
-            self.gifts.append(rows[keep:].copy())
-            self.waiting -= 1
-            self._cond.notify()
-        return rows[:keep]
-
-    def wait(self) -> np.ndarray | None:
-        """Rows handed over to the calling worker, or None when every worker is out of rows."""
-        with self._cond:
-            self.waiting += 1
-            if self.waiting == self.workers:
-                self.done = True
-                self._cond.notify_all()
-            while not self.gifts and not self.done:
-                self._cond.wait()
-            return self.gifts.pop() if self.gifts else None
-
-    def abort(self) -> None:
-        """End the frame for every worker (one of them failed)."""
-        with self._cond:
-            self.done = True
-            self._cond.notify_all()
-
-
-class DeploymentLoop(System):
-    """The deployment phase loop (module docstring): one SCHEDULED system per deployment world.
+class DeploymentLoop(ModeLoop):
+    """The deployment's mode loop (module docstring): one SCHEDULED system per deployment world.
 
     Needs the resources :class:`components.deploy.DeployTarget`, :class:`components.probe.ProbeShapes`
     and optionally :class:`components.deploy.DeploySettings` (defaults otherwise), and one table with
-    :data:`PROBE_COLUMNS`.
+    :data:`PROBE_COLUMNS`. The world's Mode and EVENT systems join it (:mod:`systems.modes`): an
+    EVENT system sees the COLLIDE rows (a vertex reached the surface) before the Stronge resolver.
 
     Args:
-        max_passes: fly/collide/contact rounds per frame before a row that still has not reached
-            the frame end is flagged FAILED (a guard: no row can hang the batch).
+        max_passes: passes per frame before a row that still has not reached the frame end is
+            flagged FAILED (a guard: no row can hang the batch).
     """
 
     phase = Phase.SCHEDULED
@@ -344,27 +282,20 @@ class DeploymentLoop(System):
     #: (Frame.row_ends) and refilled rows are reset by :meth:`refill`
     streams = True
     writes = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_phase")
+    mode_column = "probe_phase"
+    event_mode = int(DeployPhase.COLLIDE)
+    ended_mode = int(DeployPhase.ENDED)
 
     def __init__(self, *, max_passes: int = 10_000):
         self.fly = FlyProbes()
         self.collide = CollideProbes()
         self.contact = ContactProbes()
-        self.end = EndProbes()
-        self.max_passes = int(max_passes)
+        super().__init__((self.fly, self.contact), self.collide, EndProbes(), max_passes=max_passes)
         self.ctx: DeployContext | None = None
-        #: time [s] spent in each phase system (fly, collide, contact, end) since bind, summed over
-        #: the worker threads (thread-seconds)
+        #: time [s] spent in each mode (fly, collide, contact, the world's modes) and in the end
+        #: rules ("end") since bind, summed over the worker threads (thread-seconds)
         self.timings = {"fly": 0.0, "collide": 0.0, "contact": 0.0, "end": 0.0}
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_size = 0
-        self._lock = threading.Lock()
         self._shown = None      # (rows, their own states) while the columns show the frame end
-        self._no_lim = np.zeros(0)  # "no time limit" for every row (COLLIDE rows are selected at any time)
-
-    @property
-    def systems(self) -> tuple[System, ...]:
-        """The phase systems, in launch order."""
-        return (self.fly, self.collide, self.contact, self.end)
 
     def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
         """Refuse a release point (probe CoM) inside the target: its signed terrain distance must
@@ -441,7 +372,7 @@ class DeploymentLoop(System):
             backend=world.backend)
         self._shown = None
         self.collide.bind_context(self.ctx)
-        self.timings = dict.fromkeys(self.timings, 0.0)
+        self.join(world)
         self.end.check(self.ctx)       # rows released below the surface cap etc. end before the first frame
         self._inertial()
 
@@ -479,45 +410,15 @@ class DeploymentLoop(System):
         fused = fuse_terms(terms, defaults)
         return fused.kernels, fused.args(table), tuple(terms)
 
-    def process(self, frame) -> None:
-        """Advance every running row to the frame end (module docstring).
-
-        The running rows are dealt round-robin into one group per numba thread, and each group runs
-        its own phase loop in a worker thread (the calling thread runs the first) on the serial
-        builds of the phase kernels (compiled ``nogil``): groups never wait for each other within
-        the frame. A worker whose rows have all reached the frame end takes over half of the rows
-        another worker still has pending, at that worker's next pass (:class:`RowShare`): without it
-        the frame waited for the group that happened to hold the frame's bouncing rows (measured on
-        200 ``deploy-cube`` trajectories: the sum over frames of the slower group's time was 17 %
-        above half the thread-seconds). A frame-synchronous loop over all rows with ``prange``
-        launches instead waited, at every pass and in every phase, for the slowest row of that
-        launch (measured: 2 threads no faster than 1). Every row's arithmetic is the same whichever
-        worker runs it, and a row changes hands only between two launches, where its state is in the
-        table.
-        """
-        ctx = self.ctx
+    def frame_start(self, frame) -> tuple:
+        """Put back the rows shown at the last frame end and size the dense-output ring; every
+        row's frame end (its own in a streaming active set) and the same less round-off."""
         self._restore()
         self._prepare_recording(frame.record_interval)
-        t_end = frame.row_ends(ctx.table)      # every row's frame end (its own in a streaming active set)
-        lim = t_end - 1e-12 * np.maximum(1.0, np.abs(t_end))     # less round-off
-        t_end = (t_end, lim)
-        if self._no_lim.shape[0] != ctx.table.row_count:
-            self._no_lim = np.full(ctx.table.row_count, math.inf)
-        running = np.flatnonzero(ctx.table["row_status"] == Status.RUNNING)
-        groups = min(numba.get_num_threads(), len(running)) if ctx.backend == "cpu" else 1
-        if groups <= 1:
-            self._advance(running, t_end)
-        else:
-            if self._pool is None or self._pool_size != groups - 1:
-                if self._pool is not None:
-                    self._pool.shutdown()
-                self._pool = ThreadPoolExecutor(groups - 1, thread_name_prefix="tumble-deploy")
-                self._pool_size = groups - 1
-            share = RowShare(groups)
-            futures = [self._pool.submit(self._advance, running[g::groups], t_end, share) for g in range(1, groups)]
-            self._advance(running[0::groups], t_end, share)       # the calling thread is worker 0
-            for f in futures:
-                f.result()
+        return super().frame_start(frame)
+
+    def frame_end(self, frame, t_end: tuple) -> None:
+        """Show the rows past their frame end there (dense output) and refresh the inertial view."""
         if frame.recorded:
             self._show_snapshots(t_end[0])
         self._inertial()
@@ -546,6 +447,7 @@ class DeploymentLoop(System):
         if ctx.trace.shape[1] > 0:
             ctx.trace[rows] = np.nan
             ctx.trace_n[rows] = 0
+        super().refill(world, slots)
         self.end.check(ctx, rows)
         self._inertial(rows)
 
@@ -630,66 +532,6 @@ class DeploymentLoop(System):
         for c, v in cols.items():
             t[c][rows] = v
         self._shown = None
-
-    def _advance(self, rows: np.ndarray, t_end: tuple, share: RowShare | None = None) -> None:
-        """The phase loop of one worker over its rows (index array) up to their frame ends
-        ``t_end = (ends, ends less round-off)`` (arrays over the table's rows) [s].
-
-        After every pass the worker keeps only its rows still pending (the others are at the frame
-        end or ended) and, when another worker is idle, hands half of them over (``share``). When
-        none is left it waits for rows from another worker, until every worker is idle.
-        ``max_passes`` counts this worker's passes in the frame, gifts included.
-        """
-        tm = {k: 0.0 for k in self.timings}
-        try:
-            self._loop(rows, t_end, tm, share)
-        except BaseException:
-            if share is not None:
-                share.abort()           # the other workers must not wait for rows from this one
-            raise
-        finally:
-            with self._lock:
-                for k, v in tm.items():
-                    self.timings[k] += v
-
-    def _loop(self, rows: np.ndarray, t_end: tuple, tm: dict, share: RowShare | None) -> None:
-        """:meth:`_advance`'s passes; adds the thread-seconds of each phase to ``tm``."""
-        ctx = self.ctx
-        t = ctx.table
-        status, phase, time = t["row_status"], t["probe_phase"], t["row_time"]
-        t_end, lim = t_end
-        no_lim = self._no_lim
-        passes = 0
-        while rows is not None:
-            rows = np.ascontiguousarray(rows, dtype=np.int64)
-            sel = np.empty(len(rows), np.int64)
-            while len(rows):
-                if passes == self.max_passes:
-                    stuck = rows[(status[rows] == Status.RUNNING) & (time[rows] < lim[rows])]
-                    status[stuck] = Status.FAILED
-                    t["row_reason"][stuck] = Reason.PASS_GUARD
-                    self.end.check(ctx, rows)
-                    break
-                passes += 1
-                c0 = time_ns()
-                k = select_rows(rows, status, phase, time, _FLY, lim, sel)
-                self.fly.advance(ctx, sel[:k], t_end)
-                c1 = time_ns()
-                k = select_rows(rows, status, phase, time, _COLLIDE, no_lim, sel)
-                self.collide.resolve(ctx, sel[:k])
-                c2 = time_ns()
-                k = select_rows(rows, status, phase, time, _CONTACT, lim, sel)
-                self.contact.advance(ctx, sel[:k], t_end)
-                c3 = time_ns()
-                rows = self.end.check(ctx, rows, lim)
-                c4 = time_ns()
-                tm["fly"] += (c1 - c0) * 1e-9
-                tm["collide"] += (c2 - c1) * 1e-9
-                tm["contact"] += (c3 - c2) * 1e-9
-                tm["end"] += (c4 - c3) * 1e-9
-                if share is not None:
-                    rows = share.offer(rows)
-            rows = share.wait() if share is not None else None
 
     def _inertial(self, rows: np.ndarray | None = None) -> None:
         """Refresh the ProbeInertial columns (when the table has them) from the rotating-frame state

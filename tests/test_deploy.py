@@ -481,10 +481,10 @@ def _waiter(share, got):
 
 
 def test_row_share_hands_rows_to_a_waiting_worker_and_ends_when_all_wait():
-    """DeploymentLoop's work sharing (systems.deployment.RowShare) with two workers: rows stay
+    """DeploymentLoop's work sharing (systems.modes.RowShare) with two workers: rows stay
     with their worker until the other waits; it then gets the second half; the frame ends (None)
     only when both wait; abort() releases a waiting worker."""
-    from systems.deployment import RowShare
+    from systems.modes import RowShare
 
     share = RowShare(2)
     rows = np.arange(10, 15)
