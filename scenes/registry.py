@@ -102,11 +102,37 @@ def _module_name_for(path: pathlib.Path) -> str:
     return f"tumble_scene_{stem}_{digest}"
 
 
+def _package_module(path: pathlib.Path):
+    """The module of ``path`` imported by its package name (``scenes.examples.deploy_srp``) when it
+    lies in a package that imports (from ``sys.path`` or an editable install) as that file, else None."""
+    parts, d = [path.stem], path.parent
+    while (d / "__init__.py").is_file():
+        parts.insert(0, d.name)
+        d = d.parent
+    if len(parts) == 1 or not all(x.isidentifier() for x in parts):
+        return None
+    try:
+        module = importlib.import_module(".".join(parts))
+    except ImportError:
+        return None
+    f = getattr(module, "__file__", None)
+    return module if f and pathlib.Path(f).resolve() == path else None
+
+
 def import_scene_file(path: str | os.PathLike):
-    """Import a scene file from its location (once per process) and return the module."""
+    """Import a scene file from its location (once per process) and return the module.
+
+    A file in an importable package (the repository's ``scenes/examples/``) is imported by its
+    package name, any other under a name derived from its path: one name per file, whichever way
+    it is loaded. numba's disk cache imports a cached function's module by the name it was
+    compiled under, so a kernel cached under one name cannot be loaded where the file has another.
+    """
     p = pathlib.Path(path).expanduser().resolve()
     if not p.is_file():
         raise InputError("scene", os.fspath(path), "no such file (a scene file is a .py file exposing build())")
+    module = _package_module(p)
+    if module is not None:
+        return module
     mod_name = _module_name_for(p)
     if mod_name in sys.modules:
         return sys.modules[mod_name]

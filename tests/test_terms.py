@@ -194,6 +194,14 @@ def _example():
     return import_scene_file(ROOT / "scenes/examples/deploy_srp.py")
 
 
+def test_a_scene_file_in_a_package_loads_under_its_package_name():
+    """numba's disk cache imports a cached kernel's module by the name it was compiled under: the
+    SRP example's term kernel cached by ``tumble run scenes/examples/deploy_srp.py`` under a
+    path-derived name failed to load (ModuleNotFoundError) in a process that imported the example
+    as ``scenes.examples.deploy_srp``. A file in an importable package has one name either way."""
+    assert _example() is importlib.import_module("scenes.examples.deploy_srp")
+
+
 def test_a_term_kernel_from_a_module_that_cannot_be_imported_is_refused():
     """numba's disk cache re-imports a kernel's module by name: a module loaded without registering
     it (spec_from_file_location alone) would poison the cache for the next process."""
