@@ -48,7 +48,7 @@ import numpy as np
 
 from components.contact_params import ContactParams
 from components.deploy import (DeploySettings, DeployTarget, ProbeContact, ProbeInertial, ProbePhase, ProbeRecord)
-from components.rigid import MassProps, RigidState
+from components.rigid import MassProps, RigidState, RotatingFrame
 from components.gravity import PointMass, Polyhedron
 from components.probe import ProbeShape, ProbeShapes
 from components.terrain import SDFGrid, TerrainSDF
@@ -256,6 +256,7 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
     ids = [add_probe_shape(res, g) for g in shapes]
     world.add_resource(res)
     world.add_resource(target)
+    world.add_resource(RotatingFrame(target.rotation, name="target"))   # the probes' integration frame
     world.add_resource(settings)
     declare_collision_events(world.events)
     probe = world.spawn(RigidState(position=pos, velocity=vel, omega=om),

@@ -247,7 +247,7 @@ class EndProbes(System):
         t = ctx.table
         x = t["body_position"][rows]
         g = acceleration(ctx.target.gravity, x).reshape(-1, 3)
-        w = ctx.target.rotation
+        w = np.asarray(ctx.rotation)
         a = g - np.cross(w, np.cross(w, x))
         act, normals = ctx.cs[6][rows], ctx.cs[9][rows]
         n = np.sum(normals * act[:, :, None], axis=1)
@@ -324,14 +324,8 @@ class DeploymentLoop(ModeLoop):
                              "(NUMBA_ENABLE_CUDASIM=1): its phase loop still selects rows and ends them on the host "
                              "(issue: GPU batch backend); use backend='cpu' on a CUDA device")
         table = world.table_with(*PROBE_COLUMNS)
-        world.integration_frame = "target"       # the probes' body_* state is in the rotating target frame
-        frame = world.resource(RotatingFrame, None)
-        target_rate = np.asarray(world.resource(DeployTarget).rotation if world.resource(DeployTarget, None)
-                                 else np.zeros(3), float)
-        if frame is not None and not np.array_equal(np.asarray(frame.rate, float), target_rate):
-            raise InputError("RotatingFrame.rate", np.asarray(frame.rate).tolist(),
-                             f"must equal DeployTarget.rotation {target_rate.tolist()} in a deployment world (the "
-                             "probes are integrated in the target's frame; leave the RotatingFrame out)")
+        frame = self._frame(world)
+        world.integration_frame = frame.name     # the probes' body_* state is in the rotating target frame
         if "body_com" in table and table.row_count and np.any(to_host(table["body_com"]) != 0.0):
             r = int(np.flatnonzero(np.any(to_host(table["body_com"]) != 0.0, axis=1))[0])
             raise InputError(f"body_com of {world.name_of(int(table.entities[r % table.entity_count]))}",
@@ -365,7 +359,7 @@ class DeploymentLoop(ModeLoop):
             table=table, settings=settings, target=target, work=np.zeros((n, WORK_SIZE)),
             jinv=np.ascontiguousarray(np.linalg.inv(table["body_inertia"])) if n else np.zeros((0, 3, 3)),
             geo=geo, ga=gravity_args(target.gravity), ta=terrain_args(target.terrain),
-            rotation=tuple(float(v) for v in target.rotation),
+            rotation=tuple(float(v) for v in frame.rate),
             cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
                                baumgarte=settings.contact_baumgarte),
             events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt,
@@ -375,6 +369,23 @@ class DeploymentLoop(ModeLoop):
         self.join(world)
         self.end.check(self.ctx)       # rows released below the surface cap etc. end before the first frame
         self._inertial()
+
+    @staticmethod
+    def _frame(world) -> RotatingFrame:
+        """The world's :class:`components.rigid.RotatingFrame`, the frame the probes are integrated
+        in (seed 004 eq 2.1): it must turn with the target (``DeployTarget.rotation``), whose terrain
+        and gravity field are fixed in it. A world without one gets ``RotatingFrame(rotation,
+        name="target")``, so that the world's terms read the frame they act in."""
+        target = world.resource(DeployTarget, None)
+        rate = np.asarray(target.rotation if target is not None else np.zeros(3), float)
+        frame = world.resource(RotatingFrame, None)
+        if frame is None:
+            return world.add_resource(RotatingFrame(rate, name="target"))
+        if not np.array_equal(np.asarray(frame.rate, float), rate):
+            raise InputError("RotatingFrame.rate", np.asarray(frame.rate).tolist(),
+                             f"must equal DeployTarget.rotation {rate.tolist()} in a deployment world (the probes "
+                             "are integrated in the frame the target's terrain and gravity are fixed in)")
+        return frame
 
     @staticmethod
     def _link_terms(world, table, target) -> tuple:
@@ -540,7 +551,7 @@ class DeploymentLoop(ModeLoop):
         if not t.has("probe_position_inertial"):
             return
         r = slice(None) if rows is None else rows
-        w = self.ctx.target.rotation
+        w = np.asarray(self.ctx.rotation)
         qt = target_attitude(w, t["row_time"][r])
         x = t["body_position"][r]
         t["probe_target_attitude"][r] = qt

@@ -109,3 +109,19 @@ def test_inertial_only_systems_are_refused_in_a_turning_frame():
         w.compile()
     with pytest.raises(InputError, match="RotatingFrame.rate"):
         RotatingFrame((0.0, math.nan, 1.0))
+
+
+def test_a_deployment_integrates_in_the_worlds_rotating_frame():
+    """A deployment scene declares its target's frame as the world's RotatingFrame (a term reads
+    it from there: the SRP example); a frame turning at another rate is refused, since the
+    terrain and gravity field are fixed in the target's frame."""
+    from scenes.mission import box_probe, deployment, release_above, small_body
+
+    body = small_body("ellipsoid", radii=(270, 147, 105), gm=2.3, period_h=12.13, gravity="point_mass", resolution=24)
+    scene = deployment("frame", body, box_probe((0.2, 0.2, 0.2), mass=1.0, level=0),
+                       release_above(body, latitude=0.0, longitude=0.0, altitude=10.0))
+    frame = scene.world.resource(RotatingFrame)
+    assert frame.name == "target" and np.array_equal(frame.rate, body.rotation)
+    scene.world.add_resource(RotatingFrame(2.0 * np.asarray(body.rotation), name="target"))
+    with pytest.raises(InputError, match=r"RotatingFrame.rate.*must equal DeployTarget.rotation"):
+        scene.world.compile(samples=1)

@@ -5,7 +5,9 @@ away from itself with ``F = P · C_R · A`` [N], ``P`` the solar pressure at the
 (4.56e-6 N/m² at 1 au), ``C_R`` the reflectivity coefficient (1: absorbing, 2: mirror), ``A`` the
 probe's cross-section [m²]. The Sun's direction ``s`` is fixed in the inertial frame N; the
 deployment integrates in the rotating target frame T, so the force is ``−F R_T/N(t)ᵀ s``: the
-target turns at Ω (``DeployTarget.rotation``, T components, q_T/N = identity at t = 0).
+target turns at Ω (the world's ``components.rigid.RotatingFrame``, which a deployment scene declares
+with the target's rate; T components, q_T/N = identity at t = 0). The term reads that frame from the
+world, so the same system acts in whatever frame a pipeline integrates in (none: inertial).
 
 The pattern for any force, sensor-free controller or torque on a lander:
 
@@ -27,6 +29,7 @@ import math
 import numpy as np
 from numba import njit
 
+from components.rigid import RotatingFrame
 from ecs import InputError, Phase, System
 from ecs.terms import Term
 from scenes.mission import box_probe, deployment, release_above, small_body
@@ -59,15 +62,15 @@ class SolarPressure(System):
 
     Args:
         area: cross-section A [m²]; cr: reflectivity C_R; pressure: P [N/m²];
-        sun: direction to the Sun in the inertial frame (normalised here);
-        rotation: the target's rate Ω [rad/s] (T components) that turns the frame the force is
-            expressed in.
+        sun: direction to the Sun in the inertial frame (normalised here).
+
+    The frame the force is expressed in turns at the world's ``RotatingFrame`` rate (the target's
+    in a deployment), read when the pipeline links the term.
     """
 
     phase = Phase.DERIVATIVE
 
-    def __init__(self, *, area: float, cr: float = 1.3, pressure: float = P_1AU, sun=(1.0, 0.0, 0.0),
-                 rotation=(0.0, 0.0, 0.0)):
+    def __init__(self, *, area: float, cr: float = 1.3, pressure: float = P_1AU, sun=(1.0, 0.0, 0.0)):
         s = np.asarray(sun, float)
         if s.shape != (3,) or not np.linalg.norm(s) > 0:
             raise InputError("SolarPressure.sun", sun, "must be a non-zero 3-vector (inertial frame)")
@@ -76,11 +79,11 @@ class SolarPressure(System):
                 raise InputError(f"SolarPressure.{name}", v, "must be a finite number >= 0")
         self.sun = s / np.linalg.norm(s)
         self.params = dict(pressure=float(pressure), cr=float(cr), area=float(area))
-        self.rotation = np.asarray(rotation, float)
 
     def term(self, world) -> Term:
         sx, sy, sz = self.sun
-        ox, oy, oz = self.rotation
+        frame = world.resource(RotatingFrame, None) if world is not None else None
+        ox, oy, oz = (float(v) for v in frame.rate) if frame is not None else (0.0, 0.0, 0.0)
         return Term("solar_pressure", srp_force,
                     params=dict(self.params, sx=sx, sy=sy, sz=sz, ox=ox, oy=oy, oz=oz))
 
@@ -100,5 +103,5 @@ def build(*, area: float = 0.06, cr: float = 1.3, exaggerate: float = 1.0, sun_l
                        description="box probe pushed by solar radiation pressure (a user force)")
     lon = math.radians(float(sun_longitude))
     scene.world.add_system(SolarPressure(area=area, cr=cr, pressure=P_1AU * float(exaggerate),
-                                         sun=(math.cos(lon), math.sin(lon), 0.0), rotation=body.rotation))
+                                         sun=(math.cos(lon), math.sin(lon), 0.0)))
     return scene
