@@ -55,7 +55,7 @@ from ._cache import cache_dir
 from .errors import InputError
 from .kernels import reachable_kernels, relink
 
-__all__ = ["Term", "FusedTerms", "fuse_terms", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
+__all__ = ["Term", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
            "terms_active_none", "terms_couple_attitude_none"]
 
 #: The state arguments every term kernel takes before its columns and parameters.
@@ -84,6 +84,10 @@ class Term:
         inertial: the kernel takes the integration frame to be inertial (Earth-centred, ICRF axes,
             time = TDB seconds since the ephemeris epoch: the orbital environment). A pipeline that
             integrates in a rotating frame (probe deployment) refuses it.
+        modes: the modes of a mode loop the term acts in (values of its mode column, e.g.
+            ``DeployPhase.CONTACT``: a hold-down thruster that fires in contact only); empty (the
+            default): every mode. A pipeline without modes refuses a term that names some
+            (:func:`refuse_modal`), and a mode loop one that names a mode it cannot apply terms in.
     """
 
     name: str
@@ -96,6 +100,7 @@ class Term:
     gravity: bool = False
     inertial: bool = False
     optional_columns: dict[str, tuple] = field(default_factory=dict)
+    modes: tuple[int, ...] = ()
 
     def __post_init__(self):
         if not self.name.isidentifier() or keyword.iskeyword(self.name):
@@ -123,6 +128,9 @@ class Term:
                 raise InputError(f"Term {self.name}: parameter", k, "must be a Python identifier")
             if not math.isfinite(float(v)):
                 raise InputError(f"Term {self.name}: parameter {k}", v, "must be a finite number")
+        if not isinstance(self.modes, tuple) or not all(
+                isinstance(m, (int, np.integer)) and not isinstance(m, bool) for m in self.modes):
+            raise InputError(f"Term {self.name}: modes", self.modes, "must be a tuple of mode codes (ints)")
         for c in self.optional_columns:
             if not str(c).isidentifier():
                 raise InputError(f"Term {self.name}: optional column", c, "must be a column name (an identifier)")
@@ -144,6 +152,16 @@ class Term:
     def couples_attitude(self) -> bool:
         """True when flight must step the attitude together with the translation."""
         return bool(self.torque or self.attitude)
+
+
+def refuse_modal(terms, pipeline: str) -> None:
+    """Refuse, naming it, a term restricted to modes (:attr:`Term.modes`) in ``pipeline``, which
+    has none: it would act everywhere or nowhere, either silently."""
+    for t in terms:
+        if t is not None and t.modes:
+            raise InputError(f"Term {t.name}: modes", list(t.modes),
+                             f"must be empty in {pipeline}: it has no modes (a mode loop, e.g. a deployment, "
+                             "applies terms per mode)")
 
 
 def generated_dir() -> Path:
@@ -339,10 +357,13 @@ def fuse_terms(terms, roots: dict, defaults: dict | None = None) -> FusedTerms:
     columns = tuple(dict.fromkeys(c for t in terms for c in (*t.columns, *t.optional_columns)))
     h = hashlib.sha256()
     for t in terms:
-        h.update(repr((t.name, t.kernel.py_func.__qualname__, t.columns, tuple(t.params), t.torque,
+        # the kernel's module by name: numba's cache of the fused function imports it by that name, so
+        # a scene file loaded under another module name must link a module of its own
+        h.update(repr((t.name, t.kernel.py_func.__module__, t.kernel.py_func.__qualname__, t.columns, tuple(t.params), t.torque,
                        t.attitude, tuple((k, np.asarray(a).dtype.str, np.asarray(a).ndim) for k, a in t.arrays.items()),
                        tuple(t.optional_columns.items()))).encode())
         h.update(_source_of(t.kernel.py_func).encode())
+    h.update(repr(sorted(roots)).encode())     # a subset of a pipeline's kernels links apart
     _hash_sources(h, roots.values())
     module = "tumble_terms_" + h.hexdigest()[:20]
     params = np.array([float(v) for t in terms for v in t.params.values()] or [0.0], dtype=np.float64)

@@ -316,7 +316,7 @@ class CollideProbes(System):
                     t["probe_phase"], t["row_time"], t["row_sample"], t["body_position"], t["body_velocity"],
                     t["body_attitude"], t["body_omega"], t["body_mass"], t["body_inertia"], ctx.jinv,
                     t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,
-                    *ctx.rotation, ctx.cs, ctx.tt, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
+                    *ctx.rotation, ctx.cs, ctx.tt["collide_rows"], self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
                     self.sphere_dir, self.surface_type, self.ones3, self.status, self.count, st.contact_gap,
                     st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
                     tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,

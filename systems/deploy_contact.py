@@ -355,7 +355,7 @@ class ContactProbes(Mode):
             return
         t, st = ctx.table, ctx.settings
         ctx.launch("contact", len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"],
-                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt,
+                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["contact_rows"],
                     st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
                     st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
                     t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap),

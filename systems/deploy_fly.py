@@ -190,7 +190,7 @@ class FlyProbes(Mode):
             return
         t, st = ctx.table, ctx.settings
         ctx.launch("fly", len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
-                    *ctx.rotation, ctx.cs, ctx.tt, st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
+                    *ctx.rotation, ctx.cs, ctx.tt["fly_rows"], st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                     1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
                     t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
                     float(ctx.target.gravity.mu), *ctx.tracing())

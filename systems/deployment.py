@@ -113,8 +113,8 @@ class DeployContext:
     #: dispatchers, their GPU twins run on the GPU backend): the hand-written ones, or copies linked
     #: against the world's row terms (ecs.terms.fuse_terms)
     kernels: dict
-    #: the row terms' argument (columns, parameters)
-    tt: tuple
+    #: each phase kernel's row-term argument (columns, parameters), by kernel name
+    tt: dict
     #: dense output (docs/design.md §8.2): record interval [s] (0: not recording), the per-row
     #: ring of snapshots [rows, slots, 16] = (record index, phase, state, time it was taken from) and
     #: the trial steps' save area
@@ -397,6 +397,12 @@ class DeploymentLoop(ModeLoop):
         the grid sampler replaces the general terrain evaluation. Every
         DERIVATIVE system must contribute a row term (:mod:`ecs.terms`); one that has only a
         ``process`` cannot take part and is refused (:func:`ecs.system.check_derivatives`).
+
+        Returns ``(kernels, tt, terms)``: ``tt[name]`` is kernel ``name``'s term argument. A term
+        restricted to modes (:attr:`ecs.terms.Term.modes`: FLY, CONTACT) is fused only into those
+        modes' kernels; the collision kernel, whose contact-entry test asks whether the probe
+        would stay pressed on the surface, takes the CONTACT terms. Kernels with the same term set
+        share one fused module.
         """
         check_derivatives(world, world.systems)
         terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
@@ -405,8 +411,6 @@ class DeploymentLoop(ModeLoop):
             swap[terrain_at.cpu] = terrain_at_grid.cpu
         defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,
                                "collide_rows": collide_rows.cpu}, swap)
-        if not terms:
-            return defaults, no_terms_args(), ()
         for term in terms:
             if term.gravity or term.inertial:
                 what = ("a gravity field: the deployment evaluates its scene's gravity source itself"
@@ -418,8 +422,28 @@ class DeploymentLoop(ModeLoop):
                 if c not in table:
                     raise InputError(f"Term {term.name}: column", c,
                                      "must be a column of the probe table (declare it on the probe entities)")
-        fused = fuse_terms(terms, defaults)
-        return fused.kernels, fused.args(table), tuple(terms)
+            bad = [int(m) for m in term.modes if int(m) not in (_FLY, _CONTACT)]
+            if bad:
+                raise InputError(f"Term {term.name}: modes", [int(m) for m in term.modes],
+                                 f"must name modes the deployment applies terms in: FLY ({_FLY}) or CONTACT "
+                                 f"({_CONTACT}); {bad[0]} is not one (COLLIDE is resolved, not stepped; a world's "
+                                 "own Mode systems apply their forces themselves)")
+        mode_of = {"fly_rows": _FLY, "contact_rows": _CONTACT, "collide_rows": _CONTACT}
+        groups: dict[tuple, list] = {}
+        for name, mode in mode_of.items():
+            ids = tuple(k for k, t in enumerate(terms) if not t.modes or mode in t.modes)
+            groups.setdefault(ids, []).append(name)
+        kernels, tt = {}, {}
+        for ids, names in groups.items():
+            roots = {n: defaults[n] for n in names}
+            if not ids:
+                kernels.update(roots)
+                tt.update(dict.fromkeys(names, no_terms_args()))
+                continue
+            fused = fuse_terms([terms[k] for k in ids], roots)
+            kernels.update(fused.kernels)
+            tt.update(dict.fromkeys(names, fused.args(table)))
+        return kernels, tt, tuple(terms)
 
     def frame_start(self, frame) -> tuple:
         """Put back the rows shown at the last frame end and size the dense-output ring; every

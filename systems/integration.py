@@ -42,7 +42,7 @@ from components.rigid import RotatingFrame
 from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
-from ecs.terms import fuse_terms
+from ecs.terms import fuse_terms, refuse_modal
 from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
@@ -472,6 +472,7 @@ class Integrator(System):
         """Fuse the row terms of the DERIVATIVE systems that have no ``process`` (:mod:`systems.rigid_terms`)."""
         check_derivatives(world, world.systems)
         self.terms = tuple(s.term(world) for s in world.schedule()[Phase.DERIVATIVE] if not s.launches)
+        refuse_modal(self.terms, self.name)
         self._fused = None
         if not self.terms:
             return

@@ -60,7 +60,7 @@ import numpy as np
 from numba import prange
 
 from components.gravity import PointMass
-from ecs.terms import FusedTerms, fuse_terms, no_terms_args
+from ecs.terms import FusedTerms, fuse_terms, no_terms_args, refuse_modal
 from components.loads import LoadSeries
 from components.multibody import FIXED, FREE, QD_SLOTS, TreeSpec, joint_state_error, tree_spec
 from ecs import InputError, Phase, System
@@ -276,6 +276,7 @@ class MultibodyDynamics(System):
             term = s.term(world)
             if term is None:
                 continue
+            refuse_modal((term,), self.name)
             src = s._resolve(world) if isinstance(s, GravitySystem) else None
             beyond = getattr(src, "kind", "") == "harmonics" and not src.central   # no monopole of its own
             if term.gravity and central is not None and not beyond:

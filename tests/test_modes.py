@@ -137,3 +137,96 @@ def test_a_mode_that_steps_past_the_frame_end_is_an_error():
     w.compile(samples=2)
     with pytest.raises(RuntimeError, match="mode _Hold advanced row .* past its frame end"):
         w.run(t_end=3000.0, dt=300.0)
+
+
+# ------------------------------------------------------------------ terms restricted to modes
+def _holddown():
+    return import_scene_file(ROOT / "scenes/examples/deploy_holddown.py")
+
+
+def _slide(thrust: float):
+    """A cube on a face on top of a non-rotating 10 km sphere (g = 1e-3 m/s² at its surface),
+    started in contact motion sliding at 2 cm/s with friction 0.5, with a hold-down thruster of
+    ``thrust`` [N] (none at 0). Returns (distance slid [m], the final state)."""
+    from components.contact_params import ContactParams
+    from components.deploy import DeployPhase, DeploySettings, DeployTarget
+    from components.gravity import PointMass
+    from components.terrain import TerrainSDF, sdf_sphere
+    from scenes.assets.probes import platonic, probe_mass_properties
+    from scenes.deploy import deployment_scene
+
+    radius, g = 1e4, 1e-3
+    target = DeployTarget(gravity=PointMass(mu=g * radius ** 2), terrain=TerrainSDF(base=sdf_sphere(radius)),
+                          rotation=np.zeros(3))
+    shape = platonic("cube", mass=5.0, density=500.0)
+    mp = probe_mass_properties(shape, mass=5.0)
+    low = -float(np.min(shape.vertices[:, 2]))
+    x0 = np.array([0.0, 0.0, radius + low])
+    sc = deployment_scene("slide", "slide", target=target, shapes=[shape], shape_mass=[mp],
+                          contact=ContactParams(restitution=0.0, friction=0.5), position=x0,
+                          position_sigma3=[0, 0, 0], velocity=[0.02, 0.0, 0.0], velocity_sigma3=[0, 0, 0],
+                          random_attitude=False, settings=DeploySettings(t_cap=2000.0), frame=100.0)
+    if thrust:
+        sc.world.add_system(_holddown().HoldDownThruster(thrust=thrust))
+    pid = sc.world.entity("probe")
+    sc.world.compile(samples=1, overrides={(pid, "probe_phase"): np.full(1, int(DeployPhase.CONTACT), np.int8)})
+    res = sc.world.run(t_end=sc.t_end, dt=sc.dt, final=("body_position", "probe_settle_time"))
+    assert res.status[0] == Status.SETTLED
+    x = res.finals["body_position"][0, 0]
+    return float(np.linalg.norm(x[:2])), res
+
+
+def test_a_contact_only_thruster_presses_the_probe_as_the_closed_form_says():
+    """Coulomb friction stops a probe sliding at v0 on a flat surface after v0²/(2 μ a_n), a_n
+    the normal acceleration: g alone, g + T/m with the hold-down thruster (T = m g here, so half
+    the distance). The closed form for the plain slide, 0.4 m, checks the contact law; the
+    ratio checks the term. Tolerances: 1e-3 for the distance (on the 10 km sphere gravity tilts by
+    s/R along the slide, ≤ 4e-5 of the friction deceleration; the friction is regularised below
+    vstar = 1e-4 m/s, a relative (vstar/v0)² = 2.5e-5; measured 8e-5), 2e-4 for the ratio, where
+    both largely cancel (measured 2.2e-5). Without the term in contact motion the ratio is 1.
+    """
+    d0, _ = _slide(0.0)
+    d1, _ = _slide(5.0 * 1e-3)
+    assert d0 == pytest.approx(0.02 ** 2 / (2 * 0.5 * 1e-3), rel=1e-3)
+    assert d1 / d0 == pytest.approx(0.5, rel=2e-4)
+
+
+def test_a_contact_only_term_leaves_flight_to_the_same_bytes(tmp_path):
+    """The hold-down example: until a probe first touches down, the runs with and without the
+    thruster are the same computation (the flight kernels are the plain ones); after it, they
+    differ (the thrust acts in contact)."""
+    runs = {}
+    for thrust in (0.0, 0.002):
+        out = tmp_path / f"t{thrust}.zarr"
+        tumble.run_batch(_holddown().build, samples=4, out=out, seed=5, params={"thrust": thrust})
+        runs[thrust] = (xr.open_zarr(out, group="final"), xr.open_zarr(out, group="events"))
+    (a, ea), (b, eb) = runs[0.0], runs[0.002]
+    for f in ("time", "position", "velocity_before", "omega_before"):
+        np.testing.assert_array_equal(ea[f].values[:, 0], eb[f].values[:, 0], err_msg=f)
+    assert not np.array_equal(a["body_position"].values, b["body_position"].values)
+
+
+def test_terms_restricted_to_modes_are_refused_where_they_cannot_act():
+    from components.rigid import rigid_body
+    from ecs.terms import Term
+    from systems.integration import Integrator
+
+    mod = _holddown()
+
+    class Collide(System):
+        phase = Phase.DERIVATIVE
+
+        def term(self, world):
+            return Term("on_collide", mod.holddown_force, params={"thrust": 1.0}, modes=(1,))
+
+    w = _deploy_world(Collide())
+    with pytest.raises(tumble.InputError, match=r"on_collide: modes.*FLY \(0\) or CONTACT \(2\)"):
+        w.compile(samples=1)
+    w = tumble.World("rigid")
+    w.spawn(*rigid_body(mass=1.0, inertia=[1.0, 1.0, 1.0], position=(1.0, 0.0, 0.0)), name="b")
+    w.add_system(mod.HoldDownThruster(thrust=1.0))
+    w.add_system(Integrator())
+    with pytest.raises(tumble.InputError, match=r"holddown: modes.*must be empty in Integrator"):
+        w.compile()
+    with pytest.raises(tumble.InputError, match="modes"):
+        Term("bad", mod.holddown_force, params={"thrust": 1.0}, modes=[2])
