@@ -40,7 +40,7 @@ import esper
 from .errors import ScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .terms import Term
+    from .terms import SampleTerm, Term
     from .world import Frame
 
 
@@ -81,6 +81,9 @@ class System(esper.Processor):
     #: sample's bodies): integrators must then step those rows together (one step size, one error
     #: norm, one accept/reject per sample)
     couples_sample_rows: bool = False
+    #: a "terms" pipeline that steps a sample's rows together and calls the world's sample terms
+    #: (:meth:`sample_term`, :class:`ecs.terms.SampleTerm`) at every stage (the multibody solve)
+    takes_sample_terms: bool = False
     #: this system can run a *streaming active set* (:meth:`ecs.world.World.compile` with
     #: ``active``): it keeps per-row state only in table columns or resets it in :meth:`refill`,
     #: and steps each row to its own frame end (:meth:`ecs.world.Frame.row_ends`)
@@ -121,6 +124,12 @@ class System(esper.Processor):
         ``None`` (default: it only takes part through :meth:`process`)."""
         return None
 
+    def sample_term(self, world) -> "SampleTerm | None":
+        """The sample term (:class:`ecs.terms.SampleTerm`) this DERIVATIVE system adds in pipelines
+        that step a sample's rows together and take one (``takes_sample_terms``), or ``None``
+        (default)."""
+        return None
+
     def process(self, frame: "Frame") -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -147,8 +156,14 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
     launching = [p for p in pipes if p.derivative_pipeline == "launch"]
     for s in derivs:
         has_term = s.term(world) is not None
+        has_sample_term = s.sample_term(world) is not None
         for p in pipes:
-            if p.derivative_pipeline == "terms" and not has_term and (p.terms_only or not launching):
+            if p.derivative_pipeline == "terms" and has_sample_term and not p.takes_sample_terms:
+                raise ScheduleError(
+                    f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it couples the rows of a "
+                    f"sample (a sample term), and {p.name} steps each row on its own")
+            if (p.derivative_pipeline == "terms" and not has_term and not has_sample_term
+                    and (p.terms_only or not launching)):
                 raise ScheduleError(
                     f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it steps each row on its "
                     f"own and adds DERIVATIVE systems as row terms; give {s.name} a term() returning an "

@@ -55,8 +55,8 @@ from ._cache import cache_dir
 from .errors import InputError
 from .kernels import reachable_kernels, relink
 
-__all__ = ["Term", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
-           "terms_active_none", "terms_couple_attitude_none"]
+__all__ = ["Term", "SampleTerm", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
+           "terms_active_none", "terms_couple_attitude_none", "sample_terms_none"]
 
 #: The state arguments every term kernel takes before its columns and parameters.
 TERM_ARGS = ("i", "t", "x", "y", "z", "vx", "vy", "vz", "q0", "q1", "q2", "q3", "wx", "wy", "wz", "mass")
@@ -152,6 +152,34 @@ class Term:
     def couples_attitude(self) -> bool:
         """True when flight must step the attitude together with the translation."""
         return bool(self.torque or self.attitude)
+
+
+@dataclass(frozen=True)
+class SampleTerm:
+    """A force on the coupled rows of one sample that no row can compute on its own — facet contact
+    between the links of a sample's trees — returned by :meth:`ecs.System.sample_term`.
+
+    A pipeline that steps a sample's rows together (:class:`systems.multibody.MultibodyDynamics`)
+    calls ``kernel`` once per sample and stage, after its row terms and before its solve, in place
+    of :func:`sample_terms_none` (its kernels are copied with the swap: :func:`specialise`)::
+
+        kernel(b, n, stage, time, Rw, pw, M, V, fext, args)
+
+    ``b`` the sample's first row, ``n`` its rows, ``stage`` the stage of the step (0: an accepted
+    state), ``time`` [s] the stage time; ``Rw``, ``pw``, ``M``, ``V`` the solve's link rotations,
+    positions, per-sample origin and link velocities (:mod:`systems.multibody_kernels`); the kernel
+    adds each row's spatial force, body axes, about the link origin, into ``fext[r, 6]``. ``args``
+    is the system's own argument tuple (arrays it keeps, the tables' columns it reads and writes).
+
+    Attributes:
+        name: shown in errors.
+        kernel: the numba ``njit`` sample kernel (above).
+        args: its last argument.
+    """
+
+    name: str
+    kernel: Callable
+    args: tuple
 
 
 def refuse_modal(terms, pipeline: str) -> None:
@@ -276,12 +304,14 @@ class FusedTerms:
     module: str
 
     def args(self, table, xp=np) -> tuple:
-        """``(columns, params)``: what the kernels take as their term argument, for ``table``: the
-        columns, then every term's resource arrays (copied to ``xp``'s device), in one tuple."""
+        """``(columns, params, sample)``: what the kernels take as their term argument, for
+        ``table``: the columns, then every term's resource arrays (copied to ``xp``'s device), in
+        one tuple; the parameters; a pipeline's sample term's argument (:class:`SampleTerm`; a
+        stand-in here, which :func:`sample_terms_none` ignores)."""
         arrays = tuple(_readonly(xp.asarray(a)) for t in self.terms for a in t.arrays.values())
         shapes = {c: shape for t in self.terms for c, shape in t.optional_columns.items()}
         cols = tuple(table[c] if c in table else xp.zeros((table.row_count, *shapes[c])) for c in self.columns) + arrays
-        return (cols or (np.zeros(1),), self.params)
+        return (cols or (np.zeros(1),), self.params, NO_SAMPLE_TERM)
 
 
 def _readonly(a):
@@ -389,6 +419,12 @@ def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, 
 
 
 @numba.njit(cache=True, inline="always")
+def sample_terms_none(b, n, stage, time, Rw, pw, M, V, fext, args):
+    """No sample term: the coupled rows' wrenches stay as the row terms left them."""
+    return
+
+
+@numba.njit(cache=True, inline="always")
 def terms_couple_attitude_none():
     """No terms: flight keeps the multirate attitude split."""
     return False
@@ -405,6 +441,10 @@ NO_TERMS = {"row_terms": row_terms_none, "terms_active": terms_active_none,
             "terms_couple_attitude": terms_couple_attitude_none}
 
 
+#: The sample-term slot of a term argument when the world has no sample term.
+NO_SAMPLE_TERM = (np.zeros(1),)
+
+
 def no_terms_args() -> tuple:
     """The term argument of a pipeline without terms (the default kernels ignore it)."""
-    return ((np.zeros(1),), np.zeros(1))
+    return ((np.zeros(1),), np.zeros(1), NO_SAMPLE_TERM)

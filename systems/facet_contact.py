@@ -110,13 +110,18 @@ from numba import prange
 from components.contact import (GROUND_PARAM_SIZE, PARAM_SIZE, FacetKind, Grounds, InteractionKind,
                                 PairInteractions, SdfGround, SpringInteraction, material_id, material_name)
 from ecs import InputError, Phase, System
+from ecs.terms import SampleTerm
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_host
-from ecs.attitude import quat_rotate, quat_rotate_inverse
+from ecs.attitude import dcm_to_quat, quat_rotate, quat_rotate_inverse
 from systems.facet_broadphase import body_bounding_spheres, cull_facets, sort_sweep_axis
 from systems.facet_geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
+from systems.multibody_kernels import VV as _VV
+from systems.multibody_kernels import origin as _mb_origin_kernel
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
+_d2q = dcm_to_quat.cpu
+_mb_origin = _mb_origin_kernel.cpu
 _capsule = capsule_contact.cpu
 _gdist = ground_distance.cpu
 _glow = ground_lowest_param.cpu
@@ -452,9 +457,12 @@ add_wrench = dual(_add_wrench, inline=False)
 _wrench = add_wrench.cpu
 
 
-def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
-                    status, reason, pos, att, omega, force, torque, cforce, ctorque):
-    """Forces of sample s's contacts (built-in spring; user forces already in c_f) onto its bodies.
+def _contact_wrenches(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind,
+                      i_params, status, reason, pos, att, omega, cforce, ctorque):
+    """Wrenches of sample s's contacts (built-in spring; user forces already in c_f) on its bodies:
+    ``cforce`` (inertial) and ``ctorque`` (body axes, about ``pos``) of rows s·B .. s·B + B − 1,
+    zeroed first. A sample whose buffer overflowed gets no wrench and its RUNNING rows are set
+    FAILED (CONTACT_OVERFLOW).
 
     Law ``momentum``: ``+F`` on b and ``−F`` on a at the common contact point ``p``. Law ``jeod``
     (a spring interaction whose parameter 6 is 1): the velocity is moved from ``p`` to JEOD's point
@@ -507,6 +515,19 @@ def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v
         _wrench(b, fx, fy, fz, pbx, pby, pbz, pos, att, cforce, ctorque)
         if a >= 0:
             _wrench(a, -fx, -fy, -fz, pax, pay, paz, pos, att, cforce, ctorque)
+
+
+contact_wrenches = dual(_contact_wrenches, inline=False)
+_cwrenches = contact_wrenches.cpu
+
+
+def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
+                    status, reason, pos, att, omega, force, torque, cforce, ctorque):
+    """Forces of sample s's contacts onto its bodies (:func:`_contact_wrenches`), added into the
+    RUNNING rows' ``force``/``torque``."""
+    _cwrenches(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
+               status, reason, pos, att, omega, cforce, ctorque)
+    base = s * B
     for i in range(B):
         r = base + i
         if status[r] == 0:
@@ -651,6 +672,73 @@ def log_contact_changes_samples(n, B, F, cap, st, rtime, count, buf, prev, prev_
         _log_changes_cpu(s, B, F, cap, st, rtime, count, buf, prev, prev_count, prev_time, ev, ev_count, ev_overflow)
 
 
+# --------------------------------------------------------------------------- contact between links
+def _link_contacts(b, n, stage, time, Rw, pw, M, V, fext, args):
+    """Facet contact among the links of one sample (rows b .. b + n − 1) inside the multibody
+    solve: the :class:`ecs.terms.SampleTerm` of :class:`FacetContact` when its facets sit on links
+    (:func:`systems.multibody_kernels._derivative` calls it at every stage, after the row terms).
+
+    The links' poses and velocities (origin ``P + pw``, attitude from ``Rw``, body rate and origin
+    velocity from ``V``) are written into the body arrays the find and wrench kernels read, the
+    sample's contacts are found and their wrenches (:func:`_contact_wrenches`: force inertial,
+    torque body axes about the link origin) added into ``fext`` (body axes, about the link origin:
+    ``[torque; Rᵀ force]``). At stage 0 (an accepted state) the starts and ends of contact are
+    logged (:func:`_log_contact_changes`) with the stage time."""
+    (F, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf, inter, rows, log) = args
+    status, pos, vel, att, omega, tree, sph_c, sph_r = bod
+    i_kind, i_params = inter
+    st, reason, cforce, ctorque = rows
+    events, ltime, prev, prev_count, prev_time, ev, ev_count, ev_overflow = log
+    c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
+    s = b // n
+    o0 = _mb_origin(b, M, 0)
+    o1 = _mb_origin(b, M, 1)
+    o2 = _mb_origin(b, M, 2)
+    for k in range(n):
+        r = b + k
+        pos[r, 0] = o0 + pw[r, 0]
+        pos[r, 1] = o1 + pw[r, 1]
+        pos[r, 2] = o2 + pw[r, 2]
+        q0, q1, q2, q3 = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
+                              Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
+        att[r, 0] = q0
+        att[r, 1] = q1
+        att[r, 2] = q2
+        att[r, 3] = q3
+        u0, u1, u2 = V[r, _VV, 3], V[r, _VV, 4], V[r, _VV, 5]        # origin velocity, link axes
+        for i in range(3):
+            omega[r, i] = V[r, _VV, i]
+            vel[r, i] = Rw[r, i, 0] * u0 + Rw[r, i, 1] * u1 + Rw[r, i, 2] * u2
+    _find_contacts_cpu(s, F, n, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf)
+    count = counters[0]
+    _cwrenches(s, n, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
+               st, reason, pos, att, omega, cforce, ctorque)
+    for k in range(n):
+        r = b + k
+        f0, f1, f2 = cforce[r, 0], cforce[r, 1], cforce[r, 2]
+        fext[r, 0] += ctorque[r, 0]
+        fext[r, 1] += ctorque[r, 1]
+        fext[r, 2] += ctorque[r, 2]
+        fext[r, 3] += Rw[r, 0, 0] * f0 + Rw[r, 1, 0] * f1 + Rw[r, 2, 0] * f2
+        fext[r, 4] += Rw[r, 0, 1] * f0 + Rw[r, 1, 1] * f1 + Rw[r, 2, 1] * f2
+        fext[r, 5] += Rw[r, 0, 2] * f0 + Rw[r, 1, 2] * f1 + Rw[r, 2, 2] * f2
+    if events and stage == 0:
+        ltime[b] = time
+        _log_changes_cpu(s, n, F, cap, st, ltime, count, buf, prev, prev_count, prev_time, ev, ev_count, ev_overflow)
+
+
+link_contacts = dual(_link_contacts, inline=False)
+
+
+def _link_trees(parent: np.ndarray) -> np.ndarray:
+    """The root row of every link row (global rows; ``parent`` -1 at a root, parents before children)."""
+    root = np.arange(parent.size, dtype=np.int64)
+    for r in range(parent.size):
+        if parent[r] >= 0:
+            root[r] = root[parent[r]]
+    return root
+
+
 def static_pairs(f_body0: np.ndarray, f_matd0: np.ndarray, tree0: np.ndarray, pair_table: np.ndarray):
     """JEOD's pair list (§3.4.2): every facet pair i < j with a matched interaction, not on one body or tree.
 
@@ -702,6 +790,31 @@ def _check_facets(world, ft) -> None:
             v = values[row]
             raise InputError(f"{col} of {name(row)} (sample {row // ft.entity_count})",
                              v.tolist() if hasattr(v, "tolist") else v, rule)
+
+
+def _link_table(world, ref_entities):
+    """The articulated-tree link table whose entities ``ref_entities`` are, or None."""
+    if ref_entities is None:
+        return None
+    return next((t for t in world.tables_with("link_parent", "joint_q") if np.array_equal(t.entities, ref_entities)),
+                None)
+
+
+def _check_link_mode(world, lt) -> None:
+    """Facets on links: the multibody solve evaluates them (CPU), and trees come from link_parent."""
+    if world.backend == "gpu":
+        raise InputError("facet contact backend", "gpu",
+                         "facets on links run inside the multibody solve on the CPU backend only (not yet on the GPU)")
+    if not any(getattr(s, "takes_sample_terms", False) for s in world.systems):
+        raise InputError("facet_body", world.name_of(int(lt.entities[0])),
+                         "names a link: facets on links need a system that steps the trees and evaluates them "
+                         "(systems.multibody.MultibodyDynamics)")
+    if "contact_tree" in lt and (to_host(lt["contact_tree"]) >= 0).any():
+        row = int(np.flatnonzero(to_host(lt["contact_tree"]) >= 0)[0])
+        raise InputError(f"contact_tree of {world.name_of(int(lt.entities[row % lt.entity_count]))}",
+                         int(to_host(lt["contact_tree"])[row]),
+                         "must be -1 on links: links are grouped by their tree (link_parent) and the links of one "
+                         "tree never contact each other (seed 000 Contact_4)")
 
 
 def _check_adaptive_friction(world, inter) -> None:
@@ -763,6 +876,9 @@ class FacetContact(System):
         self.broadphase = bool(broadphase)
         self.max_contacts = max_contacts
         self.facets = None
+        self.on_links = False
+        self._link_bound = (None, None)
+        self._link_args = None
 
     def declare_events(self, events) -> None:
         """Declare :data:`CONTACT_EVENT_FIELDS` (when ``events``) before the world allocates its log."""
@@ -789,13 +905,23 @@ class FacetContact(System):
             raise InputError(f"facet_body of {world.name_of(bad)}", -1, "every facet must be attached to a body")
         bt = next((t for t in world.tables_with("body_position", "body_force")
                    if ref_entities is not None and np.array_equal(t.entities, ref_entities)), None)
-        if bt is None:
-            raise InputError("facet_body", "entities without body_position/body_force",
-                             "facets must be attached to rigid bodies (components.rigid.rigid_body)")
-        self.facets, self.bodies = ft, bt
+        lt = None if bt is not None else _link_table(world, ref_entities)
+        if bt is None and lt is None:
+            raise InputError("facet_body", "entities without body_position/body_force or link_parent",
+                             "facets must be attached to rigid bodies (components.rigid.rigid_body) or to the links "
+                             "of one articulated tree table (components.multibody)")
+        if lt is not None and self._link_bound[0] is ft and self._link_bound[1] is lt:
+            self.facets = ft        # bound for these tables already (by MultibodyDynamics, via sample_term)
+            return
+        self._link_bound = (None, None)
+        self._link_args = None
+        if lt is not None:
+            _check_link_mode(world, lt)
+            bt = lt
+        self.facets, self.bodies, self.on_links = ft, bt, lt is not None
         S, F, B = ft.samples, ft.entity_count, bt.entity_count
         _check_facets(world, ft)
-        xp = array_module(bt["body_position"])
+        xp = array_module(bt["row_status"])
         backend = world.backend
 
         # materials and interactions
@@ -838,10 +964,20 @@ class FacetContact(System):
             raise InputError("facet contact backend", "gpu",
                              "user interactions and SDF grounds call user numba functions and run on the CPU "
                              "backend only")
+        if self.on_links and (self.user_fns or self.sdf_grounds):
+            raise InputError("facet contact on links", "user interaction" if self.user_fns else "SDF ground",
+                             "is not supported between links: the multibody solve evaluates contact inside its "
+                             "compiled step, where user numba functions are not linked; use spring interactions "
+                             "and built-in grounds")
         self.G = G
 
         # trees, bounding spheres, static pairs
-        tree = to_host(bt["contact_tree"]).astype(np.int64) if "contact_tree" in bt else np.full(S * B, -1, np.int64)
+        if self.on_links:           # the links of one tree never touch (seed 000 Contact_4): tree = its root row
+            tree = _link_trees(to_host(bt["link_parent"]).astype(np.int64))
+        elif "contact_tree" in bt:
+            tree = to_host(bt["contact_tree"]).astype(np.int64)
+        else:
+            tree = np.full(S * B, -1, np.int64)
         sph_c, sph_r = body_bounding_spheres(fb_host, to_host(ft["facet_point"]), to_host(ft["facet_radius"]),
                                              to_host(ft["facet_length"]), S * B)
         pa = pb = pi = np.zeros(0, np.int64)
@@ -903,10 +1039,56 @@ class FacetContact(System):
             self.cforce, self.ctorque = bt["contact_force"], bt["contact_torque"]
         else:
             self.cforce, self.ctorque = xp.zeros((S * B, 3)), xp.zeros((S * B, 3))
+        if self.on_links:
+            self._bind_links(world, xp)
+            self._link_bound = (ft, bt)
+
+    def _bind_links(self, world, xp) -> None:
+        """The argument of :func:`link_contacts` (facets on links): the links' poses are written
+        into scratch body arrays at every evaluation; events (or stand-ins of their types) as the
+        rigid path logs them."""
+        ft, lt, a = self.facets, self.bodies, self._args_static
+        S, F, B = ft.samples, ft.entity_count, lt.entity_count
+        n = S * B
+        self._lpos, self._lvel, self._lomg = xp.zeros((n, 3)), xp.zeros((n, 3)), xp.zeros((n, 3))
+        self._latt = xp.zeros((n, 4))
+        self._latt[:, 0] = 1.0
+        self._ltime = xp.full(n, np.nan)
+        if self.events:
+            ev, ev_count, ev_overflow = self._ev, world.events.count, world.events.overflow
+        else:                       # never written (events off), typed as the log's arrays
+            ev = tuple(xp.zeros((S, 1) + ((shape,) if isinstance(shape, int) else shape), dtype)
+                       for shape, dtype, _, _ in CONTACT_EVENT_FIELDS.values())
+            ev_count, ev_overflow = xp.zeros(S, np.int32), xp.zeros(S, np.int8)
+        st = lt["row_status"]
+        self._link_args = (
+            F, self.broadphase, self.static_pair_count, (a["pair_a"], a["pair_b"], a["pair_i"], a["pair_table"]),
+            (ft["facet_body"], a["f_matd"], ft["facet_point"], ft["facet_axis"], ft["facet_radius"], ft["facet_length"]),
+            (st, self._lpos, self._lvel, self._latt, self._lomg, a["tree"], a["sph_c"], a["sph_r"]),
+            (self.G, a["g_kind"], a["g_params"], a["g_pair"], a["g_curv"]),
+            (self.wc, self.wh, self.wbr, self.live, self.act, self.near, self.wbc, self.box, self.order, self.axis,
+             self.lo, self.hi),
+            self.capacity, (self.contact_count, self.narrowphase_tests, self.pair_candidates),
+            (self.c_fa, self.c_fb, self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p,
+             self.c_v, self.c_ra, self.c_rb, self.c_f),
+            (a["i_kind"], a["i_params"]), (st, lt["row_reason"], self.cforce, self.ctorque),
+            (self.events, self._ltime, (self.p_fa, self.p_fb, self.p_ba, self.p_bb, self.p_x, self.p_n, self.p_p,
+                                        self.p_v), self.prev_count, self.prev_time, ev, ev_count, ev_overflow))
+
+    def sample_term(self, world) -> SampleTerm | None:
+        """With facets on links: contact evaluated inside the multibody solve, per sample and stage
+        (:func:`link_contacts`); ``None`` with facets on rigid bodies (an integrator calls
+        :meth:`process`)."""
+        tables = world.tables_with("facet_body")
+        if len(tables) != 1 or _link_table(world, tables[0].entities_ref.get("facet_body")) is None:
+            return None
+        if self._link_args is None or self.facets is not tables[0]:
+            self.bind(world)
+        return SampleTerm("facet_contact", link_contacts.cpu, self._link_args)
 
     # ------------------------------------------------------------------ process
     def process(self, frame) -> None:
-        if self.facets is None:
+        if self.facets is None or self.on_links:      # on links: the multibody solve evaluates it
             return
         ft, bt, a = self.facets, self.bodies, self._args_static
         S, F, B = ft.samples, ft.entity_count, bt.entity_count

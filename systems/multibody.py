@@ -60,7 +60,7 @@ import numpy as np
 from numba import prange
 
 from components.gravity import PointMass
-from ecs.terms import FusedTerms, fuse_terms, no_terms_args, refuse_modal
+from ecs.terms import FusedTerms, fuse_terms, no_terms_args, refuse_modal, sample_terms_none, specialise
 from components.loads import LoadSeries
 from components.multibody import FIXED, FREE, QD_SLOTS, TreeSpec, joint_state_error, tree_spec
 from ecs import InputError, Phase, System
@@ -138,6 +138,7 @@ class MultibodyDynamics(System):
 
     phase = Phase.SCHEDULED
     derivative_pipeline = "terms"       # the world's row terms act on every link, at every stage
+    takes_sample_terms = True           # and its sample term (facet contact between links), per sample
     reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2] + CENTRE_COLUMNS[:1]
     # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
     # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
@@ -224,7 +225,8 @@ class MultibodyDynamics(System):
                                          f"{world.name_of(int(t.entities[0]))} lacks it: give its links the "
                                          f"component, e.g. components.environment.Cannonball)")
             self.work.append(_Work(t, max(self.nstages, 2), xp))
-            self.work[-1].tt = self._fused.args(t, xp) if self._fused else no_terms_args()
+            rows = self._fused.args(t, xp) if self._fused else no_terms_args()
+            self.work[-1].tt = rows[:2] + ((self._sample.args,) if self._sample is not None else rows[2:])
         self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
         self._a0 = xp.zeros(6) if self.work else None
         self._bind_points(world)
@@ -269,10 +271,17 @@ class MultibodyDynamics(System):
 
     def _bind_terms(self, world, central) -> None:
         """Fuse the world's row terms into the multibody kernels (module docstring: which ones)."""
-        self.terms, self._fused = (), None
+        self.terms, self._fused, self._sample = (), None, None
         self._k = {"advance_samples": advance_samples, "link_motion_samples": link_motion_samples}
         terms = []
         for s in world.schedule()[Phase.DERIVATIVE]:
+            sample = s.sample_term(world)
+            if sample is not None:
+                if self._sample is not None:
+                    raise InputError(f"{s.name} (a sample term)", sample.name,
+                                     f"is a second sample term beside {self._sample.name}: the multibody solve "
+                                     "takes one")
+                self._sample = sample
             term = s.term(world)
             if term is None:
                 continue
@@ -291,20 +300,23 @@ class MultibodyDynamics(System):
                                  f"needs the world's PointMass resource as the links' only gravity (the "
                                  f"{s.name} term is a field the differential split cannot take); use 'full'")
             terms.append(term)
-        if not terms:
-            if self.every > 1:
-                raise InputError("MultibodyDynamics.environment_every", self.every,
-                                 "does nothing without row terms on the links (no DERIVATIVE system with a term()): "
-                                 "leave it at 1")
+        if not terms and self.every > 1:
+            raise InputError("MultibodyDynamics.environment_every", self.every,
+                             "does nothing without row terms on the links (no DERIVATIVE system with a term()): "
+                             "leave it at 1")
+        if not terms and self._sample is None:
             return
         self.terms = tuple(terms)
         roots = {"advance_range": advance_samples.kernel, "link_motion_range": link_motion_samples.kernel,
                  "advance_sample": advance_sample.cpu, "link_motion_sample": link_motion_sample.cpu}
-        self._fused: FusedTerms = fuse_terms(self.terms, roots)
-        k = self._fused.kernels
-        self._k = {"advance_samples": SampleDriver(k["advance_range"]), "advance_sample": k["advance_sample"],
-                   "link_motion_samples": SampleDriver(k["link_motion_range"]),
-                   "link_motion_sample": k["link_motion_sample"]}
+        if self._sample is not None:    # copies of the kernels calling the sample term's kernel
+            roots = specialise(roots, {sample_terms_none: self._sample.kernel})
+        if terms:
+            self._fused: FusedTerms = fuse_terms(self.terms, roots)
+            roots = self._fused.kernels
+        self._k = {"advance_samples": SampleDriver(roots["advance_range"]), "advance_sample": roots["advance_sample"],
+                   "link_motion_samples": SampleDriver(roots["link_motion_range"]),
+                   "link_motion_sample": roots["link_motion_sample"]}
 
     @staticmethod
     def _model(t):
@@ -323,8 +335,8 @@ class MultibodyDynamics(System):
 
     def _row(self, name):
         """The row function ``name`` (a DualKernel without terms, the linked CPU copy with them)."""
-        return self._k[name] if self._fused else {"advance_sample": advance_sample,
-                                                  "link_motion_sample": link_motion_sample}[name]
+        return self._k[name] if name in self._k else {"advance_sample": advance_sample,
+                                                      "link_motion_sample": link_motion_sample}[name]
 
     def _points(self, backend, w, time) -> None:
         """The motion of the points of interest on ``w``'s links, at the current state."""

@@ -35,7 +35,7 @@ from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse, quat_to_dcm
 from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
 from ecs.status import Status
-from ecs.terms import row_terms_none, terms_active_none
+from ecs.terms import row_terms_none, sample_terms_none, terms_active_none
 from systems.gravity_kernels import gradient_torque
 
 _qdot = quat_derivative.cpu
@@ -46,6 +46,7 @@ _d2q = dcm_to_quat.cpu
 _gg_torque = gradient_torque.cpu
 _terms = row_terms_none            # the world's row terms: ecs.terms.fuse_terms links copies against them
 _terms_on = terms_active_none
+_sample_terms = sample_terms_none  # the world's sample term (facet contact between links): ecs.terms.SampleTerm
 
 # scratch slots
 MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
@@ -1091,6 +1092,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
     _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt)
+    _sample_terms(b, n, stage, time, Rw, pw, M, V, fext, tt[2])
     _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
     if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
@@ -1462,7 +1464,9 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
             _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
                          inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
                          Rw, pw, M, V, tj, mode0, env, tt)
-        if not _finite(b, E, q, qd):
+        if status[b] != 0:            # a sample term failed the sample (contact buffer overflow)
+            j = steps
+        elif not _finite(b, E, q, qd):
             j = steps
             for k in range(E):
                 for i in range(Q_SLOTS):
