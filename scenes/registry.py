@@ -48,6 +48,8 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
                  "two-sphere dumbbell in a circular LEO: pitch libration at n sqrt(3 (C - A)/C) (seed 001)"),
     "station": ("scenes.station",
                 "ISS-like station, 7-joint arm and payload in LEO: rigid, locked or free chain (seed 001)"),
+    "capture": ("scenes.capture",
+                "a station arm snares a drifting free-flyer: facet contact between two trees in LEO (seeds 001, 000)"),
     "jeod-point": ("scenes.jeod:build_point", "JEOD RUN_point: two 100 kg spheres collide head-on at 2 m/s"),
     "jeod-point-inverse": ("scenes.jeod:build_point_inverse", "JEOD RUN_point_inverse: as jeod-point, vehicle 2 pitched 180°"),
     "jeod-point-off-center": ("scenes.jeod:build_point_off_center",

@@ -86,6 +86,9 @@ CASES = [
     ("param-station-arm-base", "station", ["-p", "arm_base=1,2"], ["arm_base", "'1,2'", "three finite numbers"]),
     ("param-station-ignored", "station", ["-p", "config=locked", "-p", "slew_torque=50"],
      ["slew_torque", "50", "does nothing with config='locked'"]),
+    ("param-capture-flyer-length", "capture", ["-p", "flyer_length=4"], ["flyer_length", "4", "diameter 4.4 m"]),
+    ("param-capture-offset", "capture", ["-p", "offset=nan"], ["offset", "nan", "finite distance"]),
+    ("param-capture-environment", "capture", ["-p", "environment=vacuum"], ["environment", "'vacuum'", "'central'"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),
