@@ -95,6 +95,14 @@ Backends: the find/apply kernels are dual (CPU and CUDA; the heavy ones compiled
 ``dual(..., inline=False)``). User interactions and SDF grounds call a user's numba function and
 run on the CPU backend only (refused on ``gpu`` at bind).
 
+Facets on links (:mod:`components.multibody`): the contact couples the links of a sample's trees
+inside the multibody solve, so :class:`FacetContact` hands :class:`systems.multibody.MultibodyDynamics`
+a sample term (:meth:`FacetContact.sample_term`, :func:`link_contacts`) instead of acting in
+:meth:`~FacetContact.process`: the same find and wrench kernels, evaluated at every stage of the
+solve from the links' own poses and velocities, events logged at every accepted state. The links
+of one tree never touch (Contact_4; trees from ``link_parent``). User interactions and SDF grounds
+are refused there.
+
 Inspection: :meth:`FacetContact.contacts` returns the contacts of the last evaluation (facets,
 bodies, penetration, normal, point, relative velocity, force); the per-sample counters
 ``narrowphase_tests`` and ``pair_candidates`` measure the broadphase.
@@ -801,10 +809,8 @@ def _link_table(world, ref_entities):
 
 
 def _check_link_mode(world, lt) -> None:
-    """Facets on links: the multibody solve evaluates them (CPU), and trees come from link_parent."""
-    if world.backend == "gpu":
-        raise InputError("facet contact backend", "gpu",
-                         "facets on links run inside the multibody solve on the CPU backend only (not yet on the GPU)")
+    """Facets on links: a system must step the trees and evaluate them (the multibody solve), and
+    trees come from link_parent."""
     if not any(getattr(s, "takes_sample_terms", False) for s in world.systems):
         raise InputError("facet_body", world.name_of(int(lt.entities[0])),
                          "names a link: facets on links need a system that steps the trees and evaluates them "
@@ -836,7 +842,9 @@ class FacetContact(System):
 
     Needs the :class:`components.contact.PairInteractions` resource (and optionally
     :class:`components.contact.Grounds`), facets (:class:`components.contact.Facet`) on rigid
-    bodies, and an integrator (fixed-step or adaptive: the sample's bodies step together).
+    bodies and an integrator (fixed-step or adaptive: the sample's bodies step together), or
+    facets on the links of articulated trees and :class:`systems.multibody.MultibodyDynamics`
+    (module docstring).
 
     Args:
         events: ``True`` (default): log every start and end of a facet pair's contact as an event
