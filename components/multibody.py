@@ -459,11 +459,14 @@ def _unit(qv: np.ndarray, field: str) -> np.ndarray:
     return qv / nrm
 
 
-def spawn_tree(world, spec: TreeSpec, *, name: str = "tree") -> list[int]:
-    """Spawn the links of ``spec`` into ``world`` in parent-first order; returns their entity ids
-    (link ``k`` is named ``f"{name}.link{k}"``)."""
+def spawn_tree(world, spec: TreeSpec, *, name: str = "tree", names=None, extra=None) -> list[int]:
+    """Spawn the links of ``spec`` into ``world`` in parent-first order; returns their entity ids.
+    Link ``k`` is named ``names[k]`` (default ``f"{name}.link{k}"``) and also gets the components
+    ``extra(k)`` returns (e.g. a :class:`components.environment.Cannonball` per link)."""
     ents: list[int] = []
     for k in range(spec.n):
         p = int(spec.parents[k])
-        ents.append(world.spawn(*spec.components(k, ents[p] if p >= 0 else -1), name=f"{name}.link{k}"))
+        more = tuple(extra(k)) if extra is not None else ()
+        ents.append(world.spawn(*spec.components(k, ents[p] if p >= 0 else -1), *more,
+                                name=names[k] if names is not None else f"{name}.link{k}"))
     return ents

@@ -64,12 +64,12 @@ import numpy as np
 
 from components.contact import PairInteractions, SpringInteraction, line_facet, point_facet
 from components.environment import Cannonball
-from components.multibody import PointOfInterest, TreeCentre, tree_spec
+from components.multibody import PointOfInterest, TreeCentre, spawn_tree, tree_spec
 from ecs import InputError, Scene, World
 from ecs.attitude import dcm_to_quat
 from ecs.scene import Dispersion, normal
 from scenes._common import check_spread, positive
-from scenes.station import (ARM_DIAMETER, ARM_JOINTS, ARM_LENGTH, ARM_TIP, _environment, joint_servo,
+from scenes.station import (ARM_DIAMETER, ARM_LENGTH, ARM_TIP, _environment, arm_pose, joint_servo,
                             on_circular_orbit, station_tree)
 from systems.facet_contact import FacetContact
 from systems.multibody import MultibodyDynamics, tree_poses
@@ -145,10 +145,7 @@ def build(*, environment: str = "central", altitude: float = 420e3, inclination:
                          f"must exceed the flyer's diameter {2.0 * flyer_radius:g} m (its hull is a capsule)")
     if not (math.isfinite(inclination) and -180.0 <= inclination <= 180.0):
         raise InputError("inclination", inclination, "must be an angle in [-180, 180] deg")
-    pose = [0.0, 0.0, shoulder_pitch, elbow_pitch, wrist_pitch, 0.0, 0.0]
-    for name, v in zip(ARM_JOINTS, pose):
-        if not (math.isfinite(v) and abs(v) <= 270.0):
-            raise InputError(name, v, "must be a joint angle within the SSRMS's ±270 deg")
+    pose = arm_pose(shoulder_pitch, elbow_pitch, wrist_pitch)
     m_spread = check_spread("miss_spread", miss_spread)
     v_spread = check_spread("speed_spread", speed_spread)
 
@@ -165,11 +162,7 @@ def build(*, environment: str = "central", altitude: float = 420e3, inclination:
 
     world = World("capture")
     _environment(world, environment, epoch=epoch, t_end=float(t_end))
-    links = []
-    for k in range(chain.n):
-        p = int(chain.parents[k])
-        links.append(world.spawn(*chain.components(k, links[p] if p >= 0 else -1), Cannonball(area=float(areas[k])),
-                                 name=names[k]))
+    links = spawn_tree(world, chain, names=names, extra=lambda k: (Cannonball(area=float(areas[k])),))
     fly = world.spawn(*flyer.components(0, -1), Cannonball(area=2.0 * R * L), name="flyer")
 
     inter = world.add_resource(PairInteractions())

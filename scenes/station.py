@@ -69,7 +69,7 @@ from components.environment import Cannonball, earth_rotation_angle
 from components.ephemeris import Ephemeris
 from components.gravity import PointMass, SphericalHarmonics
 from components.loads import LoadSeries
-from components.multibody import NV, REVOLUTE, JointCommand, PointOfInterest, TreeCentre, tree_spec
+from components.multibody import NV, REVOLUTE, JointCommand, PointOfInterest, TreeCentre, spawn_tree, tree_spec
 from ecs import InputError, Scene, World
 from ecs.attitude import dcm_to_quat
 from ecs.scene import Dispersion, normal
@@ -147,6 +147,16 @@ def _vector3(name: str, text) -> np.ndarray:
     if v.shape != (3,) or not np.all(np.isfinite(v)):
         raise InputError(name, text, "must be three finite numbers 'x,y,z' [m]")
     return v
+
+
+def arm_pose(shoulder_pitch: float, elbow_pitch: float, wrist_pitch: float) -> list[float]:
+    """The seven arm joint angles [deg] of a start pose (roll and yaw joints at 0), each checked
+    against the SSRMS's ±270° range."""
+    pose = [0.0, 0.0, shoulder_pitch, elbow_pitch, wrist_pitch, 0.0, 0.0]
+    for name, v in zip(ARM_JOINTS, pose):
+        if not (math.isfinite(v) and abs(v) <= 270.0):
+            raise InputError(name, v, "must be a joint angle within the SSRMS's ±270 deg")
+    return pose
 
 
 def station_tree(*, pose_deg=(0.0, 0.0, 30.0, -60.0, 30.0, 0.0, 0.0), payload_mass: float = 16500.0,
@@ -285,10 +295,7 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
     for name, v in (("payload_mass", payload_mass), ("station_area", station_area), ("slew_torque", slew_torque)):
         if not (math.isfinite(v) and v >= 0.0):
             raise InputError(name, v, "must be a finite number >= 0")
-    pose = [0.0, 0.0, shoulder_pitch, elbow_pitch, wrist_pitch, 0.0, 0.0]
-    for name, v in zip(ARM_JOINTS, pose):
-        if not (math.isfinite(v) and abs(v) <= 270.0):
-            raise InputError(name, v, "must be a joint angle within the SSRMS's ±270 deg")
+    pose = arm_pose(shoulder_pitch, elbow_pitch, wrist_pitch)
     j_spread = check_spread("joint_spread", joint_spread)
     c_spread = check_spread("command_spread", command_spread)
     base = _vector3("arm_base", arm_base)
@@ -320,11 +327,7 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
 
     world = World("station")
     _environment(world, environment, epoch=epoch, t_end=float(t_end))
-    links = []
-    for k in range(spec.n):
-        p = int(spec.parents[k])
-        links.append(world.spawn(*spec.components(k, links[p] if p >= 0 else -1), Cannonball(area=float(areas[k])),
-                                 name=names[k]))
+    links = spawn_tree(world, spec, names=names, extra=lambda k: (Cannonball(area=float(areas[k])),))
     world.spawn(PointOfInterest(link=links[imu_link], offset=tuple(imu_at)), name="station.imu")
     world.spawn(PointOfInterest(link=links[tip_link], offset=tuple(tip_at)), name="arm.tip")
     world.spawn(TreeCentre(link=links[0]), name="station.centre")

@@ -120,16 +120,15 @@ from components.contact import (GROUND_PARAM_SIZE, PARAM_SIZE, FacetKind, Ground
 from ecs import InputError, Phase, System
 from ecs.terms import SampleTerm
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_host
-from ecs.attitude import dcm_to_quat, quat_rotate, quat_rotate_inverse
+from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.facet_broadphase import body_bounding_spheres, cull_facets, sort_sweep_axis
 from systems.facet_geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
 from systems.multibody_kernels import VV as _VV
-from systems.multibody_kernels import origin as _mb_origin_kernel
+from systems.multibody_kernels import link_origin_pose
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
-_d2q = dcm_to_quat.cpu
-_mb_origin = _mb_origin_kernel.cpu
+_link_pose = link_origin_pose.cpu
 _capsule = capsule_contact.cpu
 _gdist = ground_distance.cpu
 _glow = ground_lowest_param.cpu
@@ -699,20 +698,9 @@ def _link_contacts(b, n, stage, time, Rw, pw, M, V, fext, args):
     events, ltime, prev, prev_count, prev_time, ev, ev_count, ev_overflow = log
     c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
     s = b // n
-    o0 = _mb_origin(b, M, 0)
-    o1 = _mb_origin(b, M, 1)
-    o2 = _mb_origin(b, M, 2)
     for k in range(n):
         r = b + k
-        pos[r, 0] = o0 + pw[r, 0]
-        pos[r, 1] = o1 + pw[r, 1]
-        pos[r, 2] = o2 + pw[r, 2]
-        q0, q1, q2, q3 = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
-                              Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
-        att[r, 0] = q0
-        att[r, 1] = q1
-        att[r, 2] = q2
-        att[r, 3] = q3
+        _link_pose(b, r, M, Rw, pw, pos, att)
         u0, u1, u2 = V[r, _VV, 3], V[r, _VV, 4], V[r, _VV, 5]        # origin velocity, link axes
         for i in range(3):
             omega[r, i] = V[r, _VV, i]

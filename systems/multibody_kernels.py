@@ -1400,6 +1400,24 @@ def poi_rows(n, link, offset, Rw, ACC, position, velocity, acceleration, nongrav
         _poi(i, link, offset, Rw, ACC, position, velocity, acceleration, nongrav)
 
 
+def _link_origin_pose(b, r, M, Rw, pw, position, attitude):
+    """Link row r of the sample starting at row b, after :func:`_world_pose`: its origin
+    (inertial) into ``position[r]`` and its attitude (link → inertial, scalar-first) into
+    ``attitude[r]``."""
+    w, x, y, z = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
+                      Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
+    attitude[r, 0] = w
+    attitude[r, 1] = x
+    attitude[r, 2] = y
+    attitude[r, 3] = z
+    for i in range(3):
+        position[r, i] = _org(b, M, i) + pw[r, i]
+
+
+link_origin_pose = dual(_link_origin_pose)
+_opose = link_origin_pose.cpu
+
+
 def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V, Rw, pw,
                 position, attitude, com_position):
     """The LinkPose columns of one sample's links from its joint state."""
@@ -1407,14 +1425,8 @@ def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _pose(b, n, parent, M, Rw, pw)
     for k in range(n):
         r = b + k
-        w, x, y, z = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
-                          Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
-        attitude[r, 0] = w
-        attitude[r, 1] = x
-        attitude[r, 2] = y
-        attitude[r, 3] = z
+        _opose(b, r, M, Rw, pw, position, attitude)
         for i in range(3):
-            position[r, i] = _org(b, M, i) + pw[r, i]
             com_position[r, i] = _org(b, M, i) + (pw[r, i] + Rw[r, i, 0] * com[r, 0] + Rw[r, i, 1] * com[r, 1]
                                                   + Rw[r, i, 2] * com[r, 2])
 
