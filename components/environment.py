@@ -12,6 +12,8 @@
   :class:`systems.drag.MsisDensity`, with the solar and geomagnetic indices passed in: F10.7 of the
   previous day, its 81-day centred mean, the daily Ap. The Earth-fixed frame turns about the
   inertial z axis at ω from the Earth rotation angle at the epoch (:func:`earth_rotation_angle`).
+* :class:`CelestialPole` — the Earth's pole in the celestial frame over a run (IAU 2006/2000A
+  precession-nutation through ``pyerfa``), for a gravity field in the Earth-fixed frame.
 * :class:`Cannonball` (component, ``body_*`` columns) — a body seen as a sphere: its cross-section
   A, drag coefficient C_D and radiation-pressure coefficient C_R, used by
   :class:`systems.drag.AtmosphericDrag` and :class:`systems.solar_pressure.SolarRadiationPressure`,
@@ -27,11 +29,14 @@ import numpy as np
 from ecs import InputError, column, component
 from ecs.rules import Rule, nonnegative
 
-__all__ = ["Cannonball", "ExponentialAtmosphere", "MsisAtmosphere", "PLATES", "Plates", "VALLADO_2013_TABLE_8_4",
+__all__ = ["ERA_RATE", "Cannonball", "CelestialPole", "ExponentialAtmosphere", "MsisAtmosphere", "PLATES", "Plates", "VALLADO_2013_TABLE_8_4",
            "earth_rotation_angle", "plates_error"]
 
 #: The Earth's rotation rate [rad/s] (IERS Conventions 2010, the nominal value).
 EARTH_ROTATION = 7.292115e-5
+#: The rate of the Earth rotation angle [rad/s of UT1] (IERS Conventions 2010 eq 5.15:
+#: 2π · 1.00273781191135448 per day): ``angle0 + ERA_RATE · t`` is the ERA at ``epoch + t`` exactly.
+ERA_RATE = 2.0 * math.pi * 1.00273781191135448 / 86400.0
 
 #: (base altitude [km], base density [kg/m³], scale height [km]): Vallado (2013) Table 8-4.
 VALLADO_2013_TABLE_8_4 = (
@@ -89,6 +94,57 @@ def earth_rotation_angle(jd_ut1: float) -> float:
     tu = float(jd_ut1) - 2451545.0
     f = (0.7790572732640 + 0.00273781191135448 * tu + (tu % 1.0)) % 1.0      # the day fraction kept exact
     return 2.0 * math.pi * f
+
+
+class CelestialPole:
+    """The motion of the Earth's pole in the celestial frame over a run: the GCRS → CIRS matrix
+    ``Q(t)`` (frame bias, IAU 2006 precession and IAU 2000A nutation; IERS Conventions 2010 §5.4.4,
+    the celestial-to-intermediate matrix), tabulated at ``step`` and interpolated linearly between
+    nodes. With it the Earth-fixed frame is ``x_T = R3(θ) Q(t) x_C`` (θ the Earth rotation angle):
+    without it the Earth turns about the celestial z axis, whose pole lies 2.4e-3 rad (0.14°) from
+    the true one in 2025 (precession since J2000). Not modelled: polar motion (≤ 1.5e-6 rad, needs
+    the IERS bulletins) and UT1 − UTC.
+
+    Build it with :meth:`iau2006` (needs the ``pyerfa`` package of the ``orbit`` extra: the IAU SOFA
+    routines). Pass it to :class:`systems.gravity_fields.GravitySystem` (``pole=``).
+
+    Attributes:
+        table: ``[k, 10]`` rows ``(t [s from the run's t = 0], Q row-major)``, nodes evenly spaced.
+    """
+
+    def __init__(self, table):
+        a = np.asarray(table, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1] != 10 or a.shape[0] < 2 or not np.all(np.isfinite(a)):
+            raise InputError("CelestialPole.table", f"shape {list(a.shape)}",
+                             "must be >= 2 finite rows (t [s], 9 matrix entries)")
+        dt = np.diff(a[:, 0])
+        if not (dt[0] > 0.0 and np.allclose(dt, dt[0], rtol=1e-9, atol=0.0) and a[0, 0] == 0.0):
+            raise InputError("CelestialPole.table times", a[:3, 0].tolist(), "must start at 0 s and be evenly spaced")
+        self.table = a
+
+    @property
+    def span(self) -> float:
+        """The last tabulated time [s]: the run must end by it."""
+        return float(self.table[-1, 0])
+
+    @classmethod
+    def iau2006(cls, epoch_tt_jd: float, span: float, step: float = 3600.0) -> "CelestialPole":
+        """``Q(t)`` from ``erfa.c2i06a`` at ``epoch + t`` for t in ``[0, span]`` every ``step``
+        seconds (the epoch is a TT Julian date; TDB differs by < 2 ms, a rotation of < 1e-13 rad
+        here). Linear interpolation between hourly nodes errs by < 1e-10 rad (the fastest nutation
+        terms have periods of days; tests/test_orbit_environment.py measures it against erfa)."""
+        for name, v in (("epoch_tt_jd", epoch_tt_jd), ("span", span), ("step", step)):
+            if not (math.isfinite(float(v)) and (float(v) > 0.0)):
+                raise InputError(f"CelestialPole.iau2006 {name}", v, "must be a finite number > 0")
+        try:
+            import erfa
+        except ImportError:
+            raise InputError("CelestialPole.iau2006", "pyerfa", "needs the pyerfa package: pip install -e '.[orbit]'") \
+                from None
+        k = int(math.ceil(float(span) / float(step))) + 1
+        t = np.arange(k) * float(step)
+        q = erfa.c2i06a(float(epoch_tt_jd), t / 86400.0)
+        return cls(np.column_stack([t, np.asarray(q).reshape(k, 9)]))
 
 
 class MsisAtmosphere:

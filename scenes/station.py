@@ -35,8 +35,9 @@ Configurations (``config``), seed 001's three:
 
 Orbit: circular, ``altitude`` (420 km) and ``inclination`` (51.6°), the system CoM on the inertial
 x axis at t = 0, the station turning with LVLH. Environment (``environment``): ``"full"`` — EGM2008
-to degree and order 20 in the Earth frame turning at 7.292115e-5 rad/s from its rotation angle at
-``epoch`` (IERS 2010 eq 5.15), each link's gravity-gradient torque, DE421 Sun and Moon, Vallado's
+to degree and order 20 in the Earth frame: its rotation angle from ``epoch`` (IERS 2010 eq 5.15, at
+its own rate) about the pole as IAU 2006/2000A precession-nutation moves it
+(:class:`components.environment.CelestialPole`, through pyerfa; polar motion left out), each link's gravity-gradient torque, DE421 Sun and Moon, Vallado's
 exponential atmosphere turning with the Earth and cannonball solar radiation pressure with the
 cylindrical shadow, each link as if independent (seed 001) — needs the ``orbit`` extra; or
 ``"central"`` — the point-mass Earth only. Cross-sections (``Cannonball``): the station
@@ -65,7 +66,7 @@ import math
 
 import numpy as np
 
-from components.environment import Cannonball, earth_rotation_angle
+from components.environment import ERA_RATE, Cannonball, CelestialPole, earth_rotation_angle
 from components.ephemeris import Ephemeris
 from components.gravity import PointMass, SphericalHarmonics
 from components.loads import LoadSeries
@@ -108,7 +109,6 @@ CONFIGS = ("free", "locked", "rigid")
 FREE_ARM_DEFAULTS = {"joint_spread": 1.0, "servo_period": 60.0, "slew_torque": 20.0, "slew_time": 600.0,
                      "command_spread": 0.1}
 ENVIRONMENTS = ("full", "central")
-EARTH_SPIN = 7.292115e-5            # rad/s (components.environment.EARTH_ROTATION)
 
 #: JEOD v5 SIM_dyncomp ``set_mass_iss``: mass [kg], CoM in structural axes [m], inertia about it [kg m²].
 STATION_MASS = 400000.0
@@ -257,9 +257,15 @@ def _environment(world: World, environment: str, *, epoch: float, t_end: float) 
     except InputError as exc:
         raise InputError("environment", environment,
                          f"needs the orbit extra ({exc}); or run with -p environment=central") from None
+    try:
+        pole = CelestialPole.iau2006(epoch, t_end)
+    except InputError as exc:
+        raise InputError("environment", environment,
+                         f"needs the orbit extra ({exc}); or run with -p environment=central") from None
     earth = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=20)
     world.add_resource(eph)
-    world.add_system(GravitySystem(earth, spin=EARTH_SPIN, angle0=earth_rotation_angle(epoch), gradient_torque=True))
+    world.add_system(GravitySystem(earth, spin=ERA_RATE, angle0=earth_rotation_angle(epoch), gradient_torque=True,
+                                   pole=pole))
     for s in (ThirdBodyGravity(), AtmosphericDrag(), SolarRadiationPressure()):
         world.add_system(s)
 

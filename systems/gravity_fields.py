@@ -13,10 +13,12 @@ For each row with mass, at every integrator stage:
    via :data:`add_field_weight`.
 
 The field frame turns about the inertial z axis by ``θ = angle0 + spin · t`` (a planet's body-fixed
-frame; ``spin = angle0 = 0``, the default, makes it the inertial frame). Steps 1 and 3 are the only
-places that know it: :data:`com_field_position` (inertial → field, ``Rz(−θ)``) and
-:data:`add_field_weight` (field → inertial, ``Rz(θ)``), with t each row's stage time (``row_time``,
-set by the integrator before every stage).
+frame; ``spin = angle0 = 0``, the default, makes it the inertial frame), or, given a ``pole``
+(:class:`components.environment.CelestialPole`: the Earth's precession and nutation, IAU
+2006/2000A), about that pole: ``x_field = Rz(−θ) Q(t) x`` (IERS Conventions 2010 §5.4.4's
+``R3(ERA) Q`` without polar motion). Steps 1 and 3 are the only places that know it:
+:data:`com_field_position` (inertial → field) and :data:`field_to_inertial` (field → inertial),
+with t each row's stage time (``row_time``, set by the integrator before every stage).
 
 Kernels follow the dual pattern (:func:`ecs.kernels.dual`): one Python source per row function,
 compiled for the CPU (hand-written ``prange`` drivers) and the GPU (``launch_rows``). The field is
@@ -37,6 +39,7 @@ import numpy as np
 
 from numba import prange
 
+from components.environment import CelestialPole
 from components.gravity import GravitySource
 from ecs import InputError, Phase, System
 from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
@@ -52,12 +55,40 @@ _grav = gravity_at.cpu
 _gg = gradient_torque.cpu
 
 
-def _com_field_position(i, pos, att, com, time, spin, angle0):
-    """Centre of mass of row i in the field frame [m]: ``Rz(−θ) (p + R(q) c)`` with
-    ``θ = angle0 + spin · row_time`` (the field frame turns about the inertial z axis; θ = 0 leaves
-    the inertial position untouched, bit for bit)."""
+def _pole_turn(pole, t, x, y, z, back):
+    """``Q(t) x`` (``back``: ``Q(t)ᵀ x``) with Q the celestial-to-intermediate matrix tabulated in
+    ``pole`` (:class:`components.environment.CelestialPole`, rows ``(t, Q row-major)`` evenly
+    spaced), linear between nodes; NaN beyond the table (the row then fails, loudly). A one-row
+    ``pole`` whose time is NaN is no table: x as it is, bit for bit."""
+    t0 = pole[0, 0]
+    if t0 != t0:
+        return x, y, z
+    k = pole.shape[0]
+    dt = pole[1, 0] - t0
+    u = (t - t0) / dt
+    if not (u >= 0.0 and u <= (k - 1) * (1.0 + 1e-12)):
+        return math.nan, math.nan, math.nan
+    j = min(int(u), k - 2)
+    w = u - j
+    m = np.empty(9)
+    for e in range(9):
+        m[e] = (1.0 - w) * pole[j, 1 + e] + w * pole[j + 1, 1 + e]
+    if back:
+        return (m[0] * x + m[3] * y + m[6] * z, m[1] * x + m[4] * y + m[7] * z, m[2] * x + m[5] * y + m[8] * z)
+    return (m[0] * x + m[1] * y + m[2] * z, m[3] * x + m[4] * y + m[5] * z, m[6] * x + m[7] * y + m[8] * z)
+
+
+pole_turn = dual(_pole_turn)
+_pturn = pole_turn.cpu
+
+
+def _com_field_position(i, pos, att, com, time, spin, angle0, pole):
+    """Centre of mass of row i in the field frame [m]: ``Rz(−θ) Q(t) (p + R(q) c)`` with
+    ``θ = angle0 + spin · row_time`` (the field frame turns about the pole by θ; θ = 0 without a
+    pole table leaves the inertial position untouched, bit for bit) and Q the pole's precession
+    and nutation (:func:`_pole_turn`)."""
     cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
-    x, y, z = pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz
+    x, y, z = _pturn(pole, time[i], pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz, False)
     if spin == 0.0 and angle0 == 0.0:
         return x, y, z
     th = angle0 + spin * time[i]
@@ -66,14 +97,24 @@ def _com_field_position(i, pos, att, com, time, spin, angle0):
     return c * x + s * y, -s * x + c * y, z
 
 
-def _add_field_weight(i, status, gx, gy, gz, mass, com, att, force, torque, time, spin, angle0):
-    """Add the weight of row i for the field-frame acceleration g, turned back to the inertial
-    frame by ``Rz(θ)``."""
+def _field_to_inertial(t, gx, gy, gz, spin, angle0, pole):
+    """A field-frame vector turned back to the inertial frame: ``Q(t)ᵀ Rz(θ) g``."""
     if spin != 0.0 or angle0 != 0.0:
-        th = angle0 + spin * time[i]
+        th = angle0 + spin * t
         c = math.cos(th)
         s = math.sin(th)
         gx, gy = c * gx - s * gy, s * gx + c * gy
+    return _pturn(pole, t, gx, gy, gz, True)
+
+
+field_to_inertial = dual(_field_to_inertial)
+_f2i = field_to_inertial.cpu
+
+
+def _add_field_weight(i, status, gx, gy, gz, mass, com, att, force, torque, time, spin, angle0, pole):
+    """Add the weight of row i for the field-frame acceleration g, turned back to the inertial
+    frame (:func:`_field_to_inertial`)."""
+    gx, gy, gz = _f2i(time[i], gx, gy, gz, spin, angle0, pole)
     _weight(i, status, gx, gy, gz, mass, com, att, force, torque)
 
 
@@ -88,24 +129,20 @@ _add_fw = add_field_weight.cpu
 # ------------------------------------------------------------------------------------------------
 
 
-def _add_gravity(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy,
-                 gcz):
+def _add_gravity(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg_mu, gcx,
+                 gcy, gcz):
     """Add the weight of row i in the field of the source packed in ``ga`` (:func:`gravity_args`),
-    whose frame is turned by ``angle0 + spin · time[i]`` about the inertial z axis; and, when
-    ``gg_mu > 0``, the gravity-gradient torque of a point mass ``gg_mu`` at the source's centre of
-    mass ``(gcx, gcy, gcz)`` (field frame) about the row's CoM."""
+    whose frame is turned by ``angle0 + spin · time[i]`` about the pole (``pole``: its precession
+    and nutation, :func:`_pole_turn`); and, when ``gg_mu > 0``, the gravity-gradient torque of a
+    point mass ``gg_mu`` at the source's centre of mass ``(gcx, gcy, gcz)`` (field frame) about the
+    row's CoM."""
     if status[i] != 0:
         return
-    x, y, z = _com_pos(i, pos, att, com, time, spin, angle0)
+    x, y, z = _com_pos(i, pos, att, com, time, spin, angle0, pole)
     r = _grav(ga, x, y, z)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque, time, spin, angle0)
+    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque, time, spin, angle0, pole)
     if gg_mu > 0.0:
-        dx, dy, dz = x - gcx, y - gcy, z - gcz
-        if spin != 0.0 or angle0 != 0.0:             # field → inertial: Rz(θ)
-            th = angle0 + spin * time[i]
-            c = math.cos(th)
-            s = math.sin(th)
-            dx, dy = c * dx - s * dy, s * dx + c * dy
+        dx, dy, dz = _f2i(time[i], x - gcx, y - gcy, z - gcz, spin, angle0, pole)
         bx, by, bz = _rot_inv(att[i, 0], att[i, 1], att[i, 2], att[i, 3], dx, dy, dz)
         rr2 = bx * bx + by * by + bz * bz
         t0, t1, t2 = _gg(gg_mu, rr2, math.sqrt(rr2), bx, by, bz, inertia, i)
@@ -119,39 +156,34 @@ _k_grav = add_gravity.cpu
 
 
 @cpu_parallel
-def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy,
-                     gcz):
+def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg_mu, gcx,
+                     gcy, gcz):
     for i in prange(n):
-        _k_grav(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, gg_mu, gcx, gcy, gcz)
+        _k_grav(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg_mu, gcx, gcy,
+                gcz)
 
 
 @cpu_jit
 def gravity_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, inertia, gs, gvox, gpv, gpe, gped,
-                 gpel, gpf, gpfn, gkind, spin, angle0, gg_mu, gcx, gcy, gcz):
+                 gpel, gpf, gpfn, pole, gkind, spin, angle0, gg_mu, gcx, gcy, gcz):
     """Row term (:mod:`ecs.terms`) of the source packed in ``(gkind, gs, …, gpfn)``
     (:func:`systems.gravity_kernels.gravity_args`) at the CoM (x, y, z), whose field frame is turned
-    by ``θ = angle0 + spin · t`` about the inertial z axis: the weight ``m g`` (inertial), and when
-    ``gg_mu > 0`` the gradient torque of the monopole (body axes), as :data:`add_gravity` does."""
-    xf, yf = x, y
-    c = 1.0
-    s = 0.0
-    turned = spin != 0.0 or angle0 != 0.0
-    if turned:
+    by ``θ = angle0 + spin · t`` about the pole (``pole``: :func:`_pole_turn`): the weight ``m g``
+    (inertial), and when ``gg_mu > 0`` the gradient torque of the monopole (body axes), as
+    :data:`add_gravity` does."""
+    xf, yf, zf = _pturn(pole, t, x, y, z, False)
+    if spin != 0.0 or angle0 != 0.0:
         th = angle0 + spin * t
         c = math.cos(th)
         s = math.sin(th)
-        xf, yf = c * x + s * y, -s * x + c * y
-    r = _grav((np.int64(gkind), gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn), xf, yf, z)
-    gx, gy, gz = r[1], r[2], r[3]
-    if turned:
-        gx, gy = c * gx - s * gy, s * gx + c * gy
+        xf, yf = c * xf + s * yf, -s * xf + c * yf
+    r = _grav((np.int64(gkind), gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn), xf, yf, zf)
+    gx, gy, gz = _f2i(t, r[1], r[2], r[3], spin, angle0, pole)
     tx = 0.0
     ty = 0.0
     tz = 0.0
     if gg_mu > 0.0:
-        dx, dy, dz = xf - gcx, yf - gcy, z - gcz
-        if turned:
-            dx, dy = c * dx - s * dy, s * dx + c * dy
+        dx, dy, dz = _f2i(t, xf - gcx, yf - gcy, zf - gcz, spin, angle0, pole)
         bx, by, bz = _rot_inv(q0, q1, q2, q3, dx, dy, dz)
         rr2 = bx * bx + by * by + bz * bz
         tx, ty, tz = _gg(gg_mu, rr2, math.sqrt(rr2), bx, by, bz, inertia, i)
@@ -176,6 +208,10 @@ class GravitySystem(System):
             planet's rotation: 7.292115e-5 rad/s for the Earth; 0: the field frame is inertial).
         angle0: the turn [rad] of the field frame at t = 0 (e.g. the Earth rotation angle at the
             epoch).
+        pole: the precession and nutation of the axis the field frame turns about, a
+            :class:`components.environment.CelestialPole` (the Earth's, IAU 2006/2000A: the frame
+            is then ``R3(θ) Q(t)`` of the celestial one); ``None`` (default): the inertial z axis.
+            A run past the pole table's span is refused (and a stage past it is NaN).
         gradient_torque: add each body's gravity-gradient torque about its CoM,
             ``3μ/|r|⁵ r_b × (I r_b)`` with μ and the centre of mass of the source (its monopole:
             the leading term for a body small against its distance; seed 001 MBGravityTorque).
@@ -187,7 +223,7 @@ class GravitySystem(System):
     accumulates = ("body_force", "body_torque")
 
     def __init__(self, source: GravitySource | None = None, *, spin: float = 0.0, angle0: float = 0.0,
-                 gradient_torque: bool = False):
+                 gradient_torque: bool = False, pole: CelestialPole | None = None):
         if source is not None and not isinstance(source, GravitySource):
             raise InputError("GravitySystem.source", type(source).__name__,
                              "must be a components.gravity source (PointMass, Ellipsoid, Polyhedron, VoxelField, "
@@ -199,6 +235,11 @@ class GravitySystem(System):
                 raise InputError(f"GravitySystem.{name}", v, "must be a finite number (rad/s, rad)")
         self.spin, self.angle0 = float(spin), float(angle0)
         self.gradient_torque = bool(gradient_torque)
+        if pole is not None and not isinstance(pole, CelestialPole):
+            raise InputError("GravitySystem.pole", type(pole).__name__,
+                             "must be a components.environment.CelestialPole (CelestialPole.iau2006(...)) or None")
+        self.pole = pole
+        self._pole = pole.table if pole is not None else np.full((1, 10), np.nan)
 
     def _resolve(self, world) -> GravitySource:
         src = self._source
@@ -216,14 +257,19 @@ class GravitySystem(System):
         self._driver = add_gravity_rows.parallel if src.kind in ALWAYS_PARALLEL else add_gravity_rows
         self.tables = world.tables_with(*COLUMNS)
         self._params = to_backend(world.backend, gravity_args(src))
+        self._pole_dev = to_backend(world.backend, (self._pole,))[0]
         c = np.asarray(src.center_of_mass, dtype=np.float64)
         self._gg = (float(src.mu) if self.gradient_torque else 0.0, float(c[0]), float(c[1]), float(c[2]))
 
     def process(self, frame) -> None:
+        if self.pole is not None and frame.t + frame.dt > self.pole.span * (1.0 + 1e-12):
+            raise InputError("GravitySystem.pole", f"frame end {frame.t + frame.dt} s",
+                             f"must be within the pole table, span = {self.pole.span} s (CelestialPole.iau2006's span)")
         for t in self.tables:
             launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
                         t["body_attitude"], t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
-                        t["body_torque"], self._params, t["row_time"], self.spin, self.angle0, *self._gg)
+                        t["body_torque"], self._params, t["row_time"], self.spin, self.angle0, self._pole_dev,
+                        *self._gg)
 
     def term(self, world) -> Term:
         """This field as a row term (:func:`gravity_term`): the multibody links feel it at their own
@@ -233,7 +279,8 @@ class GravitySystem(System):
         c = np.asarray(src.center_of_mass, dtype=np.float64)
         return Term("gravity", gravity_term, columns=("body_inertia",), torque=self.gradient_torque,
                     attitude=self.gradient_torque, gravity=True,
-                    arrays=dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
+                    arrays={**dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
+                            "pole": self._pole},
                     params={"gkind": float(ga[0]), "spin": self.spin, "angle0": self.angle0,
                             "gg_mu": float(src.mu) if self.gradient_torque else 0.0, "gcx": float(c[0]),
                             "gcy": float(c[1]), "gcz": float(c[2])})

@@ -44,7 +44,8 @@ def test_the_torque_is_the_sum_over_a_point_mass_cloud():
         exact = quat_rotate_inverse(q, np.sum(np.cross(world_pts - x, (m / 8) * g), axis=0))
         force, torque = np.zeros((1, 3)), np.zeros((1, 3))
         add_gravity_rows(1, np.zeros(1, np.int8), x[None], q[None], np.array([m]), np.zeros((1, 3)), inertia[None],
-                         force, torque, gravity_args(src), np.zeros(1), 0.0, 0.0, MU, 0.0, 0.0, 0.0)
+                         force, torque, gravity_args(src), np.zeros(1), 0.0, 0.0, np.full((1, 10), np.nan), MU, 0.0, 0.0,
+                         0.0)
         assert np.linalg.norm(exact) > 1e-6                          # a real torque, not 0 = 0
         np.testing.assert_allclose(torque[0], exact, rtol=0, atol=1e-8 * np.linalg.norm(exact))
         np.testing.assert_allclose(force[0], m * (-MU * x / np.linalg.norm(x) ** 3), rtol=1e-15)
