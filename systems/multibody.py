@@ -21,7 +21,11 @@ stage time:
   model without its monopole (``SphericalHarmonics.perturbation()``): the field beyond the point
   mass, which the differential and linearised modes then split off the exact central field;
 * the accumulators ``link_force``/``link_torque``, read as they stand at the start of the frame
-  (held over its sub-steps): a load written by a SCHEDULED system before this one.
+  (held over its sub-steps): a load written by a SCHEDULED system before this one;
+* the world's **sample term** (:class:`ecs.terms.SampleTerm`), a force that couples the links of a
+  sample: :class:`systems.facet_contact.FacetContact` with its facets on links (contact between
+  the trees of a sample, a free-flyer caught by an arm: ``scenes/capture.py``), evaluated once per
+  sample at every stage after the row terms. One per world, on one link table.
 
 A DERIVATIVE system with only a ``process`` acts on the bodies an
 :class:`systems.integration.Integrator` steps, never on links; without an Integrator in the world
@@ -190,7 +194,12 @@ class MultibodyDynamics(System):
             self.mu = float(src.mu)
         self._bind_terms(world, src)
         self.work = []
-        for t in world.tables_with(*JOINT_COLUMNS, *LINK_COLUMNS, *POSE_COLUMNS):
+        tables = world.tables_with(*JOINT_COLUMNS, *LINK_COLUMNS, *POSE_COLUMNS)
+        if self._sample is not None and len(tables) > 1:
+            raise InputError(f"{self._sample.name} (a sample term)", f"{len(tables)} link tables",
+                             "needs every link in one table: its kernels are linked once and act on one table "
+                             "(give every link the same components)")
+        for t in tables:
             E = t.entity_count
             parent = to_host(t["link_parent"]).reshape(t.samples, E)
             local = parent - (np.arange(t.samples) * E)[:, None]

@@ -185,8 +185,9 @@ def test_contact_overflow_fails_its_sample_only():
 
 
 def test_facets_on_links_are_refused_where_they_cannot_act():
-    """Facets on links with nothing stepping the trees, a contact_tree on a link, and a user
-    interaction between links: each a one-line error naming the field, before any kernel runs."""
+    """Facets on links with nothing stepping the trees, a contact_tree on a link, a user
+    interaction between links, and links in two tables: each a one-line error naming the field,
+    before any kernel runs."""
     def world(**kw):
         w = World("refuse")
         inter = w.add_resource(PairInteractions())
@@ -214,6 +215,11 @@ def test_facets_on_links_are_refused_where_they_cannot_act():
         world(tree=True).compile(samples=1)
     with pytest.raises(InputError, match="facet contact on links"):
         world(user=True).compile(samples=1)
+    w = world()                                  # a second link table (other components): the term has one
+    spec = tree_spec(parents=[-1], kinds=["free"], mass=[1.0], inertia=[[1.0] * 3], field="t")
+    w.spawn(*spec.components(0, -1), contact_surface())
+    with pytest.raises(InputError, match="needs every link in one table"):
+        w.compile(samples=1)
 
 
 def test_capture_scene_latches_on_axis_and_bumps_on_a_miss(tmp_path):
