@@ -850,7 +850,9 @@ class FacetContact(System):
         contact_count: contacts found at the last evaluation, shape [samples].
         narrowphase_tests: exact capsule tests at the last evaluation, shape [samples].
         pair_candidates: facet pairs examined at the last evaluation, shape [samples].
-        total_narrowphase_tests, total_pair_candidates, evaluations: running totals.
+        total_narrowphase_tests, total_pair_candidates, evaluations: running totals (facets on rigid
+            bodies; on links the multibody solve evaluates contact inside its compiled step, and
+            only the per-sample counters of the last evaluation are kept: the totals stay 0).
     """
 
     phase = Phase.DERIVATIVE
