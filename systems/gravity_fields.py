@@ -70,12 +70,19 @@ def _pole_turn(pole, t, x, y, z, back):
         return math.nan, math.nan, math.nan
     j = min(int(u), k - 2)
     w = u - j
-    m = np.empty(9)
-    for e in range(9):
-        m[e] = (1.0 - w) * pole[j, 1 + e] + w * pole[j + 1, 1 + e]
+    v = 1.0 - w                      # scalars, no array: the kernel allocates nothing (CPU and CUDA)
+    m0 = v * pole[j, 1] + w * pole[j + 1, 1]
+    m1 = v * pole[j, 2] + w * pole[j + 1, 2]
+    m2 = v * pole[j, 3] + w * pole[j + 1, 3]
+    m3 = v * pole[j, 4] + w * pole[j + 1, 4]
+    m4 = v * pole[j, 5] + w * pole[j + 1, 5]
+    m5 = v * pole[j, 6] + w * pole[j + 1, 6]
+    m6 = v * pole[j, 7] + w * pole[j + 1, 7]
+    m7 = v * pole[j, 8] + w * pole[j + 1, 8]
+    m8 = v * pole[j, 9] + w * pole[j + 1, 9]
     if back:
-        return (m[0] * x + m[3] * y + m[6] * z, m[1] * x + m[4] * y + m[7] * z, m[2] * x + m[5] * y + m[8] * z)
-    return (m[0] * x + m[1] * y + m[2] * z, m[3] * x + m[4] * y + m[5] * z, m[6] * x + m[7] * y + m[8] * z)
+        return m0 * x + m3 * y + m6 * z, m1 * x + m4 * y + m7 * z, m2 * x + m5 * y + m8 * z
+    return m0 * x + m1 * y + m2 * z, m3 * x + m4 * y + m5 * z, m6 * x + m7 * y + m8 * z
 
 
 pole_turn = dual(_pole_turn)
