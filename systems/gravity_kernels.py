@@ -818,7 +818,8 @@ def eval_linearized_points(points, x0, y0, z0, u0, g0x, g0y, g0z, txx, tyy, tzz,
 _POLY_CHUNK = 16
 
 
-@cpu_parallel_points(min_rows=2)   # ~1 ms per point on a large mesh: two points pay for a launch
+# ~1 ms per point on a large mesh: two points pay for a launch; nrt: it allocates its scratch table
+@cpu_parallel_points(min_rows=2, nrt=True)
 def eval_polyhedron_points(points, verts, edges, edge_dyad, edge_length, faces, face_normal, grho, out):
     """Bulk polyhedron evaluation: ``out[p] = (U, g, Γ6, Ω)``, out shape (n, 11).
 
