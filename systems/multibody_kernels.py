@@ -5,13 +5,14 @@ Springer, 2008 (RBDA: §2 spatial algebra, Table 5.1 RNEA, Table 6.2 CRBA, Table
 Every kernel works on one sample's links, rows ``b .. b + n - 1`` of the link table (parent-first
 order, :mod:`components.multibody`), with plain loops on scalars and element indexing: no
 allocation, so the same sources can be compiled for CUDA (``ecs.kernels.dual``). Scratch lives in
-two per-row arrays the caller owns: ``M[rows, 8, 6, 6]`` (matrices) and ``V[rows, 8, 6]`` (vectors),
+two per-row arrays the caller owns: ``M[rows, 7, 6, 6]`` (matrices) and ``V[rows, 8, 6]`` (vectors),
 see :func:`new_scratch`.
 
 Spatial vectors are Featherstone's, in link body coordinates at the link origin: motion
-``[ω; v]``, force ``[n; f]``. ``X`` (slot ``M[r, 0]``) maps motion vectors from parent to link
-coordinates, ``Xᵀ`` maps forces from link to parent coordinates. A root's parent frame is the
-inertial frame.
+``[ω; v]``, force ``[n; f]``. ``X`` maps motion vectors from parent to link coordinates, ``Xᵀ``
+maps forces from link to parent coordinates; it is never formed as a 6×6 matrix, but applied as the
+joint placement's rotation and translation (slot ``M[r, MW]``, :func:`_motion_in`,
+:func:`_force_out`, :func:`_congruence_rt_add`). A root's parent frame is the inertial frame.
 
 Internal joint velocities: a free joint's state velocity is (velocity in joint axes, body rate),
 the ABA works with its body-axes twist ``u = (Rᵀ v, ω)`` (Pinocchio's free-flyer coordinates), so
@@ -49,8 +50,8 @@ _terms_on = terms_active_none
 _sample_terms = sample_terms_none  # the world's sample term (facet contact between links): ecs.terms.SampleTerm
 
 # scratch slots
-MX, MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6, 7  # M[r, slot]: X, S, I^A, U, D^-1, placement, tmp, chol
-M_SLOTS = 8
+MS, MIA, MU, MDI, MW, MT, ML = 0, 1, 2, 3, 4, 5, 6  # M[r, slot]: S, I^A, U, D^-1, placement, tmp, chol
+M_SLOTS = 7
 VV, VC, VPA, VU, VA, VQD, VQDD, VT = 0, 1, 2, 3, 4, 5, 6, 7  # V[r, slot]: v, c, p^A, u, a, q̇int, q̈int, tmp
 V_SLOTS = 8
 #: Joint-law parameters, ``law[r, LAW_*]``: the columns they come from (components.multibody).
@@ -125,6 +126,70 @@ def _crm(v, m, out):
 
 crm = dual(_crm)
 _crm_ = crm.cpu
+
+
+def _motion_in(W, m0, m1, m2, m3, m4, m5):
+    """X m, the motion vector m = [ω; v] (parent coordinates) in link coordinates: with R
+    (link → parent) = ``W[0:3, 0:3]`` and p (link origin, parent axes) = ``W[0:3, 3]``
+    (:func:`_joint_setup`), ``X m = [Rᵀ ω; Rᵀ (v − p × ω)]`` (RBDA eq. 2.24 as a rotation and a
+    translation: 24 multiply-adds instead of the 6×6 product's 36)."""
+    px, py, pz = W[0, 3], W[1, 3], W[2, 3]
+    u0 = m3 - (py * m2 - pz * m1)
+    u1 = m4 - (pz * m0 - px * m2)
+    u2 = m5 - (px * m1 - py * m0)
+    return (W[0, 0] * m0 + W[1, 0] * m1 + W[2, 0] * m2, W[0, 1] * m0 + W[1, 1] * m1 + W[2, 1] * m2,
+            W[0, 2] * m0 + W[1, 2] * m1 + W[2, 2] * m2, W[0, 0] * u0 + W[1, 0] * u1 + W[2, 0] * u2,
+            W[0, 1] * u0 + W[1, 1] * u1 + W[2, 1] * u2, W[0, 2] * u0 + W[1, 2] * u1 + W[2, 2] * u2)
+
+
+motion_in = dual(_motion_in)
+_xm = motion_in.cpu
+
+
+def _force_out(W, f0, f1, f2, f3, f4, f5):
+    """Xᵀ f, the force f = [n; f] (link coordinates) in parent coordinates (W as in
+    :func:`_motion_in`): ``[R n + p × (R f); R f]``."""
+    px, py, pz = W[0, 3], W[1, 3], W[2, 3]
+    g0 = W[0, 0] * f3 + W[0, 1] * f4 + W[0, 2] * f5
+    g1 = W[1, 0] * f3 + W[1, 1] * f4 + W[1, 2] * f5
+    g2 = W[2, 0] * f3 + W[2, 1] * f4 + W[2, 2] * f5
+    return (W[0, 0] * f0 + W[0, 1] * f1 + W[0, 2] * f2 + py * g2 - pz * g1,
+            W[1, 0] * f0 + W[1, 1] * f1 + W[1, 2] * f2 + pz * g0 - px * g2,
+            W[2, 0] * f0 + W[2, 1] * f1 + W[2, 2] * f2 + px * g1 - py * g0, g0, g1, g2)
+
+
+force_out = dual(_force_out)
+_xtf = force_out.cpu
+
+
+def _from_parent(W, ap, c, out):
+    """out <- X ap + c (a parent's acceleration in link coordinates, plus c)."""
+    x0, x1, x2, x3, x4, x5 = _xm(W, ap[0], ap[1], ap[2], ap[3], ap[4], ap[5])
+    out[0] = x0 + c[0]
+    out[1] = x1 + c[1]
+    out[2] = x2 + c[2]
+    out[3] = x3 + c[3]
+    out[4] = x4 + c[4]
+    out[5] = x5 + c[5]
+
+
+from_parent = dual(_from_parent)
+_from_parent_ = from_parent.cpu
+
+
+def _to_parent_add(W, f, out):
+    """out += Xᵀ f (a link's force added to its parent's, parent coordinates)."""
+    y0, y1, y2, y3, y4, y5 = _xtf(W, f[0], f[1], f[2], f[3], f[4], f[5])
+    out[0] += y0
+    out[1] += y1
+    out[2] += y2
+    out[3] += y3
+    out[4] += y4
+    out[5] += y5
+
+
+to_parent_add = dual(_to_parent_add)
+_to_parent_add_ = to_parent_add.cpu
 
 
 def _bias_add(m, c, I, v, out):
@@ -261,9 +326,9 @@ congruence_rt_add = dual(_congruence_rt_add)
 _cong = congruence_rt_add.cpu
 
 
-def _spd_inverse(A, nv, L, out):
-    """out[:nv, :nv] <- A[:nv, :nv]⁻¹ for a symmetric positive-definite A, through its Cholesky
-    factor (L: scratch). A non-positive pivot gives NaN (the caller's row then fails)."""
+def _cholesky(A, nv, L):
+    """L[:nv, :nv] (lower triangle) <- the Cholesky factor of a symmetric positive-definite
+    A[:nv, :nv]. A non-positive pivot gives NaN (the caller's row then fails)."""
     for j in range(nv):
         d = A[j, j]
         for k in range(j):
@@ -275,6 +340,34 @@ def _spd_inverse(A, nv, L, out):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / d
+
+
+cholesky = dual(_cholesky)
+_chol = cholesky.cpu
+
+
+def _cholesky_solve(L, nv, y, x):
+    """x[:nv] <- A⁻¹ y[:nv] with L the Cholesky factor of A (:func:`_cholesky`); x may be y."""
+    for i in range(nv):                    # L z = y
+        s = y[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    for i in range(nv - 1, -1, -1):        # Lᵀ x = z
+        s = x[i]
+        for k in range(i + 1, nv):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+cholesky_solve = dual(_cholesky_solve)
+_chol_solve = cholesky_solve.cpu
+
+
+def _spd_inverse(A, nv, L, out):
+    """out[:nv, :nv] <- A[:nv, :nv]⁻¹ for a symmetric positive-definite A, through its Cholesky
+    factor (L: scratch). A non-positive pivot gives NaN (the caller's row then fails)."""
+    _chol(A, nv, L)
     for col in range(nv):
         # forward: L y = e_col (y stored in out[:, col])
         for i in range(nv):
@@ -372,32 +465,26 @@ def _joint_setup(r, kind, axis, offset, rotation, q, qd, locked, M, V):
         if k == PRISMATIC:
             pj0, pj1, pj2 = a0 * q[r, 0], a1 * q[r, 0], a2 * q[r, 0]
     # R_T (joint → parent) into the tmp slot, then R = R_T R_J, p = offset + R_T p_J
-    T = M[r, MT]
-    _q2m(rotation[r, 0], rotation[r, 1], rotation[r, 2], rotation[r, 3], T, 0, 0)
-    for i in range(3):
-        for j in range(3):
-            W[i, j] = T[i, 0] * W[3, j] + T[i, 1] * W[4, j] + T[i, 2] * W[5, j]
-        W[i, 3] = offset[r, i] + T[i, 0] * pj0 + T[i, 1] * pj1 + T[i, 2] * pj2
-    # X = [Rᵀ 0; −Rᵀ[p×] Rᵀ]
-    X = M[r, MX]
-    px, py, pz = W[0, 3], W[1, 3], W[2, 3]
-    for i in range(3):
-        r0, r1, r2 = W[0, i], W[1, i], W[2, i]        # row i of Rᵀ
-        for j in range(3):
-            X[i, j] = W[j, i]
-            X[i, 3 + j] = 0.0
-            X[3 + i, 3 + j] = W[j, i]
-        # −(Rᵀ [p×])[i, :], [p×] = [[0, −pz, py], [pz, 0, −px], [−py, px, 0]]
-        X[3 + i, 0] = -(r1 * pz - r2 * py)
-        X[3 + i, 1] = -(-r0 * pz + r2 * px)
-        X[3 + i, 2] = -(r0 * py - r1 * px)
-    # S and the internal velocity
+    if rotation[r, 0] == 1.0 and rotation[r, 1] == 0.0 and rotation[r, 2] == 0.0 and rotation[r, 3] == 0.0:
+        for i in range(3):                      # R_T = E (the usual joint frame): R = R_J, p = offset + p_J
+            for j in range(3):
+                W[i, j] = W[3 + i, j]
+        W[0, 3] = offset[r, 0] + pj0
+        W[1, 3] = offset[r, 1] + pj1
+        W[2, 3] = offset[r, 2] + pj2
+    else:
+        T = M[r, MT]
+        _q2m(rotation[r, 0], rotation[r, 1], rotation[r, 2], rotation[r, 3], T, 0, 0)
+        for i in range(3):
+            for j in range(3):
+                W[i, j] = T[i, 0] * W[3, j] + T[i, 1] * W[4, j] + T[i, 2] * W[5, j]
+            W[i, 3] = offset[r, i] + T[i, 0] * pj0 + T[i, 1] * pj1 + T[i, 2] * pj2
+    # S and the internal velocity: the joint's own nv columns and slots (every reader stops at nv)
     nv = _nv(k, locked[r])
     S = M[r, MS]
     for i in range(6):
-        for j in range(6):
+        for j in range(nv):
             S[i, j] = 0.0
-        V[r, VQD, i] = 0.0
     if nv == 0:
         return 0
     if k == REVOLUTE:
@@ -451,18 +538,25 @@ def _velocities(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
         r = b + k
         nv = _setup(r, kind, axis, offset, rotation, q, qd, locked, M, V)
         p = parent[r]
-        X = M[r, MX]
         S = M[r, MS]
+        if p >= 0:
+            x0, x1, x2, x3, x4, x5 = _xm(M[r, MW], V[p, VV, 0], V[p, VV, 1], V[p, VV, 2], V[p, VV, 3], V[p, VV, 4],
+                                         V[p, VV, 5])
+            V[r, VV, 0] = x0
+            V[r, VV, 1] = x1
+            V[r, VV, 2] = x2
+            V[r, VV, 3] = x3
+            V[r, VV, 4] = x4
+            V[r, VV, 5] = x5
+        else:
+            for i in range(6):
+                V[r, VV, i] = 0.0
         for i in range(6):
-            s = 0.0
-            if p >= 0:
-                for j in range(6):
-                    s += X[i, j] * V[p, VV, j]
             vj = 0.0
             for j in range(nv):
                 vj += S[i, j] * V[r, VQD, j]
             V[r, VT, i] = vj
-            V[r, VV, i] = s + vj
+            V[r, VV, i] += vj
         if p >= 0:
             _crm_(V[r, VV], V[r, VT], V[r, VC])
         else:                            # a root: v = v_J, so c = v_J ×m v_J = 0 (exactly, not by round-off)
@@ -502,7 +596,11 @@ _qddout = qdd_out.cpu
 # ------------------------------------------------------------------------------ ABA (RBDA Table 7.1)
 def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
     """Passes 2 and 3 of the ABA (after :func:`_velocities`): ``qdd[r, :]`` (state units, module
-    docstring) from the applied joint forces ``tau`` and the external link forces ``fext``."""
+    docstring) from the applied joint forces ``tau`` and the external link forces ``fext``.
+
+    A 1-DOF joint takes the scalar form of the algorithm (D = sᵀ I^A s, no matrix inverse); a free
+    or spherical joint the matrix form, with D⁻¹ from its Cholesky factor. A root keeps only the
+    factor (``M[r, ML]``) and solves with it in pass 3: it has no parent to pass I^a to."""
     for k in range(n):
         r = b + k
         # p^A = v ×* (I v) − f^ext
@@ -512,6 +610,7 @@ def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
     for k in range(n - 1, -1, -1):
         r = b + k
         nv = _nv(kind[r], locked[r])
+        p = parent[r]
         IA = M[r, MIA]
         S = M[r, MS]
         U = M[r, MU]
@@ -519,73 +618,111 @@ def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
         T = M[r, MT]
         pA = V[r, VPA]
         u = V[r, VU]
-        _mulsub(IA, S, nv, U)                    # U = I^A S
-        _proj(S, nv, U, nv, T, 0, 0)             # D = Sᵀ U into T, D⁻¹ into Di
-        _spdinv(T, nv, M[r, ML], Di)
-        _tauint(r, kind, nv, tau, M, u)
-        for i in range(nv):
-            s = u[i]
-            for l in range(6):
-                s -= S[l, i] * pA[l]
-            u[i] = s
-        p = parent[r]
+        if nv == 1:                              # U = I^A s, D = sᵀ U, u = τ − sᵀ p^A (scalars)
+            o = 0 if kind[r] == REVOLUTE else 3  # s = [axis; 0] (revolute) or [0; axis] (prismatic)
+            s0, s1, s2 = S[o, 0], S[o + 1, 0], S[o + 2, 0]
+            for i in range(6):
+                U[i, 0] = IA[i, o] * s0 + IA[i, o + 1] * s1 + IA[i, o + 2] * s2
+            d = s0 * U[o, 0] + s1 * U[o + 1, 0] + s2 * U[o + 2, 0]
+            uu = tau[r, 0] - (s0 * pA[o] + s1 * pA[o + 1] + s2 * pA[o + 2])
+            di = 1.0 / d if d > 0.0 else math.nan   # (a non-positive pivot: NaN, the row fails)
+            Di[0, 0] = di
+            u[0] = uu
+            if p >= 0:                           # Ia = IA − U Uᵀ/D (in place), pa = pA + Ia c + U u/D
+                ud = uu * di
+                for i in range(6):
+                    ui = U[i, 0] * di
+                    for j in range(6):
+                        IA[i, j] -= ui * U[j, 0]
+                for i in range(6):
+                    acc = pA[i] + U[i, 0] * ud
+                    for j in range(6):
+                        acc += IA[i, j] * V[r, VC, j]
+                    V[r, VT, i] = acc
+        elif nv == 6 and kind[r] == FREE:        # S swaps the halves (u = (v_b, ω)): U and D are I^A's blocks
+            for i in range(6):
+                for j in range(3):
+                    U[i, j] = IA[i, 3 + j]
+                    U[i, 3 + j] = IA[i, j]
+            for i in range(3):
+                for j in range(6):
+                    T[i, j] = U[3 + i, j]
+                    T[3 + i, j] = U[i, j]
+        elif nv > 0:
+            _mulsub(IA, S, nv, U)                # U = I^A S
+            _proj(S, nv, U, nv, T, 0, 0)         # D = Sᵀ U into T
+        if nv > 1:                               # (the matrix form)
+            _tauint(r, kind, nv, tau, M, u)
+            for i in range(nv):
+                acc = u[i]
+                for l in range(6):
+                    acc -= S[l, i] * pA[l]
+                u[i] = acc
+            if p < 0:
+                _chol(T, nv, M[r, ML])           # a root: the factor only (pass 3 solves with it)
+            else:
+                _spdinv(T, nv, M[r, ML], Di)
+                # Ia = IA − U D⁻¹ Uᵀ (in place), pa = pA + Ia c + U D⁻¹ u (into the tmp vector)
+                for i in range(6):
+                    for j in range(nv):
+                        acc = 0.0
+                        for l in range(nv):
+                            acc += U[i, l] * Di[l, j]
+                        T[i, j] = acc             # T = U D⁻¹ (6 × nv)
+                for i in range(6):
+                    for j in range(6):
+                        acc = 0.0
+                        for l in range(nv):
+                            acc += T[i, l] * U[j, l]
+                        IA[i, j] -= acc
+                for i in range(6):
+                    acc = pA[i]
+                    for j in range(6):
+                        acc += IA[i, j] * V[r, VC, j]
+                    for l in range(nv):
+                        acc += T[i, l] * u[l]
+                    V[r, VT, i] = acc
+        elif nv == 0 and p >= 0:                 # fixed or locked: Ia = IA, pa = pA + IA c
+            for i in range(6):
+                acc = pA[i]
+                for j in range(6):
+                    acc += IA[i, j] * V[r, VC, j]
+                V[r, VT, i] = acc
         if p >= 0:
-            # Ia = IA − U D⁻¹ Uᵀ (in place), pa = pA + Ia c + U D⁻¹ u (into the tmp vector)
-            for i in range(6):
-                for j in range(nv):
-                    s = 0.0
-                    for l in range(nv):
-                        s += U[i, l] * Di[l, j]
-                    T[i, j] = s                 # T = U D⁻¹ (6 × nv)
-            for i in range(6):
-                for j in range(6):
-                    s = 0.0
-                    for l in range(nv):
-                        s += T[i, l] * U[j, l]
-                    IA[i, j] -= s
-            for i in range(6):
-                s = pA[i]
-                for j in range(6):
-                    s += IA[i, j] * V[r, VC, j]
-                for l in range(nv):
-                    s += T[i, l] * u[l]
-                V[r, VT, i] = s
-            X = M[r, MX]
             _cong(M[r, MW], IA, T, M[p, MIA])
-            for i in range(6):
-                s = 0.0
-                for j in range(6):
-                    s += X[j, i] * V[r, VT, j]
-                V[p, VPA, i] += s
+            _to_parent_add_(M[r, MW], V[r, VT], V[p, VPA])
     for k in range(n):
         r = b + k
         p = parent[r]
-        X = M[r, MX]
         S = M[r, MS]
         U = M[r, MU]
         Di = M[r, MDI]
         a = V[r, VA]
-        for i in range(6):
-            s = V[r, VC, i]
-            for j in range(6):
-                s += X[i, j] * (V[p, VA, j] if p >= 0 else a0[j])
-            a[i] = s
+        if p >= 0:
+            _from_parent_(M[r, MW], V[p, VA], V[r, VC], a)
+        else:
+            _from_parent_(M[r, MW], a0, V[r, VC], a)
         nv = _nv(kind[r], locked[r])
         for i in range(nv):                       # u − Uᵀ a into the tmp vector
-            s = V[r, VU, i]
+            acc = V[r, VU, i]
             for l in range(6):
-                s -= U[l, i] * a[l]
-            V[r, VT, i] = s
-        for i in range(nv):
-            s = 0.0
-            for j in range(nv):
-                s += Di[i, j] * V[r, VT, j]
-            V[r, VQDD, i] = s
+                acc -= U[l, i] * a[l]
+            V[r, VT, i] = acc
+        if nv == 1:
+            V[r, VQDD, 0] = Di[0, 0] * V[r, VT, 0]
+        elif nv > 0 and p < 0:
+            _chol_solve(M[r, ML], nv, V[r, VT], V[r, VQDD])
+        else:
+            for i in range(nv):
+                acc = 0.0
+                for j in range(nv):
+                    acc += Di[i, j] * V[r, VT, j]
+                V[r, VQDD, i] = acc
         for i in range(6):
-            s = 0.0
+            acc = 0.0
             for j in range(nv):
-                s += S[i, j] * V[r, VQDD, j]
-            a[i] += s
+                acc += S[i, j] * V[r, VQDD, j]
+            a[i] += acc
         _qddout(r, kind, nv, M, V, qdd)
 
 
@@ -615,7 +752,6 @@ def _rnea(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, 
         r = b + k
         p = parent[r]
         nv = _nv(kind[r], locked[r])
-        X = M[r, MX]
         S = M[r, MS]
         if nv == 6 and kind[r] == FREE:           # u̇_v = R_Jᵀ p̈ − ω × u_v
             W = M[r, MW]
@@ -633,13 +769,15 @@ def _rnea(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, 
         else:
             for i in range(nv):
                 V[r, VQDD, i] = qdd[r, i]
+        if p >= 0:
+            _from_parent_(M[r, MW], V[p, VA], V[r, VC], V[r, VA])
+        else:
+            _from_parent_(M[r, MW], a0, V[r, VC], V[r, VA])
         for i in range(6):
-            s = V[r, VC, i]
-            for j in range(6):
-                s += X[i, j] * (V[p, VA, j] if p >= 0 else a0[j])
+            s = 0.0
             for j in range(nv):
                 s += S[i, j] * V[r, VQDD, j]
-            V[r, VA, i] = s
+            V[r, VA, i] += s
         _mv(M[r, MIA], V[r, VA], V[r, VPA])
         for i in range(6):
             V[r, VPA, i] -= fext[r, i]
@@ -665,12 +803,7 @@ def _rnea(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, 
             for i in range(nv):
                 tau_out[r, i] = V[r, VT, i]
         if p >= 0:
-            X = M[r, MX]
-            for i in range(6):
-                s = 0.0
-                for j in range(6):
-                    s += X[j, i] * V[r, VPA, j]
-                V[p, VPA, i] += s
+            _to_parent_add_(M[r, MW], V[r, VPA], V[p, VPA])
 
 
 rnea = dual(_rnea, inline=False)
@@ -710,22 +843,20 @@ def _crba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, 
         oi = _dofo(b, k, kind, locked)
         S = M[r, MS]
         F = M[r, MU]
-        T = M[r, MT]
         Ic = M[r, MIA]
         _mulsub(Ic, S, nv, F)
         _proj(S, nv, F, nv, H, oi, oi)
         jr = r
         while parent[jr] >= 0:
-            X = M[jr, MX]
-            for i in range(6):                     # F = X_jᵀ F
-                for j in range(nv):
-                    s = 0.0
-                    for l in range(6):
-                        s += X[l, i] * F[l, j]
-                    T[i, j] = s
-            for i in range(6):
-                for j in range(nv):
-                    F[i, j] = T[i, j]
+            W = M[jr, MW]
+            for j in range(nv):                    # F = X_jᵀ F
+                f0, f1, f2, f3, f4, f5 = _xtf(W, F[0, j], F[1, j], F[2, j], F[3, j], F[4, j], F[5, j])
+                F[0, j] = f0
+                F[1, j] = f1
+                F[2, j] = f2
+                F[3, j] = f3
+                F[4, j] = f4
+                F[5, j] = f5
             jr = parent[jr]
             nvj = _nv(kind[jr], locked[jr])
             oj = _dofo(b, jr - b, kind, locked)
@@ -1068,7 +1199,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
         r = b + k
         cv = law[r, LAW_VISCOUS]
         cc = law[r, LAW_COULOMB]
-        for i in range(QD_SLOTS):
+        for i in range(_nv(kind[r], locked[r])):     # (the solve reads a joint's own slots only)
             w = qd[r, i]
             t = tau[r, i]
             if cv != 0.0:                    # (a frictionless joint skips a tanh per slot and stage)
@@ -1102,10 +1233,8 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
         qdd[b, 2] += gz
     for k in range(n):
         r = b + k
-        for i in range(Q_SLOTS + QD_SLOTS):
-            K[r, stage, i] = 0.0
         kk = kind[r]
-        if locked[r] or kk == FIXED:
+        if locked[r] or kk == FIXED:     # (K holds a joint's own slots only: :func:`_state_slots`)
             continue
         if kk == REVOLUTE or kk == PRISMATIC:
             K[r, stage, 0] = qd[r, 0]
@@ -1141,6 +1270,22 @@ def _put_state(r, i, v, q, qd):
 
 put_state = dual(_put_state)
 _put = put_state.cpu
+
+
+def _state_slots(kind, locked):
+    """(nq, nv): the q and qd slots a joint integrates (0, 0 when fixed or locked: its state is
+    frozen). The derivative ``K`` is written for these slots only; the others keep their values."""
+    if locked or kind == FIXED:
+        return 0, 0
+    if kind == REVOLUTE or kind == PRISMATIC:
+        return 1, 1
+    if kind == SPHERICAL:
+        return 4, 3
+    return 7, 6
+
+
+state_slots = dual(_state_slots)
+_slots = state_slots.cpu
 
 
 def _normalize_joint_quaternions(r, kind, q, C):
@@ -1195,7 +1340,6 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j A[st, j]`` (the row sums of A:
     the tableau's nodes). The row terms' ``mode`` (:func:`_link_forces`) is ``mode0`` at the first
     stage and, when it is not 0, 2 at the others (terms held over the step)."""
-    ns = Q_SLOTS + QD_SLOTS
     _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
         cst = 0.0
@@ -1204,11 +1348,13 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
         if st > 0:
             for k in range(n):
                 r = b + k
-                for i in range(ns):
-                    v = y0[r, i]
+                nq, nv = _slots(kind[r], locked[r])
+                for i in range(nq + nv):
+                    s = i if i < nq else Q_SLOTS + i - nq
+                    v = y0[r, s]
                     for j in range(st):
-                        v += h * A[st, j] * K[r, j, i]
-                    _put(r, i, v, q, qd)
+                        v += h * A[st, j] * K[r, j, s]
+                    _put(r, s, v, q, qd)
         md = mode0
         if st > 0 and mode0 != 0:
             md = 2
@@ -1216,14 +1362,16 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
                mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st, t0 + cst * h, md, env, tt)
     for k in range(n):
         r = b + k
-        for i in range(ns):
+        nq, nv = _slots(kind[r], locked[r])
+        for i in range(nq + nv):
+            s = i if i < nq else Q_SLOTS + i - nq
             inc = 0.0
             for j in range(nstages):
-                inc += h * B[j] * K[r, j, i]
-            inc += C[r, i]                        # compensated (Kahan) sum y0 + inc
-            v = y0[r, i] + inc
-            C[r, i] = inc - (v - y0[r, i])
-            _put(r, i, v, q, qd)
+                inc += h * B[j] * K[r, j, s]
+            inc += C[r, s]                        # compensated (Kahan) sum y0 + inc
+            v = y0[r, s] + inc
+            C[r, s] = inc - (v - y0[r, s])
+            _put(r, s, v, q, qd)
         _qnorm_joint(r, kind, q, C)
 
 
@@ -1261,7 +1409,7 @@ def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locke
         kk = kind[r]
         if locked[r] or kk == FIXED:
             continue
-        for i in range(QD_SLOTS):                         # Euler–Cromer: rates first ...
+        for i in range(_nvn(kk)):                         # Euler–Cromer: rates first ...
             if not (orbit and r == b and i < 3):
                 qd[r, i] += h * K[r, 0, Q_SLOTS + i]
         if kk == REVOLUTE or kk == PRISMATIC:             # ... then positions with the new rates
