@@ -539,24 +539,16 @@ def _velocities(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
         nv = _setup(r, kind, axis, offset, rotation, q, qd, locked, M, V)
         p = parent[r]
         S = M[r, MS]
-        if p >= 0:
-            x0, x1, x2, x3, x4, x5 = _xm(M[r, MW], V[p, VV, 0], V[p, VV, 1], V[p, VV, 2], V[p, VV, 3], V[p, VV, 4],
-                                         V[p, VV, 5])
-            V[r, VV, 0] = x0
-            V[r, VV, 1] = x1
-            V[r, VV, 2] = x2
-            V[r, VV, 3] = x3
-            V[r, VV, 4] = x4
-            V[r, VV, 5] = x5
-        else:
-            for i in range(6):
-                V[r, VV, i] = 0.0
-        for i in range(6):
+        for i in range(6):                   # v_J = S q̇ (tmp vector), v = X v_parent + v_J
             vj = 0.0
             for j in range(nv):
                 vj += S[i, j] * V[r, VQD, j]
             V[r, VT, i] = vj
-            V[r, VV, i] += vj
+        if p >= 0:
+            _from_parent_(M[r, MW], V[p, VV], V[r, VT], V[r, VV])
+        else:
+            for i in range(6):
+                V[r, VV, i] = V[r, VT, i]
         if p >= 0:
             _crm_(V[r, VV], V[r, VT], V[r, VC])
         else:                            # a root: v = v_J, so c = v_J ×m v_J = 0 (exactly, not by round-off)
