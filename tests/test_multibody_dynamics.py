@@ -84,10 +84,13 @@ def random_tree(rng, n, *, chain=False, kinds=None, root="free", fixed_share=0.1
             q[k, 3:] = _random_quat(rng)
             qd[k] = rng.normal(size=6)
             tau[k] = rng.normal(size=6)
-    spec = tree_spec(parents=parents, kinds=kinds, mass=rng.uniform(0.5, 3.0, n),
-                     inertia=np.array([_random_inertia(rng) for _ in range(n)]), com=rng.normal(scale=0.3, size=(n, 3)),
-                     axis=axis, offset=rng.normal(scale=0.5, size=(n, 3)),
-                     rotation=np.array([_random_quat(rng) for _ in range(n)]), q=q, qd=qd)
+    inertia = np.array([_random_inertia(rng) for _ in range(n)])
+    com = rng.normal(scale=0.3, size=(n, 3))
+    offset = rng.normal(scale=0.5, size=(n, 3))
+    rotation = np.array([_random_quat(rng) for _ in range(n)])
+    rotation[rng.random(n) < 0.3] = [1.0, 0.0, 0.0, 0.0]   # joint frames along the parent's: the kernels' shortcut
+    spec = tree_spec(parents=parents, kinds=kinds, mass=rng.uniform(0.5, 3.0, n), inertia=inertia, com=com,
+                     axis=axis, offset=offset, rotation=rotation, q=q, qd=qd)
     fext = rng.normal(size=(n, 6))
     return spec, tau, fext
 
