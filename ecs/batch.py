@@ -287,6 +287,134 @@ def _count(report: BlockReport, status: np.ndarray) -> None:
         report.status_counts[int(code)] = report.status_counts.get(int(code), 0) + int(c)
 
 
+# ---------------------------------------------------------------------- cold start
+#: Estimated start-up of the helper process of :func:`warm_kernels` (interpreter, imports, scene
+#: build from cached kernels), in the units of :attr:`ecs.kernels.CompileUnit.cost` (seconds of a
+#: cold compile on the machine the costs were measured on).
+WARM_HELPER_START = 6.0
+#: Seconds the batch waits for the helper after its own share before it compiles the rest itself.
+WARM_HELPER_TIMEOUT = 600.0
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def _split_units(units: list, start: float) -> tuple[list, list]:
+    """``(here, helper)``: the split of ``units`` that ends soonest when the helper begins
+    ``start`` later (exhaustive over the few units a world lists; ties keep more here)."""
+    best, best_mask = math.inf, 0
+    n = len(units)
+    for mask in range(1 << n):
+        here = sum(u.cost for k, u in enumerate(units) if not mask >> k & 1)
+        there = sum(u.cost for k, u in enumerate(units) if mask >> k & 1)
+        end = max(here, start + there if there else 0.0)
+        if end < best:
+            best, best_mask = end, mask
+    return ([u for k, u in enumerate(units) if not best_mask >> k & 1],
+            [u for k, u in enumerate(units) if best_mask >> k & 1])
+
+
+def warm_kernels(world, source: _SceneSource | None = None, *, processes: int | None = None) -> dict[str, Any]:
+    """Compile the kernels the compiled ``world`` will launch (:meth:`ecs.world.World.compile_units`)
+    before its first frame, and on a cold numba cache share them with a helper process.
+
+    numba compiles one function at a time per process (its compiler lock, and Python's), and a
+    deployment's three phase kernels take ~70 s cold on a 2-core machine. When two or more of the
+    listed compiles are missing from the disk cache, at least two cores are free, ``processes``
+    allows it (default: ``TUMBLE_WARM_PROCESSES``, else 2) and the scene can be rebuilt
+    (``source``), one helper process rebuilds the world and compiles its share into the same
+    disk cache while this process compiles the rest (:func:`_split_units`); this process then
+    loads the helper's kernels from the cache. The machine code is the same wherever it was
+    compiled, so results are too. A helper that fails costs time only: its share is compiled here
+    and its error is reported (``helper_error``).
+
+    Returns a report: units listed, compiled (cold), ``here`` and ``helper`` (unit names),
+    ``helper_error`` and the wall ``seconds``.
+    """
+    t0 = time.perf_counter()
+    if processes is None:
+        raw = os.environ.get("TUMBLE_WARM_PROCESSES", "2")
+        try:
+            processes = int(raw)
+        except ValueError:
+            processes = 0
+        if processes < 1:
+            raise InputError("TUMBLE_WARM_PROCESSES", raw, "must be an integer >= 1 (1: compile in this process "
+                                                           "only; 2 or more: one helper process on a cold cache)")
+    units = world.compile_units()
+    cold = [u for u in units if not u.ready()]
+    here, helper = cold, []
+    if len(cold) >= 2 and processes >= 2 and _usable_cpus() >= 2 and source is not None and source.rebuildable:
+        here, helper = _split_units(cold, WARM_HELPER_START)
+    report: dict[str, Any] = {"units": len(units), "compiled": len(cold), "here": [u.name for u in here],
+                              "helper": [u.name for u in helper], "helper_error": None}
+    proc = blob = None
+    if helper:
+        import pickle
+        import subprocess
+        import tempfile
+
+        try:
+            blob = pickle.dumps((list(sys.path), pickle.dumps((source.task_payload(), [u.name for u in helper]))))
+        except Exception as exc:   # a builder pickle cannot name (a lambda, a local function): no helper
+            report["helper_error"] = f"the scene cannot be sent to a helper process: {exc}"
+            report["helper"] = []
+    if blob is not None:
+        out = tempfile.TemporaryFile()
+        boot = ("import sys, pickle; path, blob = pickle.load(sys.stdin.buffer); "
+                "sys.path[:0] = [p for p in path if p not in sys.path]; "
+                "from ecs.batch import _warm_helper; _warm_helper(blob)")
+        proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=out,
+                                stderr=subprocess.STDOUT)
+        proc.stdin.write(blob)
+        proc.stdin.close()
+    try:
+        for u in here:
+            u.compile()
+        if proc is not None:
+            try:
+                rc = proc.wait(timeout=WARM_HELPER_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+                report["helper_error"] = f"no answer within {WARM_HELPER_TIMEOUT:.0f} s (killed)"
+            if rc != 0 and report["helper_error"] is None:
+                out.seek(0)
+                lines = out.read().decode(errors="replace").strip().splitlines()
+                report["helper_error"] = f"exit {rc}: {lines[-1] if lines else 'no output'}"
+        for u in helper:              # loads what the helper compiled; compiles what it did not
+            if not u.ready():
+                u.compile()
+                report["here"].append(u.name)
+    finally:
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            out.close()
+    report["seconds"] = time.perf_counter() - t0
+    return report
+
+
+def _warm_helper(blob: bytes) -> None:
+    """The helper process of :func:`warm_kernels`: rebuild the scene, compile the named units."""
+    import pickle
+
+    payload, names = pickle.loads(blob)
+    scene = _SceneSource(*payload).build()
+    scene.world.compile(samples=1, backend="cpu")
+    units = {u.name: u for u in scene.world.compile_units()}
+    missing = [n for n in names if n not in units]
+    if missing:
+        raise SystemExit(f"the rebuilt world lists no compile units {missing}")
+    for n in names:
+        units[n].compile()
+
+
 # ---------------------------------------------------------------------- Dask task
 _TASK_LOCK = threading.Lock()
 _TASK_CACHE: dict[Any, _BlockRunner] = {}
@@ -529,6 +657,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
                  workers or 1, active=active)
     # every sample's draws, each column's rule and each system's input checks: before any work
     layout.check_inputs(scene.world, seed, samples)
+    warm = warm_kernels(scene.world, source) if not distributed and backend == "cpu" else None
 
     from . import __version__
 
@@ -639,7 +768,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
     _SUMMARY.update({"path": os.fspath(path), "samples": samples, "samples_run": invocation["samples_run"],
                      "samples_skipped": int(already), "samples_raised": int(raised), "first_error": first,
                      "seconds": time.perf_counter() - t0, "block": int(blk), "repaired": len(repaired),
-                     "stale_lock": lock.took_over})
+                     "stale_lock": lock.took_over, "warm": warm})
     return path
 
 

@@ -319,6 +319,49 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False) -> DualKerne
     return k
 
 
+@dataclass(frozen=True)
+class CompileUnit:
+    """One CPU kernel compile a bound system knows it will need: ``kernel`` (an ``njit``
+    dispatcher or a :class:`DualKernel`) called with arguments of the types of ``args`` (example
+    values: only their numba types matter). ``cost`` weighs units against each other when a cold
+    start shares them between processes (:func:`ecs.batch.warm_kernels`): a relative guess, not a
+    time."""
+
+    name: str
+    kernel: Any
+    args: tuple
+    cost: float = 1.0
+
+    @property
+    def dispatcher(self):
+        return self.kernel.cpu if isinstance(self.kernel, DualKernel) else self.kernel
+
+    def signature(self) -> tuple:
+        """The argument types a call with :attr:`args` compiles for (numba's own ``typeof``)."""
+        d = self.dispatcher
+        return tuple(d.typeof_pyval(a) for a in self.args)
+
+    def ready(self) -> bool:
+        """True when the call needs no compile: compiled in this process or in numba's disk cache.
+        A unit found on disk is loaded now (milliseconds)."""
+        d = self.dispatcher
+        sig = self.signature()
+        if sig in d.overloads:
+            return True
+        try:
+            cres = d._cache.load_overload(sig, d.targetctx)   # numba's own cache lookup (None: a miss)
+        except Exception:  # pragma: no cover - a numba without this internal: treat as a miss
+            return False
+        if cres is None:
+            return False
+        d.compile(sig)          # installs it as numba does on a cache hit
+        return True
+
+    def compile(self) -> None:
+        """Compile (or load from the disk cache) the kernel for :meth:`signature`."""
+        self.dispatcher.compile(self.signature())
+
+
 def gpu_grid(n: int) -> tuple[int, int]:
     """(blocks, threads) covering ``n`` rows (threads a multiple of the 32-lane warp)."""
     threads = min(GPU_BLOCK, 32 * max(1, (n + 31) // 32))

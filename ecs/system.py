@@ -130,6 +130,13 @@ class System(esper.Processor):
         (default)."""
         return None
 
+    def compile_units(self) -> list:
+        """The CPU kernel compiles this bound system will need (:class:`ecs.kernels.CompileUnit`):
+        a cold start compiles them before the first frame, shared between processes
+        (:func:`ecs.batch.warm_kernels`); a kernel not listed compiles on its first launch as
+        before. Default: none."""
+        return []
+
     def process(self, frame: "Frame") -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 

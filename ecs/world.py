@@ -543,6 +543,13 @@ class World:
     def column_table(self, column: str) -> Table:
         return self.table_with(column)
 
+    def compile_units(self) -> list:
+        """The CPU kernel compiles the compiled world's systems will need, in schedule order
+        (:meth:`ecs.system.System.compile_units`; :func:`ecs.batch.warm_kernels` runs them)."""
+        if not self._compiled:
+            raise RuntimeError("compile_units() needs a compiled world (World.compile)")
+        return [u for s in self._systems for u in s.compile_units()]
+
     # ------------------------------------------------------------------ frame loop
     def run(self, *, t_end: float, dt: float, record_every: int | None = None,
             record: Iterable[str] = (), final: Iterable[str] = (),

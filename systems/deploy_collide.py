@@ -311,17 +311,20 @@ class CollideProbes(System):
         """Run the collision kernel over ``rows`` (indices of COLLIDE rows)."""
         if len(rows) == 0:
             return
+        ctx.launch("collide", len(rows), *self.launch_args(ctx, rows))
+
+    def launch_args(self, ctx, rows: np.ndarray) -> tuple:
+        """The collision kernel's arguments after its row span (:meth:`resolve`)."""
         t, st, ev = ctx.table, ctx.settings, ctx.events
-        ctx.launch("collide", len(rows), rows, ctx.work, self.iwork, t["row_status"], t["row_reason"],
-                    t["probe_phase"], t["row_time"], t["row_sample"], t["body_position"], t["body_velocity"],
-                    t["body_attitude"], t["body_omega"], t["body_mass"], t["body_inertia"], ctx.jinv,
-                    t["probe_shape"], t["probe_terrain_pair"], t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta,
-                    *ctx.rotation, ctx.cs, ctx.tt["collide_rows"], self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
-                    self.sphere_dir, self.surface_type, self.ones3, self.status, self.count, st.contact_gap,
-                    st.contact_speed, st.wstar, np.int64(st.max_collision_iterations),
-                    tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow,
-                    t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
-                    t["probe_max_penetration"])
+        return (rows, ctx.work, self.iwork, t["row_status"], t["row_reason"], t["probe_phase"], t["row_time"],
+                t["row_sample"], t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"],
+                t["body_mass"], t["body_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
+                t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["collide_rows"],
+                self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir,
+                self.surface_type, self.ones3, self.status, self.count, st.contact_gap, st.contact_speed, st.wstar,
+                np.int64(st.max_collision_iterations), tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count,
+                ev.overflow, t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
+                t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("CollideProbes is launched by systems.deployment.DeploymentLoop")

@@ -353,13 +353,18 @@ class ContactProbes(Mode):
         ``t_ends[row]`` [s] (an array over the table's rows)."""
         if len(rows) == 0:
             return
+        ctx.launch("contact", len(rows), *self.launch_args(ctx, rows, t_ends))
+
+    @staticmethod
+    def launch_args(ctx, rows: np.ndarray, t_ends) -> tuple:
+        """The contact kernel's arguments after its row span (:meth:`advance`)."""
         t, st = ctx.table, ctx.settings
-        ctx.launch("contact", len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"],
-                    t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["contact_rows"],
-                    st.contact_rtol, st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap,
-                    st.settle_speed, st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch),
-                    t["probe_distance"], t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap),
-                    *ctx.recording(), *ctx.tracing())
+        return (rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"], t["probe_rolling_radius"],
+                ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["contact_rows"], st.contact_rtol,
+                st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
+                st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],
+                t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap), *ctx.recording(),
+                *ctx.tracing())
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

@@ -188,12 +188,17 @@ class FlyProbes(Mode):
         at different frames, :class:`systems.deployment.DeploymentLoop`)."""
         if len(rows) == 0:
             return
+        ctx.launch("fly", len(rows), *self.launch_args(ctx, rows, t_ends))
+
+    @staticmethod
+    def launch_args(ctx, rows: np.ndarray, t_ends) -> tuple:
+        """The fly kernel's arguments after its row span (:meth:`advance`)."""
         t, st = ctx.table, ctx.settings
-        ctx.launch("fly", len(rows), rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta,
-                    *ctx.rotation, ctx.cs, ctx.tt["fly_rows"], st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
-                    1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
-                    t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
-                    float(ctx.target.gravity.mu), *ctx.tracing())
+        return (rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs,
+                ctx.tt["fly_rows"], st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
+                1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
+                t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
+                float(ctx.target.gravity.mu), *ctx.tracing())
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

@@ -312,6 +312,14 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     if summary and summary.get("repaired"):
         out.append(f"repaired {summary['repaired']} damaged shards (missing, truncated or failing their checksums): "
                    f"their samples were recomputed (listed in the root attribute run)")
+    warm = (summary or {}).get("warm") or {}
+    if warm.get("compiled"):
+        shared = f", {len(warm['helper'])} of them in a helper process" if warm.get("helper") else ""
+        out.append(f"note     compiled {warm['compiled']} kernels before the first frame in {warm['seconds']:.1f} s "
+                   f"(numba's cache was cold{shared})")
+    if warm.get("helper_error"):
+        out.append(f"warning  compile helper: {_one_line(warm['helper_error'])}; its kernels were compiled in this "
+                   f"process instead (a slower cold start, the same results)")
     if summary and summary.get("stale_lock"):
         sl = summary["stale_lock"]
         out.append(f"note     took over a stale lock of pid {sl.get('pid')} on {sl.get('host')} (that run is gone)")

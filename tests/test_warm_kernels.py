@@ -1,0 +1,156 @@
+"""A cold start compiles the kernels a world lists before its first frame, sharing them with one
+helper process (ecs.batch.warm_kernels, docs/design.md §2 "Compile on two cores")."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import uuid
+
+import numpy as np
+import pytest
+
+from ecs import InputError, Phase, System, World
+from ecs.batch import WARM_HELPER_START, _SceneSource, _split_units, _usable_cpus, warm_kernels
+from ecs.kernels import CompileUnit
+from ecs.scene import Scene
+
+#: three kernels in a module written per test: a fresh module is a cold numba cache
+KERNELS = '''
+import numba
+
+
+@numba.njit(cache=True)
+def k0(x):
+    return x[0] + 1.0
+
+
+@numba.njit(cache=True)
+def k1(x):
+    return x[1] * 2.0
+
+
+@numba.njit(cache=True)
+def k2(x):
+    return x[2] - 3.0
+'''
+
+
+class ListsCompiles(System):
+    """A system that only lists compile units (three kernels of ``module``, cost 10 each)."""
+
+    phase = Phase.SCHEDULED
+
+    def __init__(self, module: str):
+        self.module = module
+
+    def compile_units(self) -> list:
+        m = importlib.import_module(self.module)
+        x = np.zeros(3)
+        return [CompileUnit(f"k{j}", getattr(m, f"k{j}"), (x,), cost=10.0) for j in range(3)]
+
+    def process(self, frame) -> None:
+        pass
+
+
+def warm_scene(module: str, fail_in_helper: bool = False) -> Scene:
+    """The scene builder the helper process rebuilds (by name: it is importable there)."""
+    if fail_in_helper and sys.argv[0] == "-c":      # the helper runs `python -c ...`
+        raise RuntimeError("this builder refuses to run in the helper")
+    world = World()
+    world.add_system(ListsCompiles(module))
+    return Scene(name="warm", description="compile units only", world=world, t_end=1.0, dt=1.0)
+
+
+@pytest.fixture
+def cold_module(tmp_path, monkeypatch):
+    name = "warm_kernels_" + uuid.uuid4().hex[:12]
+    (tmp_path / f"{name}.py").write_text(KERNELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def _compiled_world(source: _SceneSource):
+    scene = source.build()
+    scene.world.compile(samples=1)
+    return scene.world
+
+
+def test_the_split_ends_soonest():
+    units = [CompileUnit(n, None, (), cost=c) for n, c in (("contact", 29.0), ("collide", 20.0), ("fly", 19.0))]
+    here, helper = _split_units(units, 6.0)
+    assert [u.name for u in helper] == ["contact"] and [u.name for u in here] == ["collide", "fly"]
+    # not worth a helper: two short compiles end sooner here than one after the helper's start
+    short = [CompileUnit(n, None, (), cost=2.0) for n in "ab"]
+    assert _split_units(short, 6.0) == (short, [])
+
+
+@pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
+def test_a_cold_start_compiles_one_share_in_a_helper_process(cold_module):
+    source = _SceneSource(warm_scene, {"module": cold_module})
+    world = _compiled_world(source)
+    report = warm_kernels(world, source, processes=2)
+    # 3 units of cost 10, the helper starting WARM_HELPER_START later: one unit goes to it
+    assert WARM_HELPER_START < 10.0
+    assert report["compiled"] == 3 and report["helper_error"] is None
+    assert len(report["helper"]) == 1 and sorted(report["here"] + report["helper"]) == ["k0", "k1", "k2"]
+    m = importlib.import_module(cold_module)
+    for u in world.compile_units():
+        stats = u.dispatcher.stats
+        if u.name in report["helper"]:   # compiled by the helper: loaded here from numba's disk cache
+            assert sum(stats.cache_hits.values()) == 1 and not stats.cache_misses
+        else:                            # compiled here
+            assert sum(stats.cache_misses.values()) == 1
+        assert u.signature() in u.dispatcher.overloads
+    assert (m.k0(np.zeros(3)), m.k1(np.ones(3)), m.k2(np.zeros(3))) == (1.0, 2.0, -3.0)
+    again = warm_kernels(world, source, processes=2)
+    assert again["compiled"] == 0 and again["helper"] == []
+
+
+@pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
+def test_a_failing_helper_costs_time_only(cold_module):
+    source = _SceneSource(warm_scene, {"module": cold_module, "fail_in_helper": True})
+    world = _compiled_world(source)
+    report = warm_kernels(world, source, processes=2)
+    assert "this builder refuses to run in the helper" in report["helper_error"]
+    assert sorted(report["here"]) == ["k0", "k1", "k2"]       # the helper's share was compiled here
+    assert all(u.signature() in u.dispatcher.overloads for u in world.compile_units())
+
+
+@pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
+def test_a_scene_that_cannot_travel_is_compiled_here_and_says_why(cold_module):
+    source = _SceneSource(lambda: warm_scene(cold_module), {})     # a lambda does not pickle
+    world = _compiled_world(source)
+    report = warm_kernels(world, source, processes=2)
+    assert "cannot be sent to a helper process" in report["helper_error"]
+    assert report["helper"] == [] and sorted(report["here"]) == ["k0", "k1", "k2"]
+    assert all(u.signature() in u.dispatcher.overloads for u in world.compile_units())
+
+
+def test_one_process_when_asked_and_a_clear_error_for_a_bad_setting(cold_module, monkeypatch):
+    source = _SceneSource(warm_scene, {"module": cold_module})
+    world = _compiled_world(source)
+    monkeypatch.setenv("TUMBLE_WARM_PROCESSES", "two")
+    with pytest.raises(InputError, match="TUMBLE_WARM_PROCESSES.*two.*integer >= 1"):
+        warm_kernels(world, source)
+    monkeypatch.setenv("TUMBLE_WARM_PROCESSES", "1")
+    report = warm_kernels(world, source)
+    assert report["compiled"] == 3 and report["helper"] == [] and sorted(report["here"]) == ["k0", "k1", "k2"]
+
+
+def test_the_deployment_lists_the_kernels_its_launches_use():
+    """DeploymentLoop.compile_units names each phase kernel with the argument types of its real
+    launches: after warm_kernels, running the deployment compiles nothing more."""
+    from scenes.registry import load_scene
+
+    scene = load_scene("deploy-cube", gravity="point_mass")
+    world = scene.world
+    world.compile(samples=4)
+    report = warm_kernels(world, None)
+    units = world.compile_units()
+    assert [u.name for u in units] == ["deployment.contact", "deployment.collide", "deployment.fly"]
+    assert report["units"] == 3
+    before = {u.name: set(u.dispatcher.overloads) for u in units}
+    world.run(t_end=scene.t_end, dt=scene.dt)
+    assert {u.name: set(u.dispatcher.overloads) for u in units} == before
+    assert np.all(world.table_with("probe_phase")["row_status"] != 0)       # every sample ran to an end state
