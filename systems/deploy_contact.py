@@ -56,7 +56,7 @@ from components.contact_params import PAIR_CRR, PAIR_F
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
-from systems.modes import Mode
+from systems.modes import KernelMode
 from systems.collision import cross_call, dual_call, quat_rotate_call
 from systems.contact_motion import CONTACT_ACTIVE
 from systems.deploy_physics import (CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
@@ -336,7 +336,7 @@ contact_rows = dual(_contact_rows, inline=False, nogil=True)
 
 
 
-class ContactProbes(Mode):
+class ContactProbes(KernelMode):
     """CONTACT phase: advance every row in contact motion (module docstring).
 
     Launched by :class:`systems.deployment.DeploymentLoop`.
@@ -348,16 +348,9 @@ class ContactProbes(Mode):
     reads = ("probe_phase",)
     writes = ("body_position", "body_velocity", "body_attitude", "body_omega")
 
-    def advance(self, ctx, rows: np.ndarray, t_ends: np.ndarray) -> None:
-        """Run the contact kernel over ``rows`` (indices of CONTACT rows), each up to its frame end
-        ``t_ends[row]`` [s] (an array over the table's rows)."""
-        if len(rows) == 0:
-            return
-        ctx.launch("contact", len(rows), *self.launch_args(ctx, rows, t_ends))
-
     @staticmethod
     def launch_args(ctx, rows: np.ndarray, t_ends) -> tuple:
-        """The contact kernel's arguments after its row span (:meth:`advance`)."""
+        """The contact kernel's arguments after its row span (:meth:`KernelMode.advance`)."""
         t, st = ctx.table, ctx.settings
         return (rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"], t["probe_rolling_radius"],
                 ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["contact_rows"], st.contact_rtol,
@@ -365,6 +358,3 @@ class ContactProbes(Mode):
                 st.settle_rate, st.settle_hold, np.int64(st.steps_per_launch), t["probe_distance"],
                 t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap), *ctx.recording(),
                 *ctx.tracing())
-
-    def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
-        raise RuntimeError("ContactProbes is launched by systems.deployment.DeploymentLoop")

@@ -41,7 +41,7 @@ import numpy as np
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
-from systems.modes import Mode
+from systems.modes import KernelMode
 from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
                                     escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
@@ -169,7 +169,7 @@ fly_rows = dual(_fly_rows, inline=False, nogil=True)
 
 
 
-class FlyProbes(Mode):
+class FlyProbes(KernelMode):
     """FLY phase: advance every flying probe row past the frame end or to its next event.
 
     Owned and launched by :class:`systems.deployment.DeploymentLoop` (which passes the shared
@@ -182,23 +182,12 @@ class FlyProbes(Mode):
     reads = ("probe_phase",)
     writes = ("body_position", "body_velocity", "body_attitude", "body_omega")
 
-    def advance(self, ctx, rows: np.ndarray, t_ends: np.ndarray) -> None:
-        """Run the fly kernel over ``rows`` (indices of FLY rows), each up to its frame end
-        ``t_ends[row]`` [s] (an array over the table's rows: rows of a streaming active set entered
-        at different frames, :class:`systems.deployment.DeploymentLoop`)."""
-        if len(rows) == 0:
-            return
-        ctx.launch("fly", len(rows), *self.launch_args(ctx, rows, t_ends))
-
     @staticmethod
     def launch_args(ctx, rows: np.ndarray, t_ends) -> tuple:
-        """The fly kernel's arguments after its row span (:meth:`advance`)."""
+        """The fly kernel's arguments after its row span (:meth:`KernelMode.advance`)."""
         t, st = ctx.table, ctx.settings
         return (rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs,
                 ctx.tt["fly_rows"], st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
                 1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
                 t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
                 float(ctx.target.gravity.mu), *ctx.tracing())
-
-    def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
-        raise RuntimeError("FlyProbes is launched by systems.deployment.DeploymentLoop")

@@ -93,6 +93,25 @@ class Mode(System):
         raise RuntimeError(f"{self.name} is a mode: its mode loop launches it over the rows in it")
 
 
+class KernelMode(Mode):
+    """A mode stepped by one span kernel that the loop's context launches by this mode's key,
+    ``ctx.launch(key, n, *args)`` (the deployment's fly and contact phases,
+    :meth:`systems.deployment.DeployContext.launch`): a subclass gives the kernel's arguments after
+    its row span (:meth:`launch_args`), which :meth:`advance` and the kernel's compile unit
+    (:meth:`ecs.system.System.compile_units`) both use."""
+
+    def advance(self, ctx, rows: np.ndarray, t_end: np.ndarray) -> None:
+        """Run this mode's kernel over ``rows``, each up to its frame end ``t_end[row]`` [s] (an
+        array over the table's rows: rows of a streaming active set entered at different frames)."""
+        if len(rows):
+            ctx.launch(self.key, len(rows), *self.launch_args(ctx, rows, t_end))
+
+    @staticmethod
+    def launch_args(ctx, rows: np.ndarray, t_end) -> tuple:  # pragma: no cover - abstract
+        """The kernel's arguments after its row span, for ``rows`` and frame ends ``t_end``."""
+        raise NotImplementedError
+
+
 class RowShare:
     """Rows handed from busy workers to idle ones within one frame (:meth:`ModeLoop.process`).
 
