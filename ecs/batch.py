@@ -334,6 +334,20 @@ def _split_units(units: list, start: float) -> tuple[list, list]:
             [u for k, u in enumerate(units) if best_mask >> k & 1])
 
 
+def warm_processes() -> int:
+    """``TUMBLE_WARM_PROCESSES`` (default 2): 1 compiles in this process only, 2 or more lets
+    :func:`warm_kernels` start one helper process on a cold cache."""
+    raw = os.environ.get("TUMBLE_WARM_PROCESSES", "2")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise InputError("TUMBLE_WARM_PROCESSES", raw, "must be an integer >= 1 (1: compile in this process "
+                                                       "only; 2 or more: one helper process on a cold cache)")
+    return n
+
+
 def warm_kernels(world, source: _SceneSource | None = None, *, processes: int | None = None) -> dict[str, Any]:
     """Compile the kernels the compiled ``world`` will launch (:meth:`ecs.world.World.compile_units`)
     before its first frame, and on a cold numba cache share them with a helper process.
@@ -341,7 +355,7 @@ def warm_kernels(world, source: _SceneSource | None = None, *, processes: int | 
     numba compiles one function at a time per process (its compiler lock, and Python's), and a
     deployment's three phase kernels take ~70 s cold on a 2-core machine. When two or more of the
     listed compiles are missing from the disk cache, at least two cores are free, ``processes``
-    allows it (default: ``TUMBLE_WARM_PROCESSES``, else 2) and the scene can be rebuilt
+    allows it (default: :func:`warm_processes`) and the scene can be rebuilt
     (``source``), one helper process rebuilds the world and compiles its share into the same
     disk cache while this process compiles the rest (:func:`_split_units`); this process then
     loads the helper's kernels from the cache. The machine code is the same wherever it was
@@ -353,14 +367,7 @@ def warm_kernels(world, source: _SceneSource | None = None, *, processes: int | 
     """
     t0 = time.perf_counter()
     if processes is None:
-        raw = os.environ.get("TUMBLE_WARM_PROCESSES", "2")
-        try:
-            processes = int(raw)
-        except ValueError:
-            processes = 0
-        if processes < 1:
-            raise InputError("TUMBLE_WARM_PROCESSES", raw, "must be an integer >= 1 (1: compile in this process "
-                                                           "only; 2 or more: one helper process on a cold cache)")
+        processes = warm_processes()
     units = world.compile_units()
     cold = [u for u in units if not u.ready()]
     here, helper = cold, []
@@ -663,6 +670,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         if why:
             raise BackendError(why)
 
+    processes = warm_processes()       # checked before any work, used once the store is ready
     source = _SceneSource(scene_or_builder, params, loader, event_capacity)
     if workers is not None or scheduler is not None:
         source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
@@ -674,7 +682,6 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
                  workers or 1, active=active)
     # every sample's draws, each column's rule and each system's input checks: before any work
     layout.check_inputs(scene.world, seed, samples)
-    warm = warm_kernels(scene.world, source) if not distributed and backend == "cpu" else None
 
     from . import __version__
 
@@ -741,6 +748,10 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         # how samples are grouped, so finished samples are never recomputed)
         todo = [runs for runs in (_not_done_runs(done, a, b) for a, b in _blocks(samples, blk)) if runs]
         already = int(done.sum())
+        # a cold start compiles the kernels the blocks will launch first, on two cores (not for a
+        # resume with nothing left to run, nor for Dask, whose workers compile their own)
+        warm = (warm_kernels(scene.world, source, processes=processes)
+                if todo and not distributed and backend == "cpu" else None)
         invocation = {"command_line": command_line,
                       "block": int(blk), "active": int(active), "executor": (f"dask LocalCluster, {workers} workers" if workers else
                                                       f"dask scheduler {scheduler}" if scheduler else "in-process"),

@@ -154,3 +154,25 @@ def test_the_deployment_lists_the_kernels_its_launches_use():
     world.run(t_end=scene.t_end, dt=scene.dt)
     assert {u.name: set(u.dispatcher.overloads) for u in units} == before
     assert np.all(world.table_with("probe_phase")["row_status"] != 0)       # every sample ran to an end state
+
+
+DRIFT = str(__import__("pathlib").Path(__file__).resolve().parent / "scenes_for_tests" / "drift.py")
+
+
+def test_a_bad_setting_is_refused_before_the_store_exists(tmp_path, monkeypatch):
+    from tumble import run_batch
+
+    monkeypatch.setenv("TUMBLE_WARM_PROCESSES", "0")
+    with pytest.raises(InputError, match="TUMBLE_WARM_PROCESSES"):
+        run_batch(DRIFT, samples=4, out=tmp_path / "s.zarr")
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_resume_with_nothing_left_warms_nothing(tmp_path):
+    from ecs.batch import last_summary
+    from tumble import run_batch
+
+    run_batch(DRIFT, samples=4, out=tmp_path / "s.zarr")
+    assert last_summary()["warm"]["units"] == 0          # drift lists no compile units; it was asked
+    run_batch(DRIFT, samples=4, out=tmp_path / "s.zarr", resume=True)
+    assert last_summary()["warm"] is None                # nothing to run: nothing compiled
