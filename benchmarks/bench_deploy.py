@@ -68,6 +68,18 @@ The commit's first
 subprocess compiles every numba kernel (a fresh worktree has no numba cache: minutes on a 2-core
 machine; inside its untimed warm-up); the in-process tumble runs above are measured too, so the
 current tree has an in-process and a subprocess figure (they differ by the machine's drift only).
+
+``--backend gpu`` (issue 17): the same batch on the GPU backend and on the CPU backend (all numba
+threads) of the current tree, in interleaved pairs of fresh subprocesses (GPU, CPU, GPU, ...;
+``--repeat`` pairs), each timed as above (``World.compile`` + ``World.run`` after an untimed
+2-sample warm-up; the GPU run ends with ``cuda.synchronize()``). Reported: trajectories/s of
+both, the ratio per pair (CPU time / GPU time), its median and the ratio of the means; the
+device's memory (the CuPy pool's high-water mark, i.e. what tumble's arrays took, and the device's
+memory in use after the run); kernel launches per trajectory (``ModeLoop.launch_count``); and
+whether the two backends agree in distribution on the same inputs: each status count and the
+mean settling time within 3 standard errors, plus the largest first-impact difference (the
+backends round differently, docs/design.md §8.5). Goal: >= 20,000 trajectories/s on one H100.
+No reference and no ``--against`` in this mode. Stored in ``benchmarks/results/deploy_gpu.json``.
 """
 
 from __future__ import annotations
@@ -143,15 +155,37 @@ final = tuple(a["finals"])
 import inspect
 streams = bool(a.get("active")) and "active" in inspect.signature(w.compile).parameters
 
+backend = a.get("backend", "cpu")
+kw = {"backend": backend} if backend != "cpu" else {}      # older trees: no backend argument needed
+
+def sync():
+    if backend == "gpu" and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        from numba import cuda
+        cuda.synchronize()
+
 def once(k):
     o = {c: x[:k] for c, x in ov.items()}
     c0, p0 = time.perf_counter(), time.process_time()
-    w.compile(samples=k, overrides=o, **({"active": int(a["active"])} if streams else {}))
+    w.compile(samples=k, overrides=o, **kw, **({"active": int(a["active"])} if streams else {}))
     r = w.run(t_end=scene.t_end, dt=scene.dt, final=final)
+    sync()
     return time.perf_counter() - c0, time.process_time() - p0, r
 
 warm_s, _, _ = once(min(2, n))       # untimed: numba compilation / cache loading
 wall, cpu, r = once(n)               # timed: World.compile + World.run of the batch
+launches = None
+for s in w.systems:
+    if hasattr(s, "launch_count") and backend == "gpu":
+        launches = dict(s.launch_count)
+device = {}
+if backend == "gpu" and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+    import cupy
+    from numba import cuda
+    pool = cupy.get_default_memory_pool()
+    free, total = cuda.current_context().get_memory_info()
+    device = {"pool_high_water_bytes": int(pool.total_bytes()), "pool_used_bytes": int(pool.used_bytes()),
+              "device_used_bytes": int(total - free), "device_total_bytes": int(total),
+              "device_name": str(cuda.get_current_device().name)}
 status = [int(c) for c in np.asarray(r.status).reshape(n)]
 try:
     from components.status import Status
@@ -166,6 +200,7 @@ print(__MARK__ + json.dumps({
     "wall_s": wall, "cpu_s": cpu, "warmup_s": warm_s, "scene_build_s": build_s,
     "import_s": t0 - t_import, "samples": n, "seed": seed, "numba_threads": numba.get_num_threads(),
     "ecs_file": os.path.abspath(ecs.__file__), "inputs_sha256": h.hexdigest(), "streams": streams,
+    "backend": backend, "launches": launches, "device": device,
     "status": status, "status_counts": counts, "finals": finals}))
 '''.replace("__MARK__", repr(_MARK))
 
@@ -394,6 +429,96 @@ def _against(args, current: Path, sha: str, threads: int | None) -> dict:
     }
 
 
+# ---------------------------------------------------------------------------------------- --backend gpu
+#: Issue 17's throughput goal on one H100 (1,000x the seed's 20 trajectories/s on a GTX 1080 Ti).
+GOAL_GPU_TRAJ_PER_S = 20_000.0
+
+
+def _agreement(gpu: dict, cpu: dict, n: int) -> dict:
+    """Do the two backends' batches agree within sampling error? Same inputs on both, so the
+    samples are paired; the backends differ in rounding (FMA contraction, libdevice against libm:
+    docs/design.md §2), which chaotic bouncing amplifies, so single samples may differ while the
+    statistics must not. Status: each status's count differs by at most 3 standard errors of a
+    difference of two binomial counts, ``3 sqrt(2 n p (1 - p))`` (p pooled). Settling time: the
+    means of the settled samples differ by at most 3 combined standard errors."""
+    out: dict = {"status": {}, "ok": True}
+    sa, sb = np.asarray(gpu["status"]), np.asarray(cpu["status"])
+    for code in sorted(set(sa.tolist()) | set(sb.tolist())):
+        ca, cb = int((sa == code).sum()), int((sb == code).sum())
+        p = (ca + cb) / (2.0 * n)
+        tol = 3.0 * math.sqrt(2.0 * n * p * (1.0 - p))
+        ok = abs(ca - cb) <= max(tol, 1.0)
+        out["status"][Status(code).name.lower()] = {"gpu": ca, "cpu": cb, "tolerance": tol, "ok": ok}
+        out["ok"] &= ok
+    ta = np.asarray(gpu["finals"].get("probe_settle_time", []), float)
+    tb = np.asarray(cpu["finals"].get("probe_settle_time", []), float)
+    ta, tb = ta[(sa == Status.SETTLED) & np.isfinite(ta)], tb[(sb == Status.SETTLED) & np.isfinite(tb)]
+    if len(ta) > 1 and len(tb) > 1:
+        se = math.sqrt(ta.var(ddof=1) / len(ta) + tb.var(ddof=1) / len(tb))
+        d = float(ta.mean() - tb.mean())
+        ok = abs(d) <= 3.0 * se
+        out["settle_time"] = {"gpu_mean_s": float(ta.mean()), "cpu_mean_s": float(tb.mean()), "difference_s": d,
+                              "standard_error_s": se, "ok": ok}
+        out["ok"] &= ok
+    fa = np.asarray(gpu["finals"].get("probe_first_impact_time", []), float)
+    fb = np.asarray(cpu["finals"].get("probe_first_impact_time", []), float)
+    both = np.isfinite(fa) & np.isfinite(fb) if fa.shape == fb.shape else np.zeros(0, bool)
+    out["max_first_impact_difference_s"] = float(np.abs(fa - fb)[both].max()) if both.any() else math.nan
+    out["samples_with_different_status"] = int((sa != sb).sum())
+    return out
+
+
+def _backends(args, current: Path, threads: int | None) -> dict:
+    """``--backend gpu``: the batch on the GPU backend and on the CPU backend (all cores), same tree,
+    same inputs, interleaved pairs of fresh subprocesses (GPU, CPU, GPU, CPU, ...)."""
+    pairs = max(1, args.repeat)
+    job = {"samples": args.samples, "seed": args.seed, "gravity": args.gravity, "finals": list(FINALS),
+           "active": None}
+    print(f"\n--backend gpu: deploy-cube batch of {args.samples} (seed {args.seed}, gravity {args.gravity}) on the "
+          f"GPU backend and on the CPU backend, each timed batch (World.compile + World.run, after an untimed "
+          f"2-sample warm-up) in a fresh subprocess, {pairs} interleaved pairs")
+    gpu_runs: list[dict] = []
+    cpu_runs: list[dict] = []
+    for i in range(pairs):
+        g = _run_tree(current, dict(job, backend="gpu"), threads)
+        c = _run_tree(current, dict(job, backend="cpu"), threads)
+        gpu_runs.append(g)
+        cpu_runs.append(c)
+        print(f"  pair {i + 1}: gpu {g['wall_s']:.3f} s, cpu {c['wall_s']:.3f} s ({c['numba_threads']} threads) -> "
+              f"ratio {c['wall_s'] / g['wall_s']:.2f}; load average {_load_str(_load())}")
+    n = args.samples
+    tg = [r["wall_s"] / n for r in gpu_runs]
+    tc = [r["wall_s"] / n for r in cpu_runs]
+    pair_ratios = [c / g for g, c in zip(tg, tc)]
+    tps = 1.0 / _mean(tg)
+    print(f"  gpu: {tps:,.1f} trajectories/s (mean over {pairs} runs{_spread(tg, 1e6, 'us')}); cpu: "
+          f"{1 / _mean(tc):,.1f} trajectories/s on {cpu_runs[0]['numba_threads']} threads")
+    print(f"  ratio (cpu time / gpu time): per pair {', '.join(f'{r:.2f}' for r in pair_ratios)}; median "
+          f"{_median(pair_ratios):.2f}; mean vs mean {_mean(tc) / _mean(tg):.2f}")
+    dev = max((r.get("device") or {} for r in gpu_runs), key=lambda d: d.get("pool_high_water_bytes", 0))
+    if dev:
+        print(f"  device {dev['device_name']}: tumble's arrays peaked at {dev['pool_high_water_bytes'] / 2**20:,.0f} MiB "
+              f"(CuPy pool high-water mark); {dev['device_used_bytes'] / 2**20:,.0f} MiB of "
+              f"{dev['device_total_bytes'] / 2**20:,.0f} MiB in use after the run (context and numba's included)")
+    launches = gpu_runs[-1].get("launches") or {}
+    per_traj = sum(launches.values()) / n if launches else math.nan
+    print(f"  kernel launches of the last gpu run: {sum(launches.values()):,} ({per_traj:.3f} per trajectory; "
+          f"by mode {launches})")
+    agree = _agreement(gpu_runs[-1], cpu_runs[-1], n)
+    print(f"  statistics (paired samples, 3 standard errors): status {agree['status']}; settling time "
+          f"{agree.get('settle_time')}; {agree['samples_with_different_status']} samples end in a different status; "
+          f"largest first-impact difference {_fmt(agree['max_first_impact_difference_s'], '.2e')} s -> "
+          f"{'AGREE' if agree['ok'] else 'DIFFER'}")
+    print(f"  goal >= {GOAL_GPU_TRAJ_PER_S:,.0f} trajectories/s: {'PASS' if tps >= GOAL_GPU_TRAJ_PER_S else 'FAIL'}")
+    return {"pairs": pairs, "gpu_wall_s": [r["wall_s"] for r in gpu_runs], "cpu_wall_s": [r["wall_s"] for r in cpu_runs],
+            "gpu_warmup_s": [r["warmup_s"] for r in gpu_runs], "cpu_threads": cpu_runs[0]["numba_threads"],
+            "gpu_trajectories_per_s": tps, "cpu_trajectories_per_s": 1.0 / _mean(tc),
+            "ratio_definition": "cpu s/trajectory / gpu s/trajectory", "pair_ratios": pair_ratios,
+            "median_pair_ratio": _median(pair_ratios), "ratio_of_means": _mean(tc) / _mean(tg), "device": dev,
+            "launches": launches, "launches_per_trajectory": per_traj, "agreement": agree,
+            "goal_trajectories_per_s": GOAL_GPU_TRAJ_PER_S, "pass": tps >= GOAL_GPU_TRAJ_PER_S}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="tumble bench deploy", description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=200, help="trajectories in tumble's batch (default 200)")
@@ -419,12 +544,31 @@ def main(argv=None) -> dict:
     ap.add_argument("--against", metavar="COMMIT", default=None,
                     help="also time the same batch on COMMIT of this repository (a temporary git worktree), "
                          "interleaved with the current tree, each batch in a fresh subprocess")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "gpu"),
+                    help="gpu: time the batch on the GPU backend against the CPU backend (all cores) of this tree, "
+                         "interleaved subprocess pairs, with device memory, kernel launches and the statistics of "
+                         "both (no reference, no --against)")
     ap.add_argument("--out", type=Path, default=None, help="JSON result path (default benchmarks/results/deploy.json)")
     args = ap.parse_args(argv)
     if args.samples < 1 or args.reference_samples < 0 or args.repeat < 1:
         ap.error("--samples and --repeat must be >= 1, --reference-samples >= 0")
 
     repo = Path(__file__).resolve().parents[1]
+    if args.backend == "gpu":
+        from ecs.kernels import gpu_backend_error
+
+        why = gpu_backend_error()
+        if why:
+            ap.error(why)
+        info = machine_info()
+        print(f"machine: {info.get('cpu_model', info['processor'])}, {info['cpu_count']} cpus, numba {info['numba']}, "
+              f"numpy {info['numpy']}, python {info['python']}, {info['platform']}")
+        result = _backends(args, repo, args.threads)
+        payload = {"scene": "deploy-cube", "gravity": args.gravity, "rocks": False, "seed": args.seed,
+                   "samples": args.samples, "backend": "gpu", **result}
+        path = save("deploy_gpu", _json_safe(payload), path=args.out, machine=info)
+        print(f"saved {path}")
+        return payload
     against_sha = _resolve_commit(repo, args.against) if args.against else None   # fail before the long part
 
     import numba

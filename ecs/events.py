@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kernels import cuda_simulated, to_host
+from .kernels import device_array, to_host
 
 
 @dataclass
@@ -51,15 +51,13 @@ class EventLog:
         self.fields[name] = f
 
     def allocate(self, samples: int, backend: str) -> None:
-        xp = np
-        if backend == "gpu" and not cuda_simulated():
-            import cupy as xp  # noqa: N813
+        dev = device_array if backend == "gpu" else (lambda a: a)
         self.arrays = {}
         for f in self.fields.values():
             fill = np.nan if np.issubdtype(f.dtype, np.floating) else -1
-            self.arrays[f.name] = xp.full((samples, self.capacity) + f.shape, fill, dtype=f.dtype)
-        self.count = xp.zeros(samples, np.int32)
-        self.overflow = xp.zeros(samples, np.int8)
+            self.arrays[f.name] = dev(np.full((samples, self.capacity) + f.shape, fill, dtype=f.dtype))
+        self.count = dev(np.zeros(samples, np.int32))
+        self.overflow = dev(np.zeros(samples, np.int8))
 
     def to_host(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         ev = {k: to_host(v) for k, v in self.arrays.items()}

@@ -378,47 +378,182 @@ def array_module(a):
     return np
 
 
+#: Under the CUDA simulator, make device arrays :class:`SimDeviceArray` (``TUMBLE_CUDASIM_STRICT=1``):
+#: host code that touches them other than through kernels and explicit copies then fails, as it
+#: does on a device. Read when an array is made (:func:`device_array`).
+def sim_strict() -> bool:
+    return cuda_simulated() and os.environ.get("TUMBLE_CUDASIM_STRICT", "0") == "1"
+
+
+class SimDeviceArray(np.ndarray):
+    """A device array as the CUDA simulator's strict mode keeps it (:func:`sim_strict`): a numpy
+    array that only kernels and explicit copies may touch, as on a device.
+
+    Refused with ``TypeError``: numpy ufuncs and functions on it (``col == 1``, ``np.flatnonzero``),
+    fancy indexing (``col[rows]``), and a CPU (``njit``) kernel taking it. Allowed: CUDA kernel
+    launches (the simulator copies each array in and back with ``np.copy``/``np.copyto``), element
+    and slice access (what a kernel body does), attributes and views (``shape``, ``reshape``),
+    :meth:`get` (a host copy, like CuPy's) and :meth:`set`. A CuPy array allows more (its own
+    ufuncs and fancy indexing run on the device), so code that passes here runs on a device too.
+    """
+
+    #: leave numba's fast typeof path, which would take a subclass for a plain array
+    __numba_array_subtype_dispatch__ = True
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise TypeError(f"numpy ufunc {ufunc.__name__} on a device array: launch a kernel or copy it to the host "
+                        f"(ecs.kernels.to_host)")
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.copyto or func is np.copy:        # the simulator's own transfers
+            args = tuple(a.view(np.ndarray) if isinstance(a, SimDeviceArray) else a for a in args)
+            return func(*args, **kwargs)
+        raise TypeError(f"np.{func.__name__} on a device array: launch a kernel or copy it to the host "
+                        f"(ecs.kernels.to_host)")
+
+    @staticmethod
+    def _check_key(key) -> None:
+        for k in key if isinstance(key, tuple) else (key,):
+            if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))):
+                raise TypeError(f"index {type(k).__name__} into a device array from the host: launch a kernel")
+
+    def __getitem__(self, key):
+        self._check_key(key)
+        return super().__getitem__(key)
+
+    def __setitem__(self, key, value):
+        self._check_key(key)
+        if isinstance(value, np.ndarray) and not isinstance(value, SimDeviceArray) and value.ndim:
+            raise TypeError("host array assigned into a device array: use ecs.kernels.copy_into")
+        super().__setitem__(key, value)
+
+    def get(self) -> np.ndarray:
+        """A host copy (CuPy's ``get``)."""
+        return np.array(self.view(np.ndarray))
+
+    def set(self, host) -> None:
+        """Copy the host array ``host`` (same shape) into this one (CuPy's ``set``)."""
+        np.copyto(self.view(np.ndarray), host)
+
+
+def _refuse_in_njit():
+    from numba.core.typing.typeof import typeof_impl
+
+    @typeof_impl.register(SimDeviceArray)
+    def _typeof(val, c):
+        raise TypeError("a CPU (njit) kernel was given a device array: launch its GPU twin")
+
+
+_refuse_in_njit()
+
+
+def device_array(a):
+    """A copy of host array ``a`` on the GPU backend's device: a CuPy array on a device; under the
+    CUDA simulator a writable numpy copy (it writes every array argument back after a launch), or
+    a :class:`SimDeviceArray` in strict mode."""
+    a = np.asarray(a)
+    if not cuda_simulated():
+        import cupy
+
+        return cupy.asarray(a)
+    if sim_strict():
+        return np.array(a).view(SimDeviceArray)
+    return np.array(a)
+
+
+def copy_into(dst, host) -> None:
+    """Copy host array ``host`` into ``dst`` (numpy, CuPy or simulated device array; same shape)."""
+    if isinstance(dst, np.ndarray) and not isinstance(dst, SimDeviceArray):
+        dst[...] = host
+    else:
+        dst.set(np.ascontiguousarray(host, dtype=dst.dtype))
+
+
 def to_backend(backend: str, args: tuple) -> tuple:
-    """The arrays among ``args`` (a resource's, read-only) as a kernel launch on ``backend`` takes
-    them, copied once at bind: unchanged on the CPU, CuPy copies on a device, and writable numpy
-    copies under the CUDA simulator (it writes every array argument back after a launch)."""
+    """The arrays among ``args`` as a kernel launch on ``backend`` takes them, copied once at bind:
+    unchanged on the CPU, device copies on the GPU backend (:func:`device_array`); a tuple among
+    them is copied element by element and made a kernel tuple (:func:`kernel_tuple`)."""
     if backend != "gpu":
         return tuple(args)
-    if cuda_simulated():
-        return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
-    import cupy
+    return tuple(device_array(a) if isinstance(a, np.ndarray) else kernel_tuple(to_backend(backend, a))
+                 if isinstance(a, tuple) else a for a in args)
 
-    return tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+
+def kernel_tuple(items) -> tuple:
+    """``items`` (device arrays, numbers, nested tuples) as one tuple argument of a CUDA kernel.
+
+    On a device, each CuPy array becomes a numba view of the same memory
+    (``numba.cuda.as_cuda_array``): numba's CUDA dispatcher accepts a CuPy array as an argument of
+    its own (through ``__cuda_array_interface__``) but types a tuple's members with the CPU rules,
+    which know only numba's device arrays. Under the simulator: the items as they are.
+    """
+    if cuda_simulated():
+        return tuple(items)
+    from numba import cuda
+
+    def view(a):
+        if isinstance(a, tuple):
+            return kernel_tuple(a)
+        if cuda.is_cuda_array(a) and not cuda.devicearray.is_cuda_ndarray(a):
+            return cuda.as_cuda_array(a)
+        return a
+
+    return tuple(view(a) for a in items)
 
 
 def to_host(a):
-    """A numpy copy of a numpy or cupy array (no copy for numpy)."""
-    if hasattr(a, "get") and not isinstance(a, np.ndarray):
+    """A numpy copy of a numpy, CuPy or simulated device array (no copy for numpy)."""
+    if isinstance(a, SimDeviceArray) or (hasattr(a, "get") and not isinstance(a, np.ndarray)):
         return a.get()
     if hasattr(a, "copy_to_host"):
         return a.copy_to_host()
     return np.asarray(a)
 
 
+@dataclass
+class DeviceRows:
+    """An index list built on the device (seed 004 §2.7.3): the rows ``ids[:count[0]]``, whose
+    number only the device knows; ``bound`` (known on the host) is at least that number and sizes
+    a launch over them (:func:`launch_span`): threads past ``count[0]`` return at once, so no
+    launch waits for the host to read a count."""
+
+    ids: Any
+    count: Any
+    bound: int
+
+    def __len__(self) -> int:
+        return self.bound
+
+
+def listed(rows):
+    """The index array of ``rows``: an index array itself, or a :class:`DeviceRows`'s ``ids``."""
+    return rows.ids if isinstance(rows, DeviceRows) else rows
+
+
 #: Generated CUDA drivers by (kernel, argument count, call form).
 _GPU_DRIVERS: dict = {}
 
 
-def _gpu_driver(kernel, nargs: int, lead: str):
+def _gpu_driver(kernel, nargs: int, lead: str, bound: str = "n"):
     """A ``@cuda.jit`` driver calling ``kernel``'s GPU twin as ``fn({lead}a0, a1, ...)`` in thread
-    ``i < n`` (built once, lazily)."""
-    key = (id(kernel), nargs, lead)
+    ``i < {bound}`` (built once, lazily)."""
+    names = ", ".join(f"a{j}" for j in range(nargs))
+    return _generated(kernel, (nargs, lead, bound), f"def _driver(n, {names}):\n"
+                                                    f"    i = cuda.grid(1)\n"
+                                                    f"    if i < {bound}:\n"
+                                                    f"        fn({lead}{names})\n")
+
+
+def _generated(kernel, key: tuple, src: str):
+    """The ``@cuda.jit`` kernel ``_driver`` defined by ``src``, in which ``fn`` is ``kernel``'s GPU
+    twin (built once per kernel and ``key``)."""
+    key = (id(kernel), *key)
     k = _GPU_DRIVERS.get(key)
     if k is None:
         from numba import cuda
 
-        names = ", ".join(f"a{j}" for j in range(nargs))
-        src = (f"def _driver(n, {names}):\n"
-               f"    i = cuda.grid(1)\n"
-               f"    if i < n:\n"
-               f"        fn({lead}{names})\n")
         ns = {"cuda": cuda, "fn": gpu_function(kernel)}
-        exec(src, ns)  # noqa: S102 - generated driver, source fully determined above
+        exec(src, ns)  # noqa: S102 - generated driver, source fully determined by the caller
         k = cuda.jit(ns["_driver"])
         _GPU_DRIVERS[key] = k
     return k
@@ -441,16 +576,55 @@ def gpu_span_kernel(span, nargs: int):
     return _gpu_driver(span, nargs, "i, i + 1, ")
 
 
-def launch_span(backend: str, span, n: int, *args) -> None:
+def gpu_listed_span_kernel(span, nargs: int):
+    """:func:`gpu_span_kernel` over a :class:`DeviceRows` list: the driver's ``n`` is the list's
+    device count (a one-element array), read by every thread."""
+    return _gpu_driver(span, nargs, "i, i + 1, ", "n[0]")
+
+
+def gpu_compact_kernel(test, nargs: int):
+    """A ``@cuda.jit`` driver ``(n, rows, out, count, a0, ...)``: thread ``j < n`` runs ``test``'s
+    GPU twin on row ``i = rows[j]`` as ``test(i, a0, ...)`` and, when it returns true, appends
+    ``i`` to ``out`` (``count[0]`` counts them; set it to 0 before). The order of ``out`` follows
+    the threads' atomics, not ``rows``: what runs over the list next must treat every row on its
+    own, so that no result depends on it (every deployment kernel does: one thread per row)."""
+    names = ", ".join(f"a{j}" for j in range(nargs))
+    return _generated(test, (nargs, "compact"), f"def _driver(n, rows, out, count, {names}):\n"
+                                                f"    j = cuda.grid(1)\n"
+                                                f"    if j < n:\n"
+                                                f"        i = rows[j]\n"
+                                                f"        if fn(i, {names}):\n"
+                                                f"            out[cuda.atomic.add(count, 0, 1)] = i\n")
+
+
+def compact_rows(test, n: int, rows, out: DeviceRows, *args) -> None:
+    """On the device: ``out`` <- the rows ``i`` among ``rows[:n]`` for which ``test(i, *args)``
+    (a :class:`DualKernel` or ``njit`` function) is true (:func:`gpu_compact_kernel`); ``out.count``
+    is reset first. The host learns nothing until it reads ``out.count``."""
+    out.count.fill(0)
+    out.bound = int(n)
+    if n:
+        blocks, threads = gpu_grid(n)
+        gpu_compact_kernel(test, len(args))[blocks, threads](n, rows, out.ids, out.count, *args)
+
+
+def launch_span(backend: str, span, n, *args) -> None:
     """Run a *span kernel* ``span(j0, j1, *args)`` (it handles the listed items ``j0 <= j < j1``)
     over ``n`` items: one call ``span(0, n, *args)`` on the CPU (``span`` a CPU dispatcher or a
     :class:`DualKernel`), or one CUDA thread per item calling its GPU twin with ``(j, j + 1)``.
+    On the GPU ``n`` may be a :class:`DeviceRows` list: ``n.bound`` threads, of which those past
+    the list's device count return at once.
 
     A span kernel is one compiled function where a row function and a CPU loop driver over it
     would be two: numba compiles every dispatcher into its own module with all its callees, so a
     driver repeats its row function's whole optimisation and code generation (measured on the
     deployment's three phase kernels: 8.7 s of a cold start).
     """
+    if isinstance(n, DeviceRows):       # an index list built on the device: as many threads as it may hold
+        if n.bound:
+            blocks, threads = gpu_grid(n.bound)
+            gpu_listed_span_kernel(span, len(args))[blocks, threads](n.count, *args)
+        return
     if n == 0:
         return
     if backend == "gpu":

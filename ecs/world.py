@@ -26,7 +26,7 @@ from .status import Reason, Status
 from .component import ENTITY, columns_of
 from .errors import BackendError, InputError
 from .events import EventLog
-from .kernels import cuda_simulated, gpu_backend_error, to_host
+from .kernels import copy_into, device_array, gpu_backend_error, to_host
 from .system import Phase, System, check_derivatives, check_events, schedule
 from .table import ENGINE_COLUMNS, Table
 
@@ -382,10 +382,8 @@ class World:
             specs.update(ENGINE_COLUMNS)
             prefixes = sorted({c.__prefix__ for c in arche})
             prefix = _table_prefix(prefixes)
-            if backend == "gpu" and not cuda_simulated():
-                import cupy
-
-                cols = {k: cupy.asarray(v) for k, v in cols.items()}
+            if backend == "gpu":
+                cols = {k: device_array(v) for k, v in cols.items()}
             tables.append(Table(archetype=arche, entities=np.array(es, dtype=np.int64), samples=samples,
                                 sample_offset=sample_offset, columns=cols, specs=specs, prefix=prefix,
                                 backend=backend, components={k: v for k, v in owners.items()},
@@ -643,8 +641,11 @@ class World:
             for k in range(k0, n_rec):
                 take(k)
         for t in self.tables:
-            st = t.columns["row_status"]
+            col = t.columns["row_status"]
+            st = to_host(col)                   # the column itself on the CPU backend
             st[st == Status.RUNNING] = Status.DONE
+            if st is not col:
+                copy_into(col, st)
         self.flush()
         finals = {c: to_host(rec_tables[c].by_sample(c)).copy() for c in final}
         status = self.sample_status()
@@ -659,7 +660,7 @@ class World:
         return result
 
     def _any_running(self) -> bool:
-        return any(bool((t.columns["row_status"] == Status.RUNNING).any()) for t in self.tables)
+        return any(bool((to_host(t.columns["row_status"]) == Status.RUNNING).any()) for t in self.tables)
 
     def sample_reason(self) -> np.ndarray:
         """Failure reason per block-local sample: that of the sample's first FAILED row (tables in

@@ -59,7 +59,7 @@ from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs import Phase, System
-from ecs.kernels import dual
+from ecs.kernels import dual, kernel_tuple, listed, to_backend
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
 from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
@@ -293,25 +293,26 @@ class CollideProbes(System):
             a[rows] = 0
 
     def bind_context(self, ctx) -> None:
+        """Size the per-row impact scratch (on the device on the GPU backend)."""
         n = ctx.table.row_count
         kmax = ctx.max_vertices
-        self.iwork = np.zeros((n, IMPACT_WORK_SIZE))
-        self.touch = np.zeros((n, kmax), np.int8)
-        self.normal = np.zeros((n, kmax, 3))
-        self.cpair = np.zeros((n, PAIR_FIELD_COUNT))
-        self.sphere_vert = np.zeros((n, 1, 3))
-        self.sphere_type = np.zeros(1, np.int8)
-        self.sphere_dir = np.zeros((1, 3))
-        self.surface_type = np.zeros(kmax, np.int8)   # VERTEX_CORNER: eq 2.33's normal is the surface's
-        self.ones3 = np.ones(3)
-        self.status = np.zeros(n, np.int64)
-        self.count = np.zeros(n, np.int64)
+        (self.iwork, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir,
+         self.surface_type, self.ones3, self.status, self.count) = to_backend(ctx.backend, (
+            np.zeros((n, IMPACT_WORK_SIZE)), np.zeros((n, kmax), np.int8), np.zeros((n, kmax, 3)),
+            np.zeros((n, PAIR_FIELD_COUNT)), np.zeros((n, 1, 3)), np.zeros(1, np.int8), np.zeros((1, 3)),
+            np.zeros(kmax, np.int8),        # surface_type: VERTEX_CORNER, eq 2.33's normal is the surface's
+            np.ones(3), np.zeros(n, np.int64), np.zeros(n, np.int64)))
+        ev = ctx.events
+        self.event_fields = tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS)
+        if ctx.backend == "gpu":
+            self.event_fields = kernel_tuple(self.event_fields)
 
-    def resolve(self, ctx, rows: np.ndarray) -> None:
-        """Run the collision kernel over ``rows`` (indices of COLLIDE rows)."""
+    def resolve(self, ctx, rows) -> None:
+        """Run the collision kernel over ``rows`` (indices of COLLIDE rows: an index array, or on the
+        GPU a :class:`ecs.kernels.DeviceRows`)."""
         if len(rows) == 0:
             return
-        ctx.launch("collide", len(rows), *self.launch_args(ctx, rows))
+        ctx.launch("collide", rows, *self.launch_args(ctx, listed(rows)))
 
     def launch_args(self, ctx, rows: np.ndarray) -> tuple:
         """The collision kernel's arguments after its row span (:meth:`resolve`)."""
@@ -322,7 +323,7 @@ class CollideProbes(System):
                 t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["collide_rows"],
                 self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir,
                 self.surface_type, self.ones3, self.status, self.count, st.contact_gap, st.contact_speed, st.wstar,
-                np.int64(st.max_collision_iterations), tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count,
+                np.int64(st.max_collision_iterations), self.event_fields, ev.count,
                 ev.overflow, t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
                 t["probe_max_penetration"])
 

@@ -1379,6 +1379,8 @@ def contact_scratch(n: int, slots: int, vertices: int, *, vstar: float, wstar: f
 def frame_ends(table, t_end) -> np.ndarray:
     """Per-row frame ends [s] of a phase launch: ``t_end`` itself when it is an array over the
     table's rows, else ``t_end`` for every row."""
-    if np.ndim(t_end):
+    if not (t_end.ndim if hasattr(t_end, "ndim") else np.ndim(t_end)):
+        return np.full(table.row_count, float(t_end))
+    if type(t_end) is np.ndarray:
         return np.ascontiguousarray(t_end, dtype=np.float64)
-    return np.full(table.row_count, float(t_end))
+    return t_end                  # on the device already (GPU backend: systems.modes.ModeLoop.frame_start)

@@ -57,7 +57,8 @@ from components.rigid import RotatingFrame
 from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
-from ecs.kernels import CompileUnit, cpu_jit, cuda_simulated, launch_span, to_host
+from ecs.kernels import (CompileUnit, DeviceRows, compact_rows, copy_into, cpu_jit, device_array, dual,
+                         kernel_tuple, launch_span, to_backend, to_host)
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args, specialise
 from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
@@ -68,9 +69,12 @@ from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratc
                                     terrain_at, terrain_at_grid)
 
 _escaping = escaping.cpu
-from systems.gravity_kernels import GRAVITY_AT_KIND, acceleration, gravity_at
+_tat = terrain_at.cpu
+from systems.gravity_kernels import GRAVITY_AT_KIND, gravity_at
 from systems.modes import ModeLoop
 from systems.sdf import eval_terrain, is_bare_grid, terrain_args
+
+_grav = gravity_at.cpu
 
 __all__ = ["DeploymentLoop", "EndProbes", "PROBE_COLUMNS", "target_attitude"]
 
@@ -128,12 +132,16 @@ class DeployContext:
     trace_n: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: "cpu" or "gpu" (:meth:`launch`)
     backend: str = "cpu"
+    #: the loop's index lists on the device (GPU backend: :class:`systems.modes.DeviceLists`)
+    lists: object = None
 
-    def launch(self, phase: str, n: int, *args) -> None:
-        """Run phase ``phase``'s kernel ("fly", "contact", "collide") over its ``n`` listed rows: on
-        the CPU one call for them all (the calling worker thread's group), on the GPU one thread
-        per listed row (:func:`ecs.kernels.launch_span`)."""
-        launch_span(self.backend, self.kernels[phase + "_rows"], n, *args)
+    def launch(self, phase: str, rows, *args) -> None:
+        """Run phase ``phase``'s kernel ("fly", "contact", "collide") over ``rows`` (the index array
+        its arguments list, or on the GPU a :class:`ecs.kernels.DeviceRows`): on the CPU one call
+        for them all (the calling worker thread's group), on the GPU one thread per listed row
+        (:func:`ecs.kernels.launch_span`)."""
+        launch_span(self.backend, self.kernels[phase + "_rows"], rows if isinstance(rows, DeviceRows) else len(rows),
+                    *args)
 
     def tracing(self) -> tuple:
         """``(trace, trace_n)``: the per-step trace arguments of the fly and contact kernels."""
@@ -161,103 +169,174 @@ _COLLIDE = int(DeployPhase.COLLIDE)
 _ENDED = int(DeployPhase.ENDED)
 
 
-@cpu_jit(nogil=True)
-def end_rows(rows, status, phase, time, rest_since, settle_time, pos, vel, settle_hold, t_cap, escape_radius, mu,
-             ox, oy, oz, t_end_eps, ended, pending):
-    """The end-state rules of :class:`EndProbes` over ``rows`` (module docstring).
+_DEG = 180.0 / math.pi
 
-    Marks SETTLED (settling time = start of the rest), ESCAPED and TIMED_OUT rows, clears the rest
-    interval of flying rows, writes the rows that ended now (status set, phase not yet ENDED) to
-    ``ended`` and the rows still pending to ``pending``: running and either in COLLIDE or behind
-    ``t_end_eps[i]`` (the row's frame end less round-off). Returns ``(number ended, number pending)``.
+
+def _settling_slope(i, pos, ga, ta, ox, oy, oz, active, normals):
+    """Settling slope [deg] of row ``i`` (seed §4.1): the angle between the mean normal of its
+    active contacts (``active[i, k]``, ``normals[i, k]``; the terrain normal under the CoM when none
+    is stored) and the net acceleration ``g − Ω × (Ω × x)`` (target frame)."""
+    x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
+    g = _grav(ga, x, y, z)
+    cx, cy, cz = oy * z - oz * y, oz * x - ox * z, ox * y - oy * x           # Ω × x
+    ax = g[1] - (oy * cz - oz * cy)
+    ay = g[2] - (oz * cx - ox * cz)
+    az = g[3] - (ox * cy - oy * cx)
+    nx = 0.0
+    ny = 0.0
+    nz = 0.0
+    for k in range(active.shape[1]):
+        if active[i, k] != 0:
+            nx += normals[i, k, 0]
+            ny += normals[i, k, 1]
+            nz += normals[i, k, 2]
+    nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+    if nn == 0.0:
+        d = _tat(ta, x, y, z)
+        nx, ny, nz = d[1], d[2], d[3]
+        nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+    c = -(nx * ax + ny * ay + nz * az) / (nn * math.sqrt(ax * ax + ay * ay + az * az))
+    return math.acos(min(1.0, max(-1.0, c))) * _DEG
+
+
+settling_slope = dual(_settling_slope)
+_slope_of = settling_slope.cpu
+
+
+def _end_row(i, status, phase, time, rest_since, settle_time, end_time, latitude, longitude, slope, pos, vel,
+             settle_hold, t_cap, escape_radius, mu, ox, oy, oz, t_end_eps, ga, ta, active, normals):
+    """The end-state rules of :class:`EndProbes` for row ``i`` (module docstring); returns whether
+    the row is still pending: running and either in COLLIDE or behind ``t_end_eps[i]`` (its frame
+    end less round-off).
+
+    Marks SETTLED (settling time = start of the rest), ESCAPED and TIMED_OUT rows and clears the
+    rest interval of a flying row. A row that has ended (here, or FAILED in a kernel) and is not
+    yet ENDED gets its finals: phase ENDED, end time, latitude and longitude of its CoM [deg],
+    and, when settled, the settling slope (:func:`_settling_slope`).
     """
-    n_end = 0
-    n_pend = 0
-    hold = settle_hold * (1.0 - 1e-12)
-    cap = t_cap * (1.0 - 1e-12)
+    if status[i] == _RUNNING:
+        ph = phase[i]
+        if ph == _FLY:
+            rest_since[i] = math.nan      # a rest interval ends when the probe flies
+            if _escaping(pos[i, 0], pos[i, 1], pos[i, 2], vel[i, 0], vel[i, 1], vel[i, 2], ox, oy, oz, mu,
+                         escape_radius):
+                status[i] = _ESCAPED
+        elif ph == _CONTACT:
+            rs = rest_since[i]
+            if rs == rs and time[i] - rs >= settle_hold * (1.0 - 1e-12):
+                status[i] = _SETTLED
+                settle_time[i] = rs
+        if status[i] == _RUNNING and time[i] >= t_cap * (1.0 - 1e-12):
+            status[i] = _TIMED_OUT
+    if status[i] != _RUNNING:
+        if phase[i] != _ENDED:
+            phase[i] = _ENDED
+            end_time[i] = time[i]
+            x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
+            r = math.sqrt(x * x + y * y + z * z)
+            latitude[i] = math.asin(min(1.0, max(-1.0, z / (r if r > 0.0 else 1.0)))) * _DEG
+            longitude[i] = math.atan2(y, x) * _DEG
+            if status[i] == _SETTLED:
+                slope[i] = _slope_of(i, pos, ga, ta, ox, oy, oz, active, normals)
+        return False
+    return phase[i] == _COLLIDE or time[i] < t_end_eps[i]
+
+
+#: :func:`_end_row` for both backends: a CPU loop (:func:`end_rows`) and, on the GPU, the device
+#: compaction that writes the next pass's pending list (:func:`ecs.kernels.compact_rows`)
+end_row = dual(_end_row)
+_end = end_row.cpu
+
+
+@cpu_jit(nogil=True)
+def end_rows(rows, pending, status, phase, time, rest_since, settle_time, end_time, latitude, longitude, slope, pos,
+             vel, settle_hold, t_cap, escape_radius, mu, ox, oy, oz, t_end_eps, ga, ta, active, normals):
+    """:func:`_end_row` over ``rows``; writes the rows still pending to ``pending`` and returns
+    their number."""
+    k = 0
     for j in range(rows.shape[0]):
         i = rows[j]
-        if status[i] == _RUNNING:
-            ph = phase[i]
-            if ph == _FLY:
-                rest_since[i] = math.nan      # a rest interval ends when the probe flies
-                if _escaping(pos[i, 0], pos[i, 1], pos[i, 2], vel[i, 0], vel[i, 1], vel[i, 2], ox, oy, oz, mu,
-                             escape_radius):
-                    status[i] = _ESCAPED
-            elif ph == _CONTACT:
-                rs = rest_since[i]
-                if rs == rs and time[i] - rs >= hold:
-                    status[i] = _SETTLED
-                    settle_time[i] = rs
-            if status[i] == _RUNNING and time[i] >= cap:
-                status[i] = _TIMED_OUT
-        if status[i] != _RUNNING:
-            if phase[i] != _ENDED:
-                ended[n_end] = i
-                n_end += 1
-        elif phase[i] == _COLLIDE or time[i] < t_end_eps[i]:
-            pending[n_pend] = i
-            n_pend += 1
-    return n_end, n_pend
+        if _end(i, status, phase, time, rest_since, settle_time, end_time, latitude, longitude, slope, pos, vel,
+                settle_hold, t_cap, escape_radius, mu, ox, oy, oz, t_end_eps, ga, ta, active, normals):
+            pending[k] = i
+            k += 1
+    return k
 
 
 class EndProbes(System):
-    """End states of probe rows (module docstring): :func:`end_rows`, then the finals of the rows
-    that just ended (vectorised)."""
+    """End states of probe rows and their finals (module docstring): :func:`_end_row` over the rows,
+    on the CPU in one loop (:func:`end_rows`), on the GPU one thread per row writing the rows still
+    pending to a list on the device."""
 
     phase = Phase.SCHEDULED
     reads = ("probe_phase", "body_position", "body_velocity", "probe_rest_since")
     writes = ("probe_settle_time", "probe_end_time", "probe_latitude", "probe_longitude", "probe_slope")
 
-    def check(self, ctx: DeployContext, rows: np.ndarray | None = None, t_lim: np.ndarray | None = None) -> np.ndarray:
-        """End the rows (all, or the index array ``rows``) that have settled, escaped or hit the cap;
-        returns those of them still running and in COLLIDE or behind their frame end less round-off
-        ``t_lim[row]`` (index array; none without ``t_lim``)."""
-        t, st = ctx.table, ctx.settings
-        if rows is None:
-            rows = np.arange(t.row_count)
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
-        if t_lim is None:
-            t_lim = np.full(t.row_count, -math.inf)
-        ended = np.empty(len(rows), np.int64)
-        pending = np.empty(len(rows), np.int64)
-        ox, oy, oz = ctx.rotation
-        n_end, n_pend = end_rows(rows, t["row_status"], t["probe_phase"], t["row_time"], t["probe_rest_since"],
-                                  t["probe_settle_time"], t["body_position"], t["body_velocity"],
-                                  float(st.settle_hold), float(st.t_cap), float(ctx.escape_radius),
-                                  float(ctx.target.gravity.mu), ox, oy, oz, t_lim, ended, pending)
-        if n_end:
-            self._finish(ctx, ended[:n_end])
-        return pending[:n_pend]
+    def check(self, ctx: DeployContext, rows=None, t_lim=None, out: DeviceRows | None = None):
+        """End the rows (all, or ``rows``) that have settled, escaped or hit the cap, and give the
+        rows that ended their finals; returns those of them still running and in COLLIDE or behind
+        their frame end less round-off ``t_lim[row]`` (none without ``t_lim``).
 
-    def _finish(self, ctx: DeployContext, rows: np.ndarray) -> None:
+        CPU: ``rows`` an index array, returns one. GPU: ``rows`` a :class:`ecs.kernels.DeviceRows`
+        (or None: every row); the pending rows are written to ``out`` (default: the loop's spare
+        list), whose count is read back, and ``out`` is returned.
+        """
         t = ctx.table
-        t["probe_phase"][rows] = DeployPhase.ENDED
-        t["probe_end_time"][rows] = t["row_time"][rows]
-        x = t["body_position"][rows]
-        r = np.linalg.norm(x, axis=1)
-        t["probe_latitude"][rows] = np.degrees(np.arcsin(np.clip(x[:, 2] / np.where(r > 0, r, 1.0), -1, 1)))
-        t["probe_longitude"][rows] = np.degrees(np.arctan2(x[:, 1], x[:, 0]))
-        settled = rows[t["row_status"][rows] == Status.SETTLED]
-        if len(settled):
-            t["probe_slope"][settled] = self._slope(ctx, settled)
+        if ctx.backend == "gpu":
+            lists = ctx.lists
+            if t_lim is None:
+                t_lim = lists.no_end
+            out = lists.next if out is None else out
+            n, ids = (lists.n, lists.every) if rows is None else (rows.bound, rows.ids)
+        else:
+            if rows is None:
+                rows = np.arange(t.row_count)
+            rows = np.ascontiguousarray(rows, dtype=np.int64)
+            if t_lim is None:
+                t_lim = np.full(t.row_count, -math.inf)
+        args = self.args(ctx, t_lim)
+        if ctx.backend == "gpu":
+            compact_rows(ctx.kernels["end_row"], n, ids, out, *args)
+            ctx.lists.read(out)
+            return out
+        pending = np.empty(len(rows), np.int64)
+        k = ctx.kernels["end_rows"](rows, pending, *args)
+        return pending[:k]
 
     @staticmethod
-    def _slope(ctx: DeployContext, rows: np.ndarray) -> np.ndarray:
-        t = ctx.table
-        x = t["body_position"][rows]
-        g = acceleration(ctx.target.gravity, x).reshape(-1, 3)
-        w = np.asarray(ctx.rotation)
-        a = g - np.cross(w, np.cross(w, x))
-        act, normals = ctx.cs[6][rows], ctx.cs[9][rows]
-        n = np.sum(normals * act[:, :, None], axis=1)
-        nn = np.linalg.norm(n, axis=1)
-        if np.any(nn == 0):  # no stored contact normal: the terrain normal under the CoM
-            d, grad = eval_terrain(ctx.target.terrain, x)
-            n = np.where((nn == 0)[:, None], grad, n)
-            nn = np.linalg.norm(n, axis=1)
-        c = -np.sum(n * a, axis=1) / (nn * np.linalg.norm(a, axis=1))
-        return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+    def args(ctx: DeployContext, t_lim) -> tuple:
+        """The arguments of :func:`_end_row` after the row, for frame ends less round-off ``t_lim``."""
+        t, st = ctx.table, ctx.settings
+        ox, oy, oz = ctx.rotation
+        return (t["row_status"], t["probe_phase"], t["row_time"], t["probe_rest_since"], t["probe_settle_time"],
+                t["probe_end_time"], t["probe_latitude"], t["probe_longitude"], t["probe_slope"],
+                t["body_position"], t["body_velocity"], float(st.settle_hold), float(st.t_cap),
+                float(ctx.escape_radius), float(ctx.target.gravity.mu), ox, oy, oz, t_lim, ctx.ga, ctx.ta,
+                ctx.cs[6], ctx.cs[9])
+
+
+class HostColumns:
+    """A table's columns as host arrays, for the few per-frame steps the loop takes on the host
+    (dense-output views, inertial views): the columns themselves on the CPU backend; on the GPU
+    host copies, read on first use (:func:`ecs.kernels.to_host`), and :meth:`write_back` copies
+    the named ones back to the device."""
+
+    def __init__(self, table, backend: str):
+        self.table = table
+        self.copies = None if backend == "cpu" else {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if self.copies is None:
+            return self.table[name]
+        if name not in self.copies:
+            self.copies[name] = to_host(self.table[name])
+        return self.copies[name]
+
+    def write_back(self, names) -> None:
+        """Copy the host copies of columns ``names`` back to the device (nothing on the CPU)."""
+        if self.copies is not None:
+            for c in names:
+                copy_into(self.table[c], self.copies[c])
 
 
 class DeploymentLoop(ModeLoop):
@@ -305,7 +384,7 @@ class DeploymentLoop(ModeLoop):
         if table is None or target is None:
             return
         E = table.entity_count
-        authored = table["body_position"].reshape(-1, E, 3)[0]
+        authored = to_host(table["body_position"]).reshape(-1, E, 3)[0]
         for j, e in enumerate(table.entities.tolist()):
             pos = np.asarray(overrides.get((e, "body_position"), np.broadcast_to(authored[j], (count, 3))),
                              dtype=np.float64).reshape(count, 3)
@@ -318,11 +397,10 @@ class DeploymentLoop(ModeLoop):
                                  f"CoM, target frame) must be above it")
 
     def bind(self, world) -> None:
-        if world.backend == "gpu" and not cuda_simulated():
-            raise InputError("backend", world.backend,
-                             "deployment's phase kernels run on the GPU backend under numba's CUDA simulator only "
-                             "(NUMBA_ENABLE_CUDASIM=1): its phase loop still selects rows and ends them on the host "
-                             "(issue: GPU batch backend); use backend='cpu' on a CUDA device")
+        """Check the scene and build the loop's context. On the GPU backend every per-row array the
+        kernels take (work arrays, contact and collision scratch, inverse inertia, term arguments)
+        and the target's resources are copied to the device here, once: a frame then moves no row
+        between host and device (:meth:`systems.modes.ModeLoop._device_passes`)."""
         table = world.table_with(*PROBE_COLUMNS)
         frame = self._frame(world)
         world.integration_frame = frame.name     # the probes' body_* state is in the rotating target frame
@@ -343,7 +421,7 @@ class DeploymentLoop(ModeLoop):
             declare_collision_events(world.events)
             world.events.allocate(world.samples, world.backend)
         n = table.row_count
-        sid = table["probe_shape"]
+        sid = to_host(table["probe_shape"])
         if n and (sid.min() < 0 or sid.max() >= shapes.count):
             raise InputError("probe_shape", int(sid.max()), f"must index the {shapes.count} ProbeShapes")
         counts = np.diff(shapes.shape_start)
@@ -355,15 +433,22 @@ class DeploymentLoop(ModeLoop):
                np.ascontiguousarray(shapes.vertex_direction), shapes.shape_start.astype(np.int64),
                shapes.shape_kind.astype(np.int8), shapes.shape_radius.astype(np.float64))
         kernels, tt, self.terms = self._link_terms(world, table, target)
+        backend = world.backend
+        if backend == "gpu":
+            tt = {k: _term_args_on_device(v, table) for k, v in tt.items()}
+        inertia = to_host(table["body_inertia"])
+        work, jinv, geo, ga, ta, cs = to_backend(backend, (
+            np.zeros((n, WORK_SIZE)), np.ascontiguousarray(np.linalg.inv(inertia)) if n else np.zeros((0, 3, 3)),
+            geo, gravity_args(target.gravity), terrain_args(target.terrain),
+            contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
+                            baumgarte=settings.contact_baumgarte)))
         self.ctx = DeployContext(
-            table=table, settings=settings, target=target, work=np.zeros((n, WORK_SIZE)),
-            jinv=np.ascontiguousarray(np.linalg.inv(table["body_inertia"])) if n else np.zeros((0, 3, 3)),
-            geo=geo, ga=gravity_args(target.gravity), ta=terrain_args(target.terrain),
-            rotation=tuple(float(v) for v in frame.rate),
-            cs=contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
-                               baumgarte=settings.contact_baumgarte),
-            events=world.events, max_vertices=kmax, escape_radius=escape, kernels=kernels, tt=tt,
-            backend=world.backend)
+            table=table, settings=settings, target=target, work=work, jinv=jinv, geo=geo, ga=ga, ta=ta,
+            rotation=tuple(float(v) for v in frame.rate), cs=cs, events=world.events, max_vertices=kmax,
+            escape_radius=escape, kernels=kernels, tt=tt, backend=backend)
+        if backend == "gpu":
+            self.ctx.snap, self.ctx.save, self.ctx.trace, self.ctx.trace_n = to_backend(
+                backend, (self.ctx.snap, self.ctx.save, self.ctx.trace, self.ctx.trace_n))
         self._shown = None
         self.collide.bind_context(self.ctx)
         self.join(world)
@@ -371,9 +456,10 @@ class DeploymentLoop(ModeLoop):
         self._inertial()
 
     def compile_units(self) -> list:
-        """The three phase kernels with their launch argument types (no rows), heaviest first
-        (:meth:`ecs.system.System.compile_units`). The costs are the measured shares of a cold
-        compile of deploy-cube: contact 29 s, collide 20 s, fly 19 s (numba compile events)."""
+        """The three phase kernels and the end rules with their launch argument types (no rows),
+        heaviest first (:meth:`ecs.system.System.compile_units`). The costs are the measured shares
+        of a cold compile of deploy-cube: contact 29 s, collide 20 s, fly 19 s, end 2 s (numba
+        compile events)."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
@@ -383,7 +469,9 @@ class DeploymentLoop(ModeLoop):
                 CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
                             (0, 0, *self.collide.launch_args(ctx, rows)), cost=20.0),
                 CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
-                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=19.0)]
+                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=19.0),
+                CompileUnit("deployment.end", ctx.kernels["end_rows"], (rows, rows, *self.end.args(ctx, ends)),
+                            cost=2.0)]
 
     @staticmethod
     def _frame(world) -> RotatingFrame:
@@ -425,7 +513,8 @@ class DeploymentLoop(ModeLoop):
         if is_bare_grid(target.terrain):
             swap[terrain_at.cpu] = terrain_at_grid.cpu
         defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,
-                               "collide_rows": collide_rows.cpu}, swap)
+                               "collide_rows": collide_rows.cpu, "end_rows": end_rows, "end_row": end_row.cpu},
+                              swap)
         for term in terms:
             if term.gravity or term.inertial:
                 what = ("a gravity field: the deployment evaluates its scene's gravity source itself"
@@ -448,7 +537,8 @@ class DeploymentLoop(ModeLoop):
         for name, mode in mode_of.items():
             ids = tuple(k for k, t in enumerate(terms) if not t.modes or mode in t.modes)
             groups.setdefault(ids, []).append(name)
-        kernels, tt = {}, {}
+        kernels = {"end_rows": defaults["end_rows"], "end_row": defaults["end_row"]}   # no terms: end rules
+        tt = {}
         for ids, names in groups.items():
             roots = {n: defaults[n] for n in names}
             if not ids:
@@ -511,15 +601,15 @@ class DeploymentLoop(ModeLoop):
         if capacity < 1:
             raise InputError("trace capacity", capacity, "must be >= 1 step")
         n = self.ctx.table.row_count
-        self.ctx.trace = np.full((n, capacity, 16), np.nan)
-        self.ctx.trace_n = np.zeros(max(n, 1), np.int64)
+        self.ctx.trace, self.ctx.trace_n = to_backend(self.ctx.backend, (np.full((n, capacity, 16), np.nan),
+                                                                         np.zeros(max(n, 1), np.int64)))
 
     def step_trace(self) -> dict:
         """The per-step trace: ``{"time", "step", "phase", "state"}`` [rows, steps(, 13)] (NaN past a
         row's count) and ``"count"`` [rows] (steps taken, those beyond the capacity included)."""
-        tr = self.ctx.trace
+        tr = to_host(self.ctx.trace)
         return {"time": tr[:, :, 0], "step": tr[:, :, 1], "phase": tr[:, :, 2], "state": tr[:, :, 3:],
-                "count": self.ctx.trace_n[:tr.shape[0]].copy()}
+                "count": to_host(self.ctx.trace_n)[:tr.shape[0]].copy()}
 
     def _prepare_recording(self, rec_dt: float) -> None:
         """Size the snapshot ring for record interval ``rec_dt`` [s] (once per run)."""
@@ -535,11 +625,10 @@ class DeploymentLoop(ModeLoop):
                                  f"must be >= h_max / {self.MAX_SNAP_SLOTS - 2} = {longest / (self.MAX_SNAP_SLOTS - 2):.6g} s "
                                  f"(one step may span that many records); lower DeploySettings.h_max for finer records")
             n = ctx.table.row_count
-            ctx.snap = np.full((n, slots, 16), np.nan)
-            ctx.save = np.zeros((n, SNAP_SAVE_END - Y1))
+            ctx.snap, ctx.save = to_backend(ctx.backend, (np.full((n, slots, 16), np.nan),
+                                                          np.zeros((n, SNAP_SAVE_END - Y1))))
         else:
-            ctx.snap = np.zeros((1, 1, 16))
-            ctx.save = np.zeros((1, 1))
+            ctx.snap, ctx.save = to_backend(ctx.backend, (np.zeros((1, 1, 16)), np.zeros((1, 1))))
         ctx.rec_dt = float(rec_dt)
 
     #: the columns :meth:`_show_snapshots` sets to the frame-end state of rows already past it
@@ -555,22 +644,25 @@ class DeploymentLoop(ModeLoop):
         recorders and inertial views see every row at the frame end.
         """
         ctx = self.ctx
-        t = ctx.table
+        t = HostColumns(ctx.table, ctx.backend)
+        t_f = to_host(t_f)
         k = np.round(t_f / ctx.rec_dt)
-        slot = (k % ctx.snap.shape[1]).astype(np.int64)
+        snap = to_host(ctx.snap)
+        slot = (k % snap.shape[1]).astype(np.int64)
         ahead = (t["row_status"] == Status.RUNNING) & (t["row_time"] > t_f * (1.0 + 1e-12))
         cand = np.flatnonzero(ahead)
-        rows = cand[ctx.snap[cand, slot[cand], 0] == k[cand]]
+        rows = cand[snap[cand, slot[cand], 0] == k[cand]]
         if not len(rows):
             return
         self._shown = (rows, {c: t[c][rows].copy() for c in self.SHOWN})
-        s = ctx.snap[rows, slot[rows]]
+        s = snap[rows, slot[rows]]
         t["body_position"][rows] = s[:, 2:5]
         t["body_velocity"][rows] = s[:, 5:8]
         t["body_attitude"][rows] = s[:, 8:12]
         t["body_omega"][rows] = s[:, 12:15]
         t["row_time"][rows] = t_f[rows]
         t["probe_phase"][rows] = s[:, 1].astype(t["probe_phase"].dtype)
+        t.write_back(self.SHOWN)
 
     def _restore(self) -> None:
         """Put back the rows' own states that :meth:`_show_snapshots` replaced."""
@@ -578,17 +670,18 @@ class DeploymentLoop(ModeLoop):
         if shown is None:
             return
         rows, cols = shown
-        t = self.ctx.table
+        t = HostColumns(self.ctx.table, self.ctx.backend)
         for c, v in cols.items():
             t[c][rows] = v
+        t.write_back(cols)
         self._shown = None
 
     def _inertial(self, rows: np.ndarray | None = None) -> None:
         """Refresh the ProbeInertial columns (when the table has them) from the rotating-frame state
         (of all rows, or of the index array ``rows``)."""
-        t = self.ctx.table
-        if not t.has("probe_position_inertial"):
+        if not self.ctx.table.has("probe_position_inertial"):
             return
+        t = HostColumns(self.ctx.table, self.ctx.backend)
         r = slice(None) if rows is None else rows
         w = np.asarray(self.ctx.rotation)
         qt = target_attitude(w, t["row_time"][r])
@@ -597,6 +690,10 @@ class DeploymentLoop(ModeLoop):
         t["probe_position_inertial"][r] = quat_rotate(qt, x)
         t["probe_velocity_inertial"][r] = quat_rotate(qt, t["body_velocity"][r] + np.cross(w, x))
         t["probe_attitude_inertial"][r] = quat_multiply(qt, t["body_attitude"][r])
+        t.write_back(self.INERTIAL)
+
+    #: the columns :meth:`_inertial` writes (ProbeInertial)
+    INERTIAL = ("probe_target_attitude", "probe_position_inertial", "probe_velocity_inertial", "probe_attitude_inertial")
 
 
 def _terrain_radius(target: DeployTarget) -> float:
@@ -617,3 +714,16 @@ def _terrain_radius(target: DeployTarget) -> float:
             return r
         r *= 1.5
     raise InputError("DeployTarget.terrain", "unbounded", "the terrain must be a bounded body")
+
+
+def _term_args_on_device(tt: tuple, table) -> tuple:
+    """A phase kernel's term argument ``(columns, params, sample)`` (:meth:`ecs.terms.FusedTerms.args`)
+    on the device: the table's own columns are there already; every other array (a term's
+    resource arrays, a stand-in for a column the table lacks, the parameters) is copied once."""
+    own = {id(v) for v in table.columns.values()}
+
+    def dev(a):
+        return a if id(a) in own else device_array(a) if isinstance(a, np.ndarray) else a
+
+    cols, params, sample = tt
+    return kernel_tuple((kernel_tuple(dev(a) for a in cols), dev(params), kernel_tuple(dev(a) for a in sample)))

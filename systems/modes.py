@@ -41,11 +41,43 @@ import numpy as np
 
 from components.status import Reason, Status
 from ecs import InputError, Phase, System
-from ecs.kernels import cpu_jit
+from ecs.kernels import DeviceRows, compact_rows, cpu_jit, device_array, dual, listed, to_host
 
-__all__ = ["Mode", "ModeLoop", "RowShare", "select_rows"]
+__all__ = ["DeviceLists", "KernelMode", "Mode", "ModeLoop", "RowShare", "in_mode", "select_rows"]
 
 _RUNNING = int(Status.RUNNING)
+_FAILED = int(Status.FAILED)
+_PASS_GUARD = int(Reason.PASS_GUARD)
+
+
+def _in_mode(i, status, mode, time, which, t_lim):
+    """Row ``i`` is running, in mode ``which`` and behind ``t_lim[i]``: the test that puts a row
+    on its mode's index list."""
+    return status[i] == _RUNNING and mode[i] == which and time[i] < t_lim[i]
+
+
+in_mode = dual(_in_mode)
+_in = in_mode.cpu
+
+
+def _running(i, status):
+    """Row ``i`` is running."""
+    return status[i] == _RUNNING
+
+
+running_row = dual(_running)
+
+
+def _stop_stuck(i, status, reason, time, t_lim):
+    """Flag row ``i`` FAILED (PASS_GUARD) when it is running and still behind ``t_lim[i]``; puts
+    no row on a list (the pass guard of :meth:`ModeLoop._device_passes`)."""
+    if status[i] == _RUNNING and time[i] < t_lim[i]:
+        status[i] = _FAILED
+        reason[i] = _PASS_GUARD
+    return False
+
+
+stop_stuck = dual(_stop_stuck)
 
 
 @cpu_jit(nogil=True)
@@ -53,14 +85,39 @@ def select_rows(rows, status, mode, time, which, t_lim, out):
     """out[:k] <- the running rows ``i`` of ``rows`` in mode ``which`` with time < t_lim[i]; returns k.
 
     The index list a mode is launched over (seed §2.7.3), built in one pass instead of a chain of
-    numpy masks: the loop builds one per mode per pass, for groups of ~100 rows."""
+    numpy masks: the loop builds one per mode per pass, for groups of ~100 rows. On the GPU
+    backend the same test (:data:`in_mode`) builds the list on the device
+    (:func:`ecs.kernels.compact_rows`)."""
     k = 0
     for j in range(rows.shape[0]):
         i = rows[j]
-        if status[i] == _RUNNING and mode[i] == which and time[i] < t_lim[i]:
+        if _in(i, status, mode, time, which, t_lim):
             out[k] = i
             k += 1
     return k
+
+
+class DeviceLists:
+    """A mode loop's index lists on the GPU backend, kept on the device for a table of ``n`` rows
+    (seed 004 §2.7.3: kernels over index lists built on the device): the rows still pending in a
+    frame and the next pass's (swapped after every pass), the rows of the mode being launched,
+    every row, and "no time limit" / "no frame end" per row."""
+
+    def __init__(self, n: int):
+        def rows() -> DeviceRows:
+            return DeviceRows(device_array(np.zeros(max(n, 1), np.int64)), device_array(np.zeros(1, np.int64)), 0)
+
+        self.n = int(n)
+        self.pending, self.next, self.mode = rows(), rows(), rows()
+        self.every = device_array(np.arange(max(n, 1), dtype=np.int64))
+        self.no_lim = device_array(np.full(max(n, 1), np.inf))
+        self.no_end = device_array(np.full(max(n, 1), -np.inf))
+
+    @staticmethod
+    def read(rows: DeviceRows) -> int:
+        """Read ``rows``' count from the device (a synchronisation) and make it the list's bound."""
+        rows.bound = int(to_host(rows.count)[0])
+        return rows.bound
 
 
 class Mode(System):
@@ -95,16 +152,17 @@ class Mode(System):
 
 class KernelMode(Mode):
     """A mode stepped by one span kernel that the loop's context launches by this mode's key,
-    ``ctx.launch(key, n, *args)`` (the deployment's fly and contact phases,
+    ``ctx.launch(key, rows, *args)`` (the deployment's fly and contact phases,
     :meth:`systems.deployment.DeployContext.launch`): a subclass gives the kernel's arguments after
     its row span (:meth:`launch_args`), which :meth:`advance` and the kernel's compile unit
-    (:meth:`ecs.system.System.compile_units`) both use."""
+    (:meth:`ecs.system.System.compile_units`) both use. Runs on both backends: on the GPU ``rows``
+    is an index list on the device (:class:`ecs.kernels.DeviceRows`)."""
 
-    def advance(self, ctx, rows: np.ndarray, t_end: np.ndarray) -> None:
+    def advance(self, ctx, rows, t_end) -> None:
         """Run this mode's kernel over ``rows``, each up to its frame end ``t_end[row]`` [s] (an
         array over the table's rows: rows of a streaming active set entered at different frames)."""
         if len(rows):
-            ctx.launch(self.key, len(rows), *self.launch_args(ctx, rows, t_end))
+            ctx.launch(self.key, rows, *self.launch_args(ctx, listed(rows), t_end))
 
     @staticmethod
     def launch_args(ctx, rows: np.ndarray, t_end) -> tuple:  # pragma: no cover - abstract
@@ -254,6 +312,9 @@ class ModeLoop(System):
                        + [((m.key or m.name), int(m.code), True, self._bounded(m)) for m in self.user_modes])
         self.timings = {k: 0.0 for k, _, _, _ in self._order}
         self.timings["end"] = 0.0
+        self.launch_count = dict.fromkeys(self.timings, 0)
+        if self.ctx.backend == "gpu":
+            self.ctx.lists = DeviceLists(self.ctx.table.row_count)
 
     def _bounded(self, mode: Mode) -> Callable:
         """``mode.advance``, checked to leave every row at or before its frame end (a mode without
@@ -293,9 +354,13 @@ class ModeLoop(System):
             s.refill(world, slots)
 
     def frame_start(self, frame) -> tuple:
-        """Called first in every frame; returns ``(t_end, t_end less round-off)`` per row."""
+        """Called first in every frame; returns ``(t_end, t_end less round-off)`` per row (on the
+        device on the GPU backend)."""
         t_end = frame.row_ends(self.ctx.table)
-        return t_end, t_end - 1e-12 * np.maximum(1.0, np.abs(t_end))
+        ends = (t_end, t_end - 1e-12 * np.maximum(1.0, np.abs(t_end)))
+        if self.ctx.backend == "gpu":
+            return tuple(device_array(e) for e in ends)
+        return ends
 
     def frame_end(self, frame, t_end: tuple) -> None:
         """Called last in every frame, after every running row reached its frame end."""
@@ -317,6 +382,10 @@ class ModeLoop(System):
         """
         ctx = self.ctx
         t_end = self.frame_start(frame)
+        if ctx.backend == "gpu":
+            self._device_passes(t_end)
+            self.frame_end(frame, t_end)
+            return
         if self._no_lim.shape[0] != ctx.table.row_count:
             self._no_lim = np.full(ctx.table.row_count, np.inf)
         running = np.flatnonzero(ctx.table["row_status"] == Status.RUNNING)
@@ -390,3 +459,41 @@ class ModeLoop(System):
                 if share is not None:
                     rows = share.offer(rows)
             rows = share.wait() if share is not None else None
+
+    def _device_passes(self, t_end: tuple) -> None:
+        """The passes of one frame on the GPU backend (module docstring; seed 004 §2.7.3): every
+        index list is built on the device (:func:`ecs.kernels.compact_rows` with :data:`in_mode`),
+        each mode is launched over its list with as many threads as rows are pending
+        (:class:`ecs.kernels.DeviceRows`: threads past the list's device count return at once),
+        and the end system writes the next pass's pending list on the device. The host reads one
+        number per pass, how many rows are still pending; rows never leave the device. A pass
+        costs two launches per mode and one for the end rules (:attr:`launch_count`).
+
+        The lists' order follows the device's atomics and varies between runs; every kernel
+        launched over them treats each row on its own, so no result depends on it (the CPU
+        backend's worker groups rely on the same).
+        """
+        ctx = self.ctx
+        t, lists = ctx.table, ctx.lists
+        status, mode, time = t["row_status"], t[self.mode_column], t["row_time"]
+        ends, lim = t_end
+        compact_rows(running_row, lists.n, lists.every, lists.pending, status)
+        n = lists.read(lists.pending)
+        passes = 0
+        launches = self.launch_count
+        while n:
+            pending = lists.pending
+            if passes == self.max_passes:
+                compact_rows(stop_stuck, n, pending.ids, lists.mode, status, t["row_reason"], time, lim)
+                self.end.check(ctx, pending, lists.no_end, out=lists.next)
+                break
+            passes += 1
+            for key, code, timed, run in self._order:
+                compact_rows(in_mode, n, pending.ids, lists.mode, status, mode, time, code,
+                             lim if timed else lists.no_lim)
+                run(ctx, lists.mode, ends)
+                launches[key] += 2
+            self.end.check(ctx, pending, lim, out=lists.next)
+            launches["end"] += 1
+            lists.pending, lists.next = lists.next, lists.pending
+            n = lists.read(lists.pending)

@@ -1,11 +1,19 @@
 """Deployment on the GPU backend under numba's CUDA simulator agrees with the CPU backend.
 
-The sample is ``deploy-srp`` (scenes/examples/deploy_srp.py): a box probe with a user force (solar
+The scene is ``deploy-srp`` (scenes/examples/deploy_srp.py): a box probe with a user force (solar
 radiation pressure, exaggerated 1000× so that it matters), so the phase kernels are the copies
 linked against the generated right-hand side of the world's row terms (ecs.terms.fuse_terms).
-The GPU run launches the CUDA twins of the fly, collide and contact span kernels (one thread per
-listed row, :meth:`systems.deployment.DeployContext.launch`) from 0 to 3000 s: flight, the first
-impact at 418 s, 30 Stronge collisions, contact motion and settling.
+Two samples run together from 0 to 3000 s: the first lands (flight, the first impact at 418 s,
+30 Stronge collisions, contact motion, settling), the second is thrown outward at 2 m/s and
+escapes, so the index lists hold rows in different modes.
+
+The GPU run is the device-side loop (systems.modes.ModeLoop._device_passes): index lists built
+on the device by compaction kernels, the fly, collide and contact span kernels launched over them
+(one thread per listed row, :meth:`systems.deployment.DeployContext.launch`), the end rules and
+finals as a kernel. It runs in the simulator's strict mode (``TUMBLE_CUDASIM_STRICT=1``,
+:class:`ecs.kernels.SimDeviceArray`): every column and per-row array is a device array that
+host numpy and CPU kernels cannot touch, so a host step left in the loop fails here as it
+would on a device. Trajectories are recorded at every frame end (dense output).
 
 Expected agreement: bit-identical. The simulator runs the very same Python sources in double
 precision; the CPU build has no fast-math flags (ecs.kernels: no contraction into FMAs, no
@@ -33,7 +41,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 T_END = 3000.0
 FINALS = ("body_position", "body_velocity", "body_attitude", "body_omega", "probe_first_impact_time",
-          "probe_collisions", "probe_bounces", "probe_phase", "row_status", "probe_settle_time")
+          "probe_collisions", "probe_bounces", "probe_phase", "row_status", "probe_settle_time", "probe_end_time",
+          "probe_latitude", "probe_longitude", "probe_slope")
 EVENT_FIELDS = ("time", "vertex", "velocity_after", "omega_after")
 
 SCRIPT = textwrap.dedent(
@@ -42,6 +51,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import ecs.kernels as K
     from scenes.examples.deploy_srp import build
+    from systems.deployment import DeploymentLoop
 
     launches = collections.Counter()
     def _spy(orig):
@@ -50,16 +60,25 @@ SCRIPT = textwrap.dedent(
             launches[py.__name__ + "@" + py.__module__.split(".")[0].split("_")[0]] += 1
             return orig(row, nargs)
         return spy
-    K.gpu_row_kernel = _spy(K.gpu_row_kernel)
-    K.gpu_span_kernel = _spy(K.gpu_span_kernel)
+    for name in ("gpu_row_kernel", "gpu_span_kernel", "gpu_listed_span_kernel", "gpu_compact_kernel"):
+        setattr(K, name, _spy(getattr(K, name)))
 
     scene = build(exaggerate=1000.0, samples_spread=False)
     w = scene.world
-    w.compile(samples=1, backend=sys.argv[1])
-    res = w.run(t_end={T_END}, dt=scene.dt, final={FINALS!r})
+    w.compile(samples=1)
+    probe = int(w.table_with("probe_shape").entities[0])
+    x0 = np.asarray(w.table_with("probe_shape")["body_position"])[0]
+    out = (2.0 * x0 / np.linalg.norm(x0)).tolist()
+    w.compile(samples=2, backend=sys.argv[1],
+              overrides={{(probe, "body_velocity"): np.array([[0.0, 0.0, 0.0], out])}})
+    loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
+    res = w.run(t_end={T_END}, dt=scene.dt, record_every=1, record=("body_position",),
+                final={FINALS!r})
+    kinds = sorted({{type(v).__name__ for v in w.table_with("probe_shape").columns.values()}})
     out = {{"finals": {{c: np.asarray(v, float).ravel().tolist() for c, v in res.finals.items()}},
            "events": {{f: np.asarray(res.events[f])[0, 0].tolist() for f in {EVENT_FIELDS!r}}},
-           "launches": dict(launches)}}
+           "trajectory": np.asarray(res.trajectories["body_position"], float).ravel().tolist(),
+           "launches": dict(launches), "launch_count": loop.launch_count, "columns": kinds}}
     print(json.dumps(out))
     """
 )
@@ -67,8 +86,10 @@ SCRIPT = textwrap.dedent(
 
 def _run(backend: str, simulator: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TUMBLE_CUDASIM_STRICT", None)
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
+        env["TUMBLE_CUDASIM_STRICT"] = "1"
     else:
         env.pop("NUMBA_ENABLE_CUDASIM", None)
     proc = subprocess.run([sys.executable, "-c", SCRIPT, backend], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -82,40 +103,52 @@ def both():
     return _run("cpu", False), _run("gpu", True)
 
 
-def test_the_gpu_path_ran_every_phase_kernel_with_the_generated_terms(both):
+def test_the_gpu_path_ran_on_device_lists_with_the_generated_terms(both):
     cpu, gpu = both
     assert cpu["launches"] == {}
+    assert gpu["columns"] == ["SimDeviceArray"]          # every column a device array
     names = gpu["launches"]
-    # every phase's span kernel, each the copy linked against the generated term module
+    # every phase's span kernel over device lists, each the copy linked against the generated term module
     for phase in ("_fly_rows", "_collide_rows", "_contact_rows"):
         assert names.get(phase + "@tumble", 0) >= 1, names
-    assert not any(k.endswith("@systems") for k in names), names      # no unlinked default kernel
+    assert not any(k.endswith("@systems") and "_rows" in k for k in names if k.split("@")[0] != "_end_row"), names
+    # index lists and the end rules built on the device: the mode test, the running test, the end rules
+    for test in ("_in_mode@systems", "_running@systems", "_end_row@tumble"):
+        assert names.get(test, 0) >= 1, names
+    count = gpu["launch_count"]
+    passes = count["end"]
+    assert passes > 0 and all(count[k] == 2 * passes for k in ("fly", "collide", "contact")), count
 
 
-def test_cuda_simulator_matches_cpu_through_landing(both):
+def test_cuda_simulator_matches_cpu_through_landing_and_escape(both):
     cpu, gpu = both
     f = cpu["finals"]
-    assert f["row_status"] == [2.0] and f["probe_phase"] == [3.0]     # SETTLED, ENDED: every phase ran
+    assert f["row_status"] == [2.0, 3.0] and f["probe_phase"] == [3.0, 3.0]  # SETTLED and ESCAPED, both ENDED
     assert 418.0 < f["probe_first_impact_time"][0] < 419.0 and f["probe_collisions"][0] >= 10
+    assert f["probe_collisions"][1] == 0
     for c in FINALS:
         np.testing.assert_allclose(gpu["finals"][c], f[c], rtol=1e-12, atol=1e-12, err_msg=c)
     for k in EVENT_FIELDS:       # the first collision: its time, vertex and outcome
         np.testing.assert_allclose(gpu["events"][k], cpu["events"][k], rtol=1e-12, atol=1e-12, err_msg=k)
+    np.testing.assert_allclose(gpu["trajectory"], cpu["trajectory"], rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
-def test_a_deployment_on_a_cuda_device_is_refused_until_its_loop_runs_there(monkeypatch):
-    """Outside the simulator, the deployment loop refuses backend='gpu' by name when it binds,
-    before any work (no silent CPU fallback): its row selection and end states still run on the
-    host. (This machine has no device, so the world is compiled on the CPU and the loop is bound
-    as if it had one.)"""
-    import systems.deployment as deployment
-    from ecs import InputError
-    from scenes.examples.deploy_srp import build
+def test_strict_simulator_refuses_host_work_on_device_arrays():
+    """What the strict mode refuses (the test above relies on it): host numpy, fancy indexing, a
+    host array assigned in, a CPU kernel; and what it allows: element access, views, copies."""
+    import numba
 
-    w = build().world
-    w.compile(samples=1)
-    loop = next(s for s in w.systems if isinstance(s, deployment.DeploymentLoop))
-    monkeypatch.setattr(deployment, "cuda_simulated", lambda: False)
-    monkeypatch.setattr(w, "backend", "gpu")
-    with pytest.raises(InputError, match="backend.*CUDA simulator only"):
-        loop.bind(w)
+    from ecs.kernels import SimDeviceArray, copy_into, to_host
+
+    a = np.arange(6.0).view(SimDeviceArray)
+    for bad in (lambda: a == 1.0, lambda: np.flatnonzero(a), lambda: a[np.array([0, 2])],
+                lambda: a.__setitem__(slice(None), np.zeros(6)), lambda: numba.njit(lambda x: x[0])(a),
+                lambda: a.min()):
+        with pytest.raises(TypeError):
+            bad()
+    assert a[2] == 2.0 and a.reshape(2, 3)[1, 0] == 3.0 and isinstance(a[1:3], SimDeviceArray)
+    host = to_host(a)
+    host[0] = 7.0                       # a copy: the device array is untouched
+    assert type(host) is np.ndarray and a[0] == 0.0
+    copy_into(a, host)
+    assert a[0] == 7.0

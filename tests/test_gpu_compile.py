@@ -62,15 +62,36 @@ SCRIPT = textwrap.dedent(
         w.compile(samples=2)
         w.run(t_end=float(t_end) if t_end else min(scene.t_end, 5 * scene.dt), dt=scene.dt)
 
+    # the mode loop's device-only launches (GPU backend: systems.modes.ModeLoop._device_passes): the
+    # compaction kernels that build its index lists and end its rows, and a span over a device list
+    import numpy as np
+    from systems.modes import ModeLoop, in_mode, running_row, stop_stuck
+    for loop in [s for s in w.systems if isinstance(s, ModeLoop) and s.ctx is not None]:
+        ctx, t = loop.ctx, loop.ctx.table
+        st, md, tm, lim = t["row_status"], t[loop.mode_column], t["row_time"], np.zeros(t.row_count)
+        lists = (np.arange(t.row_count), np.zeros(t.row_count, np.int64), np.zeros(1, np.int64))
+        for key, test, args in (("compact:_in_mode", in_mode, (st, md, tm, np.int64(1), lim)),
+                                ("compact:_running", running_row, (st,)),
+                                ("compact:_stop_stuck", stop_stuck, (st, t["row_reason"], tm, lim)),
+                                ("compact:_end_row", ctx.kernels.get("end_row"), loop.end.args(ctx, lim))):
+            if test is not None:
+                calls.setdefault(key, (K.gpu_compact_kernel, test, t.row_count, lists + tuple(args), len(args)))
+        if "collide_rows" in ctx.kernels:
+            args = loop.collide.launch_args(ctx, lists[0])
+            calls.setdefault("listed:_collide_rows", (K.gpu_listed_span_kernel, ctx.kernels["collide_rows"],
+                                                      np.zeros(1, np.int64), args, len(args)))
+
     if not cuda.is_available():
         import numba.cuda.dispatcher as disp
         disp.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-    for key, (driver, row, n, args) in sorted(calls.items()):
+    for key, entry in sorted(calls.items()):
+        driver, row, n, args = entry[:4]
+        nargs = entry[4] if len(entry) > 4 else len(args)
         if sys.argv[1] and key not in sys.argv[1].split(","):
             continue
         sig = tuple(numba.typeof(a) for a in (n,) + tuple(args))
         t0 = time.time()
-        k = driver(row, len(args))
+        k = driver(row, nargs)
         ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))
         assert ".entry" in ptx, key
         print(f"PTX {key} {len(ptx)} {time.time() - t0:.1f}", flush=True)
@@ -122,7 +143,19 @@ def test_multibody_and_uniform_gravity_kernels_compile_for_the_device():
 
 @pytest.mark.slow
 def test_deployment_phase_kernels_with_row_terms_compile_for_the_device():
-    """fly, collide and contact rows of a deployment with a user force (the generated term RHS)."""
+    """fly, collide and contact rows of a deployment with a user force (the generated term RHS), the
+    collide span over a device list, and the device loop's compaction kernels (index lists, the
+    end rules with the scene's gravity field and terrain)."""
     r = _compile("scenes/examples/deploy_srp.py@3000")
-    for k in ("_fly_rows", "_collide_rows", "_contact_rows"):
+    for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows"):
         assert r["ptx"].get(k, 0) > 100_000, r
+    for k in ("compact:_in_mode", "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
+        assert r["ptx"].get(k, 0) > 1_000, r
+
+
+def test_the_device_loops_index_list_kernels_compile_for_the_device():
+    """The mode loop's compaction kernels (ecs.kernels.gpu_compact_kernel: atomics) for deploy-cube's
+    tables, its end rules with the voxel field and the grid terrain included."""
+    r = _compile("deploy-cube@600", only="compact:_in_mode,compact:_running,compact:_stop_stuck,compact:_end_row")
+    for k in ("compact:_in_mode", "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
+        assert r["ptx"].get(k, 0) > 1_000, r

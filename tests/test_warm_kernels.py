@@ -139,8 +139,8 @@ def test_one_process_when_asked_and_a_clear_error_for_a_bad_setting(cold_module,
 
 
 def test_the_deployment_lists_the_kernels_its_launches_use():
-    """DeploymentLoop.compile_units names each phase kernel with the argument types of its real
-    launches: after warm_kernels, running the deployment compiles nothing more."""
+    """DeploymentLoop.compile_units names each phase kernel and the end rules with the argument types
+    of their real launches: after warm_kernels, running the deployment compiles nothing more."""
     from scenes.registry import load_scene
 
     scene = load_scene("deploy-cube", gravity="point_mass")
@@ -148,8 +148,8 @@ def test_the_deployment_lists_the_kernels_its_launches_use():
     world.compile(samples=4)
     report = warm_kernels(world, None)
     units = world.compile_units()
-    assert [u.name for u in units] == ["deployment.contact", "deployment.collide", "deployment.fly"]
-    assert report["units"] == 3
+    assert [u.name for u in units] == ["deployment.contact", "deployment.collide", "deployment.fly", "deployment.end"]
+    assert report["units"] == 4
     before = {u.name: set(u.dispatcher.overloads) for u in units}
     world.run(t_end=scene.t_end, dt=scene.dt)
     assert {u.name: set(u.dispatcher.overloads) for u in units} == before
