@@ -165,7 +165,7 @@ class _BlockRunner:
         self.layout = layout
         self.seed = seed
         self.backend = backend
-        self.active = active or DEFAULT_ACTIVE_ROWS
+        self.active = active or default_active(backend)
         self.scene = scene if scene is not None else source.build()
         self.writer = zstore.StoreWriter(path)
 
@@ -493,21 +493,35 @@ DEFAULT_BLOCK_SAMPLES = 4096
 #: to share (measured on deploy-cube: 4.5 phase launches per trajectory against 1.7 with all
 #: 2,048 samples of a block in the tables).
 DEFAULT_ACTIVE_ROWS = 512
+#: The GPU backend's defaults: a block of 262,144 samples, 65,536 of them as slots on the device.
+#: A launch then has up to 65,536 threads, about a quarter of the threads an H100 keeps resident
+#: (132 SMs x 2,048), and the slots take ~2 GB of device memory at deploy-cube's ~30 kB. A first
+#: choice, not yet tuned on a device (``tumble bench deploy --backend gpu`` measures it).
+DEFAULT_GPU_BLOCK_SAMPLES = 262_144
+DEFAULT_GPU_ACTIVE_ROWS = 65_536
+
+
+def default_active(backend: str) -> int:
+    """The default streaming active set of ``backend`` (slots)."""
+    return DEFAULT_GPU_ACTIVE_ROWS if backend == "gpu" else DEFAULT_ACTIVE_ROWS
 #: Dask default block: whole shards, at least this many tasks per worker when the shards allow it.
 TASKS_PER_WORKER = 2
 
 
-def _default_block(layout: zstore.Layout, samples: int, block: int | None, distributed: bool, workers: int) -> int:
+def _default_block(layout: zstore.Layout, samples: int, block: int | None, distributed: bool, workers: int,
+                   backend: str = "cpu") -> int:
     """Samples per block: ``block`` (rounded up to whole shards with Dask), else whole shards —
-    up to :data:`DEFAULT_BLOCK_SAMPLES` in-process, and with Dask few enough shards per task that
-    every worker gets :data:`TASKS_PER_WORKER` tasks when the store has that many shards."""
+    up to :data:`DEFAULT_BLOCK_SAMPLES` in-process (:data:`DEFAULT_GPU_BLOCK_SAMPLES` on the GPU
+    backend), and with Dask few enough shards per task that every worker gets
+    :data:`TASKS_PER_WORKER` tasks when the store has that many shards."""
     shard = layout.shard_samples
     if distributed:
         if block is not None:
             return -(-block // shard) * shard
         shards = -(-samples // shard)
         return shard * max(1, -(-shards // (TASKS_PER_WORKER * max(1, workers))))
-    return block or shard * max(1, DEFAULT_BLOCK_SAMPLES // shard)
+    most = DEFAULT_GPU_BLOCK_SAMPLES if backend == "gpu" else DEFAULT_BLOCK_SAMPLES
+    return block or shard * max(1, most // shard)
 
 
 def check_memory(world, layout: zstore.Layout, samples: int, block: int, concurrent_blocks: int = 1,
@@ -604,7 +618,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
             64 unless it sets another). A sample with more keeps the first ones and is flagged in
             ``events/event_overflow`` (counted by ``tumble run`` and ``tumble inspect``).
         active: streaming active set: sample slots kept in a world that can stream (deployment),
-            default :data:`DEFAULT_ACTIVE_ROWS`; the stored bytes do not depend on it.
+            default :func:`default_active` (512 on the CPU, 65,536 on the GPU); the stored bytes do not depend on it.
         loader: ``loader(name_or_path, **params) -> Scene`` for a scene given by name or path
             (``tumble.run_batch`` passes ``scenes.registry.load_scene``: the engine does not import
             the scene layer above it). Must be importable by Dask workers.
@@ -645,7 +659,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
         return _drive(scene_or_builder, samples=samples, path=path, seed=seed, backend=backend, block=block,
                       resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler, progress=progress,
                       command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock,
-                      loader=loader, event_capacity=event_capacity, active=active or DEFAULT_ACTIVE_ROWS)
+                      loader=loader, event_capacity=event_capacity, active=active or default_active(backend))
 
 
 def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, backend: str, block: int | None,
@@ -678,8 +692,9 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
     scene.world.compile(samples=1, backend=backend)  # schema probe: tables, entity dims, event fields
     layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
     distributed = workers is not None or scheduler is not None
-    check_memory(scene.world, layout, samples, _default_block(layout, samples, block, distributed, workers or 1),
-                 workers or 1, active=active)
+    check_memory(scene.world, layout, samples,
+                 _default_block(layout, samples, block, distributed, workers or 1, backend), workers or 1,
+                 active=active)
     # every sample's draws, each column's rule and each system's input checks: before any work
     layout.check_inputs(scene.world, seed, samples)
 
@@ -740,7 +755,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
                 zstore.remove_store(path)
             zstore.create_store(path, layout, stable_attrs)
         n_workers = workers or (len(client.scheduler_info().get("workers", {})) if scheduler else 1) or 1
-        blk = _default_block(layout, samples, block, distributed, n_workers)
+        blk = _default_block(layout, samples, block, distributed, n_workers, backend)
         done = zstore.read_done(path) if resume else np.zeros(samples, bool)
         if resume:  # shards of finished samples that are missing or fail their checksums are recomputed
             repaired = zstore.repair_store(path, done)

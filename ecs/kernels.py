@@ -510,6 +510,49 @@ def to_host(a):
     return np.asarray(a)
 
 
+def set_rows(dst, rows, value) -> None:
+    """``dst[rows] = value`` on either backend: ``rows`` a host index array, ``value`` a number or a
+    host array of ``len(rows)`` rows. On the host, numpy's assignment; on the device one kernel
+    (one thread per element; the rows and the values are copied in), so a streaming active set
+    refills rows without copying whole tables (:meth:`ecs.world.World._load_slots`)."""
+    if isinstance(dst, np.ndarray) and not isinstance(dst, SimDeviceArray):
+        dst[rows] = value
+        return
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    k = len(rows)
+    if not k:
+        return
+    m = int(np.prod(dst.shape[1:], dtype=np.int64))
+    flat = dst.reshape(dst.shape[0], m)
+    blocks, threads = gpu_grid(k * m)
+    if np.ndim(value) == 0:
+        _row_kernels()[0][blocks, threads](device_array(rows), flat, dst.dtype.type(value), k, m)
+    else:
+        src = np.ascontiguousarray(np.broadcast_to(value, (k,) + tuple(dst.shape[1:])), dtype=dst.dtype)
+        _row_kernels()[1][blocks, threads](device_array(rows), flat, device_array(src.reshape(k, m)), k, m)
+
+
+_ROW_KERNELS: list = []
+
+
+def _row_kernels() -> tuple:
+    """The CUDA kernels of :func:`set_rows` (built once, lazily): fill and scatter."""
+    if not _ROW_KERNELS:
+        from numba import cuda
+
+        ns = {"cuda": cuda}     # a global of the kernels: the simulator swaps it for its own module
+        exec("def fill(rows, dst, v, k, m):\n"  # noqa: S102 - fixed source
+             "    t = cuda.grid(1)\n"
+             "    if t < k * m:\n"
+             "        dst[rows[t // m], t % m] = v\n"
+             "def scatter(rows, dst, src, k, m):\n"
+             "    t = cuda.grid(1)\n"
+             "    if t < k * m:\n"
+             "        dst[rows[t // m], t % m] = src[t // m, t % m]\n", ns)
+        _ROW_KERNELS.extend((cuda.jit(ns["fill"]), cuda.jit(ns["scatter"])))
+    return tuple(_ROW_KERNELS)
+
+
 @dataclass
 class DeviceRows:
     """An index list built on the device (seed 004 §2.7.3): the rows ``ids[:count[0]]``, whose

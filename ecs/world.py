@@ -26,7 +26,7 @@ from .status import Reason, Status
 from .component import ENTITY, columns_of
 from .errors import BackendError, InputError
 from .events import EventLog
-from .kernels import copy_into, device_array, gpu_backend_error, to_host
+from .kernels import copy_into, device_array, gpu_backend_error, set_rows, to_host
 from .system import Phase, System, check_derivatives, check_events, schedule
 from .table import ENGINE_COLUMNS, Table
 
@@ -382,8 +382,6 @@ class World:
             specs.update(ENGINE_COLUMNS)
             prefixes = sorted({c.__prefix__ for c in arche})
             prefix = _table_prefix(prefixes)
-            if backend == "gpu":
-                cols = {k: device_array(v) for k, v in cols.items()}
             tables.append(Table(archetype=arche, entities=np.array(es, dtype=np.int64), samples=samples,
                                 sample_offset=sample_offset, columns=cols, specs=specs, prefix=prefix,
                                 backend=backend, components={k: v for k, v in owners.items()},
@@ -413,6 +411,9 @@ class World:
                 t.columns = {k: v[:active * t.entity_count].copy() for k, v in t.columns.items()}
                 t.samples = active
             samples = active
+        if backend == "gpu":            # the tables (the slots when streaming) on the device; a pool stays on the host
+            for t in tables:
+                t.columns = {k: device_array(v) for k, v in t.columns.items()}
         self.samples = samples
         for s in self._systems:
             s.declare_events(self.events)
@@ -432,20 +433,20 @@ class World:
             src = (samples[:, None] * E + np.arange(E)).ravel()
             for k, v in t.columns.items():
                 if k != "row_sample":           # a row's sample index is its slot (the event log's row)
-                    v[dst] = cols[k][src]
+                    set_rows(v, dst, cols[k][src])
         ev = self.events
         for a in ev.arrays.values():
-            a[slots] = np.nan if np.issubdtype(a.dtype, np.floating) else -1
-        ev.count[slots] = 0
-        ev.overflow[slots] = 0
+            set_rows(a, slots, np.nan if np.issubdtype(a.dtype, np.floating) else -1)
+        set_rows(ev.count, slots, 0)
+        set_rows(ev.overflow, slots, 0)
         for s in self._systems:
             s.refill(self, slots)
 
     def can_stream(self) -> bool:
-        """True when this world can run a streaming active set: CPU backend, no entity-reference
-        column, every system ``streams`` (:attr:`ecs.system.System.streams`) or is a DERIVATIVE
-        system that takes part as a row term (its per-row data are columns)."""
-        if self.backend != "cpu" or not self._systems:
+        """True when this world can run a streaming active set (either backend): no
+        entity-reference column, every system ``streams`` (:attr:`ecs.system.System.streams`) or is
+        a DERIVATIVE system that takes part as a row term (its per-row data are columns)."""
+        if not self._systems:
             return False
         if any(spec.dtype == ENTITY for t in self.tables for spec in t.specs.values()):
             return False
@@ -814,28 +815,34 @@ class _Stream:
         """Record the recorded columns of ``slots`` as their samples' records ``k``."""
         ring = self.slot_sample[slots] % self.W
         for c in self.record:
-            self.traj[c][ring, k] = self.rec_tables[c].by_sample(c)[slots]
+            self.traj[c][ring, k] = to_host(self.rec_tables[c].by_sample(c))[slots]
 
     def _leave(self, occupied: np.ndarray, j: np.ndarray) -> None:
         """Copy out the samples that finished in this frame (all rows ended, or the last frame)."""
         world = self.world
         last = occupied & (j == self.n_frames - 1)
         running = np.zeros(self.n, bool)
+        host = {}             # each table's row_status (on the host: the column itself; on the GPU a copy)
         for t in world.tables:
-            st = t.columns["row_status"].reshape(t.samples, t.entity_count)
-            st[last[:, None] & (st == Status.RUNNING)] = Status.DONE
+            col = t.columns["row_status"]
+            st = host[id(t)] = to_host(col).reshape(t.samples, t.entity_count)
+            done = last[:, None] & (st == Status.RUNNING)
+            if done.any():
+                st[done] = Status.DONE
+                if world.backend == "gpu":
+                    set_rows(col, np.flatnonzero(done.ravel()), Status.DONE)
             running |= (st == Status.RUNNING).any(axis=1)
         slots = np.flatnonzero(occupied & ~running)
         if not len(slots):
             return
         ring = self.slot_sample[slots] % self.W
         for c in self.final:
-            self.fin[c][ring] = self.rec_tables[c].by_sample(c)[slots]
+            self.fin[c][ring] = to_host(self.rec_tables[c].by_sample(c))[slots]
         status = np.zeros(len(slots), np.int8)
         reason = np.zeros(len(slots), np.int8)
         for t in world.tables:
-            st = t.columns["row_status"].reshape(t.samples, t.entity_count)[slots]
-            rs = t.columns["row_reason"].reshape(t.samples, t.entity_count)[slots]
+            st = host[id(t)][slots]
+            rs = to_host(t.columns["row_reason"]).reshape(t.samples, t.entity_count)[slots]
             status = np.maximum(status, st.max(axis=1))
             failed = st == Status.FAILED
             r = rs[np.arange(len(slots)), np.argmax(failed, axis=1)]
@@ -845,13 +852,13 @@ class _Stream:
         self.reason[ring] = reason
         ev = world.events
         for k, a in ev.arrays.items():
-            self.ev[k][ring] = a[slots]
-        self.count[ring] = ev.count[slots]
-        self.overflow[ring] = ev.overflow[slots]
+            self.ev[k][ring] = to_host(a)[slots]
+        self.count[ring] = to_host(ev.count)[slots]
+        self.overflow[ring] = to_host(ev.overflow)[slots]
         if self.record:       # an ended sample is frozen: its later records repeat its state
             later = np.arange(self.n_rec)[None, :] >= ((j[slots] + 1) // self.every + 1)[:, None]
             for c in self.record:
-                cur = self.rec_tables[c].by_sample(c)[slots]
+                cur = to_host(self.rec_tables[c].by_sample(c))[slots]
                 m = later.reshape(later.shape + (1,) * (cur.ndim - 1))
                 self.traj[c][ring] = np.where(m, cur[:, None], self.traj[c][ring])
         self.ready[ring] = True

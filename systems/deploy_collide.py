@@ -59,7 +59,7 @@ from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs import Phase, System
-from ecs.kernels import dual, kernel_tuple, listed, to_backend
+from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
 from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
@@ -290,7 +290,7 @@ class CollideProbes(System):
     def reset_rows(self, rows: np.ndarray) -> None:
         """Clear the per-row impact scratch of ``rows`` (new samples in a streaming active set)."""
         for a in (self.iwork, self.touch, self.normal, self.cpair, self.sphere_vert, self.status, self.count):
-            a[rows] = 0
+            set_rows(a, rows, 0)
 
     def bind_context(self, ctx) -> None:
         """Size the per-row impact scratch (on the device on the GPU backend)."""

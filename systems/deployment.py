@@ -58,7 +58,7 @@ from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.kernels import (CompileUnit, DeviceRows, compact_rows, copy_into, cpu_jit, device_array, dual,
-                         kernel_tuple, launch_span, to_backend, to_host)
+                         kernel_tuple, launch_span, set_rows, to_backend, to_host)
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args, specialise
 from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
@@ -287,6 +287,9 @@ class EndProbes(System):
             if t_lim is None:
                 t_lim = lists.no_end
             out = lists.next if out is None else out
+            if isinstance(rows, np.ndarray):        # a host index array (refilled rows)
+                rows = DeviceRows(device_array(rows.astype(np.int64)), device_array(np.array([len(rows)])),
+                                  len(rows))
             n, ids = (lists.n, lists.every) if rows is None else (rows.bound, rows.ids)
         else:
             if rows is None:
@@ -570,23 +573,23 @@ class DeploymentLoop(ModeLoop):
         the rows released past an end state and refresh their inertial view."""
         ctx = self.ctx
         t = ctx.table
-        rows = np.flatnonzero(np.isin(t["row_sample"], slots))
+        rows = np.flatnonzero(np.isin(to_host(t["row_sample"]), slots))
         if self._shown is not None:     # a refilled row shown at the last frame end holds a new sample now
             shown, cols = self._shown
             keep = ~np.isin(shown, rows)
             self._shown = (shown[keep], {c: v[keep] for c, v in cols.items()}) if keep.any() else None
-        ctx.work[rows] = 0.0
-        ctx.jinv[rows] = np.linalg.inv(t["body_inertia"][rows])
+        set_rows(ctx.work, rows, 0.0)
+        set_rows(ctx.jinv, rows, np.linalg.inv(to_host(t["body_inertia"])[rows]))
         for a in ctx.cs:
-            if isinstance(a, np.ndarray):
-                a[rows] = 0
+            if hasattr(a, "shape"):
+                set_rows(a, rows, 0)
         self.collide.reset_rows(rows)
         if ctx.rec_dt > 0.0:
-            ctx.snap[rows] = np.nan
-            ctx.save[rows] = 0.0
+            set_rows(ctx.snap, rows, np.nan)
+            set_rows(ctx.save, rows, 0.0)
         if ctx.trace.shape[1] > 0:
-            ctx.trace[rows] = np.nan
-            ctx.trace_n[rows] = 0
+            set_rows(ctx.trace, rows, np.nan)
+            set_rows(ctx.trace_n, rows, 0)
         super().refill(world, slots)
         self.end.check(ctx, rows)
         self._inertial(rows)

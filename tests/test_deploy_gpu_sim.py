@@ -3,9 +3,11 @@
 The scene is ``deploy-srp`` (scenes/examples/deploy_srp.py): a box probe with a user force (solar
 radiation pressure, exaggerated 1000× so that it matters), so the phase kernels are the copies
 linked against the generated right-hand side of the world's row terms (ecs.terms.fuse_terms).
-Two samples run together from 0 to 3000 s: the first lands (flight, the first impact at 418 s,
-30 Stronge collisions, contact motion, settling), the second is thrown outward at 2 m/s and
-escapes, so the index lists hold rows in different modes.
+Three samples from 0 to 3000 s: the first lands (flight, the first impact at 418 s, 30 Stronge
+collisions, contact motion, settling), the second and third are thrown outward at 2 and 1.5 m/s
+and escape, so the index lists hold rows in different modes. The GPU run streams them through two
+slots (``World.compile(active=2)``): the third sample enters the slot the second leaves, refilled
+on the device (ecs.kernels.set_rows); the CPU run keeps all three in its tables.
 
 The GPU run is the device-side loop (systems.modes.ModeLoop._device_passes): index lists built
 on the device by compaction kernels, the fly, collide and contact span kernels launched over them
@@ -68,9 +70,10 @@ SCRIPT = textwrap.dedent(
     w.compile(samples=1)
     probe = int(w.table_with("probe_shape").entities[0])
     x0 = np.asarray(w.table_with("probe_shape")["body_position"])[0]
-    out = (2.0 * x0 / np.linalg.norm(x0)).tolist()
-    w.compile(samples=2, backend=sys.argv[1],
-              overrides={{(probe, "body_velocity"): np.array([[0.0, 0.0, 0.0], out])}})
+    up = x0 / np.linalg.norm(x0)
+    active = int(sys.argv[2]) if sys.argv[2] != "0" else None
+    w.compile(samples=3, backend=sys.argv[1], active=active,
+              overrides={{(probe, "body_velocity"): np.array([[0.0, 0.0, 0.0], 2.0 * up, 1.5 * up])}})
     loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
     res = w.run(t_end={T_END}, dt=scene.dt, record_every=1, record=("body_position",),
                 final={FINALS!r})
@@ -84,7 +87,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _run(backend: str, simulator: bool) -> dict:
+def _run(backend: str, simulator: bool, active: int = 0) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("TUMBLE_CUDASIM_STRICT", None)
     if simulator:
@@ -92,15 +95,15 @@ def _run(backend: str, simulator: bool) -> dict:
         env["TUMBLE_CUDASIM_STRICT"] = "1"
     else:
         env.pop("NUMBA_ENABLE_CUDASIM", None)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, backend], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, backend, str(active)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
 def both():
-    return _run("cpu", False), _run("gpu", True)
+    return _run("cpu", False), _run("gpu", True, active=2)
 
 
 def test_the_gpu_path_ran_on_device_lists_with_the_generated_terms(both):
@@ -123,9 +126,9 @@ def test_the_gpu_path_ran_on_device_lists_with_the_generated_terms(both):
 def test_cuda_simulator_matches_cpu_through_landing_and_escape(both):
     cpu, gpu = both
     f = cpu["finals"]
-    assert f["row_status"] == [2.0, 3.0] and f["probe_phase"] == [3.0, 3.0]  # SETTLED and ESCAPED, both ENDED
+    assert f["row_status"] == [2.0, 3.0, 3.0] and f["probe_phase"] == [3.0] * 3  # SETTLED, ESCAPED x2, all ENDED
     assert 418.0 < f["probe_first_impact_time"][0] < 419.0 and f["probe_collisions"][0] >= 10
-    assert f["probe_collisions"][1] == 0
+    assert f["probe_collisions"][1:] == [0.0, 0.0]
     for c in FINALS:
         np.testing.assert_allclose(gpu["finals"][c], f[c], rtol=1e-12, atol=1e-12, err_msg=c)
     for k in EVENT_FIELDS:       # the first collision: its time, vertex and outcome

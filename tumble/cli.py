@@ -192,7 +192,7 @@ def run(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
     block: Optional[int] = typer.Option(None, "--block", min=1, help="Samples per block [default: whole shards, up to 4096 samples; with Dask, 2 tasks per worker]."),
     active: Optional[int] = typer.Option(None, "--active", min=1, help="Streaming active set: sample slots in memory "
-                                         "at once in a world that streams (deployment) [default: 512]; the stored "
+                                         "at once in a world that streams (deployment) [default: 512 on the CPU, 65,536 on the GPU]; the stored "
                                          "bytes do not depend on it."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
