@@ -8,7 +8,8 @@ indexing (``math.*``, no allocation, no ``raise``) and compiled twice:
 
 ``dual(fn)`` returns both as a :class:`DualKernel`. The GPU compile is lazy: importing a system
 never touches CUDA, so the CPU backend works on machines without a driver, and the CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``) can run the very same sources in CI.
+(``NUMBA_ENABLE_CUDASIM=1``) can run the very same sources in CI. With ``TUMBLE_CUDASIM_STRICT=1``
+the simulator's device arrays refuse host work as a device's do (:class:`SimDeviceArray`).
 
 Measured pitfall (numba 0.68), beyond docs/design.md §2: a ``for ... break`` loop inside an inlined
 kernel that is called from a ``prange`` body gave wrong results (~1e-10 relative in Carlson's

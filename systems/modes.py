@@ -17,7 +17,9 @@ repeats *passes* until every running row has reached its frame end:
 A mode's launch returns after a bounded amount of work, so one stiff row cannot hold a pass and a
 row can change mode several times within a frame. On the CPU the running rows are dealt into one
 group per numba thread, and each group runs the passes on its own; a worker that runs out of rows
-takes over half of another's pending rows (:class:`RowShare`).
+takes over half of another's pending rows (:class:`RowShare`). On the GPU backend the passes run
+over index lists built on the device, and rows never leave it within a frame
+(:meth:`ModeLoop._device_passes`, :class:`DeviceLists`).
 
 **Adding a mode** (no engine change): a :class:`Mode` system with a ``code`` of its own and an
 :meth:`Mode.advance` that steps its rows, added with ``world.add_system``; an EVENT system with a
