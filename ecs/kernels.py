@@ -390,12 +390,13 @@ class SimDeviceArray(np.ndarray):
     """A device array as the CUDA simulator's strict mode keeps it (:func:`sim_strict`): a numpy
     array that only kernels and explicit copies may touch, as on a device.
 
-    Refused with ``TypeError``: numpy ufuncs and functions on it (``col == 1``, ``np.flatnonzero``),
-    fancy indexing (``col[rows]``), and a CPU (``njit``) kernel taking it. Allowed: CUDA kernel
-    launches (the simulator copies each array in and back with ``np.copy``/``np.copyto``), element
-    and slice access (what a kernel body does), attributes and views (``shape``, ``reshape``),
-    :meth:`get` (a host copy, like CuPy's) and :meth:`set`. A CuPy array allows more (its own
-    ufuncs and fancy indexing run on the device), so code that passes here runs on a device too.
+    Refused with ``TypeError``: numpy ufuncs and functions on it (``col == 1``, ``np.flatnonzero``;
+    also on what indexing it returns) and a CPU (``njit``) kernel taking it: what fails on a CuPy
+    array. Allowed: CUDA kernel launches (the simulator copies each array in and back with
+    ``np.copy``/``np.copyto``), indexing (what a kernel body does, at numpy's speed: no Python-level
+    check per element), attributes and views (``shape``, ``reshape``), :meth:`get` (a host copy,
+    like CuPy's) and :meth:`set`. A CuPy array allows more (its own ufuncs run on the device), so
+    code that passes here runs on a device too.
     """
 
     #: leave numba's fast typeof path, which would take a subclass for a plain array
@@ -411,22 +412,6 @@ class SimDeviceArray(np.ndarray):
             return func(*args, **kwargs)
         raise TypeError(f"np.{func.__name__} on a device array: launch a kernel or copy it to the host "
                         f"(ecs.kernels.to_host)")
-
-    @staticmethod
-    def _check_key(key) -> None:
-        for k in key if isinstance(key, tuple) else (key,):
-            if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))):
-                raise TypeError(f"index {type(k).__name__} into a device array from the host: launch a kernel")
-
-    def __getitem__(self, key):
-        self._check_key(key)
-        return super().__getitem__(key)
-
-    def __setitem__(self, key, value):
-        self._check_key(key)
-        if isinstance(value, np.ndarray) and not isinstance(value, SimDeviceArray) and value.ndim:
-            raise TypeError("host array assigned into a device array: use ecs.kernels.copy_into")
-        super().__setitem__(key, value)
 
     def get(self) -> np.ndarray:
         """A host copy (CuPy's ``get``)."""
