@@ -49,6 +49,14 @@ NRT = False
 #: Threads per block for GPU drivers.
 GPU_BLOCK = 128
 
+#: How device functions reach the GPU (``TUMBLE_GPU_INLINE``, read at import). Default ``""``: a
+#: kernel that is a plain call on the CPU (``dual(..., inline=False)``, e.g. every ``dual_call``)
+#: stays a call on the GPU (LLVM ``noinline``), so NVVM and ptxas compile it once rather than once
+#: per call site; the small ones (``inline=True``) are inlined. ``"all"``: NVVM inlines everything
+#: (the build before issue 33: 2.7 MB of PTX for the flight kernel, minutes of ptxas for the
+#: collision kernel), kept to compare the two on a device (docs/design.md §8.11).
+GPU_INLINE = os.environ.get("TUMBLE_GPU_INLINE", "")
+
 
 def cuda_simulated() -> bool:
     """True when numba's CUDA simulator is active (``NUMBA_ENABLE_CUDASIM=1``)."""
@@ -65,10 +73,34 @@ def cuda_available() -> bool:
         return False
 
 
+def cuda_import_error() -> str | None:
+    """Why ``numba.cuda`` does not import here, in one line, or ``None`` when it does. The common
+    case gets its cause named: numba-cuda 0.30 registers an overload of ``np.row_stack``, which
+    numpy 2.5 removed, so it fails at import under numpy >= 2.5."""
+    try:
+        from numba import cuda  # noqa: F401
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        try:
+            from importlib.metadata import version
+
+            nc = version("numba-cuda")
+        except Exception:
+            nc = "not installed"
+        if "row_stack" in str(exc):
+            return (f"numba-cuda {nc} does not import with numpy {np.__version__} (np.row_stack was removed in "
+                    "numpy 2.5): install numpy<2.5, e.g. pip install 'tumble[gpu]'")
+        return f"numba.cuda does not import (numba-cuda {nc}, numpy {np.__version__}): {type(exc).__name__}: {exc}"
+    return None
+
+
 def gpu_backend_error() -> str | None:
     """Why ``backend="gpu"`` cannot run here, in one line, or ``None`` when it can."""
+    why = cuda_import_error()
+    if why:
+        return "backend 'gpu': " + why
     if not cuda_available():
-        return "backend 'gpu' needs a CUDA device: none was found (install the 'gpu' extra on a machine with an NVIDIA driver)"
+        return ("backend 'gpu' needs a CUDA device: none was found (install the 'gpu' extra, or 'gpu-cuda12' for a "
+                "CUDA 12 driver, on a machine with an NVIDIA driver)")
     if cuda_simulated():
         return None
     try:
@@ -219,11 +251,12 @@ class DualKernel:
     py: Callable
     cpu: Callable
     _gpu: Callable | None = field(default=None, repr=False)
+    gpu_inline: bool = True
 
     @property
     def gpu(self) -> Callable:
         if self._gpu is None:
-            self._gpu = _device_function(self.py)
+            self._gpu = _device_function(self.py, inline=self.gpu_inline)
         return self._gpu
 
 
@@ -241,7 +274,7 @@ def _device_max(a, b):
     return b if b > a else a
 
 
-def _device_function(py: Callable) -> Callable:
+def _device_function(py: Callable, inline: bool = True) -> Callable:
     """The CUDA device function of the kernel source ``py``, its callees swapped for GPU twins.
 
     Every global the source calls that is the CPU twin of a :class:`DualKernel` becomes that
@@ -268,7 +301,36 @@ def _device_function(py: Callable) -> Callable:
         elif _is_dispatcher(v):
             g[name] = _gpu_twin(v)
     fn = types.FunctionType(py.__code__, g, py.__name__, py.__defaults__, py.__closure__)
+    if not inline and GPU_INLINE != "all":
+        fn._tumble_noinline = True
+        _install_noinline_hook()
     return cuda.jit(device=True)(fn)
+
+
+_NOINLINE_HOOK: list = []
+
+
+def _install_noinline_hook() -> None:
+    """Make NVVM keep the device functions marked ``_tumble_noinline`` as calls (LLVM's
+    ``noinline`` attribute, which numba-cuda itself sets on every function of a debug build)."""
+    if _NOINLINE_HOOK or cuda_simulated():
+        return
+    try:
+        from numba.cuda.lowering import CUDALower      # numba-cuda (the gpu extra)
+    except ImportError:  # pragma: no cover - numba's own, deprecated CUDA target lowers with the core class
+        from numba.core.lowering import Lower as CUDALower
+
+    base = CUDALower.pre_lower
+
+    def pre_lower(self):
+        base(self)
+        if getattr(self.func_ir.func_id.func, "_tumble_noinline", False):
+            attrs = self.builder.function.attributes
+            if "alwaysinline" not in attrs:
+                attrs.add("noinline")
+
+    CUDALower.pre_lower = pre_lower
+    _NOINLINE_HOOK.append(base)
 
 
 _DEVICE_BUILTINS: dict[str, Callable] = {}
@@ -287,7 +349,9 @@ def _gpu_twin(dispatcher) -> Callable:
     """The device function of a plain ``njit`` dispatcher (:func:`_device_function`), built once."""
     k = _GPU_BY_CPU.get(id(dispatcher))
     if k is None:
-        k = _GPU_BY_CPU[id(dispatcher)] = _device_function(dispatcher.py_func)
+        py = dispatcher.py_func      # a relinked copy of a dual kernel keeps its GPU choice (relink copies it)
+        inline = getattr(py, "_tumble_gpu_inline", dispatcher.targetoptions.get("inline", "never") == "always")
+        k = _GPU_BY_CPU[id(dispatcher)] = _device_function(dispatcher.py_func, inline=inline)
     return k
 
 
@@ -304,18 +368,23 @@ def gpu_function(kernel) -> Callable:
     raise TypeError(f"{kernel!r} is neither a DualKernel nor an njit function")
 
 
-def dual(fn: Callable, *, inline: bool = True, nogil: bool = False) -> DualKernel:
+def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: bool | None = None) -> DualKernel:
     """Compile ``fn`` as a CPU device function; its GPU twin compiles lazily.
 
     ``inline=False`` keeps the CPU twin a regular cached call: for the few large, branchy kernels
     whose inlining into every caller multiplies compile time (an ellipsoid root find: 21 s vs
     3.8 s compile for one caller, measured) for little run-time gain. ``nogil=True``: a span
-    kernel that CPU worker threads call from Python (:func:`launch_span`).
+    kernel that CPU worker threads call from Python (:func:`launch_span`). ``gpu_inline`` (default:
+    as ``inline``) decides the same for the GPU twin (:data:`GPU_INLINE`): ``False`` for a large
+    kernel called from several places of a phase kernel (a whole DP5(4) attempt), which the CPU
+    inlines with profit but which would be compiled once per call site on the GPU.
     """
     opts = {"inline": "always"} if inline else {}
     if nogil:
         opts["nogil"] = True
-    k = DualKernel(py=fn, cpu=numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, **opts)(fn))
+    gpu_inline = inline if gpu_inline is None else gpu_inline
+    fn._tumble_gpu_inline = gpu_inline       # read by the GPU twin of a relinked copy (:func:`_gpu_twin`)
+    k = DualKernel(py=fn, cpu=numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, **opts)(fn), gpu_inline=gpu_inline)
     _DUAL_BY_CPU[id(k.cpu)] = k
     return k
 
@@ -370,7 +439,11 @@ def gpu_grid(n: int) -> tuple[int, int]:
 
 
 def array_module(a):
-    """numpy or cupy, whichever owns ``a``."""
+    """numpy or cupy, whichever owns ``a``; for a :class:`SimDeviceArray` the simulator's stand-in
+    for CuPy (:data:`SIM_XP`): array code written against the module this returns runs on the
+    device, as CuPy's ufuncs and reductions do."""
+    if isinstance(a, SimDeviceArray):
+        return SIM_XP
     mod = type(a).__module__
     if mod.startswith("cupy"):
         import cupy
@@ -422,6 +495,33 @@ class SimDeviceArray(np.ndarray):
         np.copyto(self.view(np.ndarray), host)
 
 
+class _SimArrayModule:
+    """CuPy as the strict simulator sees it (:func:`array_module` of a :class:`SimDeviceArray`):
+    ``SIM_XP.f(...)`` runs ``numpy.f`` on the arrays' memory and returns device arrays, as a CuPy
+    function returns CuPy arrays — work the device does. Host numpy on a device array stays
+    refused (:class:`SimDeviceArray`): array code must name the array module it runs on."""
+
+    def __getattr__(self, name):
+        f = getattr(np, name)
+        if not callable(f) or isinstance(f, type):
+            return f
+
+        def on_device(*args, **kwargs):
+            out = f(*_host_views(args), **{k: _host_views((v,))[0] for k, v in kwargs.items()})
+            return out.view(SimDeviceArray) if isinstance(out, np.ndarray) else out
+
+        on_device.__name__ = name
+        return on_device
+
+
+def _host_views(items) -> tuple:
+    return tuple(a.view(np.ndarray) if isinstance(a, SimDeviceArray) else a for a in items)
+
+
+#: The strict simulator's stand-in for CuPy (:func:`array_module`).
+SIM_XP = _SimArrayModule()
+
+
 def _refuse_in_njit():
     from numba.core.typing.typeof import typeof_impl
 
@@ -441,10 +541,10 @@ def device_array(a):
     if not cuda_simulated():
         import cupy
 
-        return cupy.asarray(a)
+        return cupy.array(a, order="K")      # keeps a row-fastest layout (:func:`to_backend_soa`)
     if sim_strict():
-        return np.array(a).view(SimDeviceArray)
-    return np.array(a)
+        return np.array(a, order="K").view(SimDeviceArray)
+    return np.array(a, order="K")
 
 
 def copy_into(dst, host) -> None:
@@ -463,6 +563,27 @@ def to_backend(backend: str, args: tuple) -> tuple:
         return tuple(args)
     return tuple(device_array(a) if isinstance(a, np.ndarray) else kernel_tuple(to_backend(backend, a))
                  if isinstance(a, tuple) else a for a in args)
+
+
+def to_backend_soa(backend: str, args: tuple) -> tuple:
+    """:func:`to_backend` for per-row scratch (first axis: rows) that only kernels touch: on the
+    GPU backend every array of two or more axes is laid out with the row index fastest (Fortran
+    order), so the 32 threads of a warp, one row each, read one slot of 32 consecutive rows from
+    one or two cache lines, where the CPU's row-major layout (right for one thread walking its
+    row) touches 32. Kernel sources are unchanged: ``w = work[i]`` is a strided view either way.
+    Unchanged on the CPU. On the H200 it changed no measured figure of deploy-cube, whose passes
+    wait on serial contact motion, not on memory (docs/design.md §8.11)."""
+    if backend != "gpu":
+        return tuple(args)
+
+    def soa(a):
+        if isinstance(a, np.ndarray) and a.ndim >= 2:
+            return np.asfortranarray(a)
+        if isinstance(a, tuple):
+            return tuple(soa(x) for x in a)
+        return a
+
+    return to_backend(backend, tuple(soa(a) for a in args))
 
 
 def kernel_tuple(items) -> tuple:
@@ -509,13 +630,15 @@ def set_rows(dst, rows, value) -> None:
     if not k:
         return
     m = int(np.prod(dst.shape[1:], dtype=np.int64))
-    flat = dst.reshape(dst.shape[0], m)
+    # a row-fastest array (to_backend_soa) flattens its trailing axes in its own order: a view, not a copy
+    order = "F" if dst.ndim > 2 and dst.flags.f_contiguous and not dst.flags.c_contiguous else "C"
+    flat = dst.reshape((dst.shape[0], m), order=order)
     blocks, threads = gpu_grid(k * m)
     if np.ndim(value) == 0:
         _row_kernels()[0][blocks, threads](device_array(rows), flat, dst.dtype.type(value), k, m)
     else:
-        src = np.ascontiguousarray(np.broadcast_to(value, (k,) + tuple(dst.shape[1:])), dtype=dst.dtype)
-        _row_kernels()[1][blocks, threads](device_array(rows), flat, device_array(src.reshape(k, m)), k, m)
+        src = np.broadcast_to(value, (k,) + tuple(dst.shape[1:])).astype(dst.dtype).reshape((k, m), order=order)
+        _row_kernels()[1][blocks, threads](device_array(rows), flat, device_array(np.ascontiguousarray(src)), k, m)
 
 
 _ROW_KERNELS: list = []
@@ -575,17 +698,82 @@ def _gpu_driver(kernel, nargs: int, lead: str, bound: str = "n"):
 
 def _generated(kernel, key: tuple, src: str):
     """The ``@cuda.jit`` kernel ``_driver`` defined by ``src``, in which ``fn`` is ``kernel``'s GPU
-    twin (built once per kernel and ``key``)."""
+    twin (built once per kernel and ``key``; cached on disk on a device, :func:`_driver_file`)."""
     key = (id(kernel), *key)
     k = _GPU_DRIVERS.get(key)
     if k is None:
         from numba import cuda
 
         ns = {"cuda": cuda, "fn": gpu_function(kernel)}
-        exec(src, ns)  # noqa: S102 - generated driver, source fully determined by the caller
-        k = cuda.jit(ns["_driver"])
+        path = None if cuda_simulated() else _driver_file(kernel, src)
+        if path is not None:
+            src = path.read_text()
+        code = compile(src, str(path) if path else "<tumble generated driver>", "exec")
+        exec(code, ns)  # noqa: S102 - generated driver, source fully determined by the caller
+        opts = {"cache": path is not None}
+        if GPU_MAX_REGISTERS:
+            opts["max_registers"] = GPU_MAX_REGISTERS
+        k = cuda.jit(**opts)(ns["_driver"])
         _GPU_DRIVERS[key] = k
     return k
+
+
+#: ``max_registers`` of every generated GPU driver (``TUMBLE_GPU_MAX_REGISTERS``; 0: ptxas decides).
+#: Read at import: a study of occupancy against spills sets it per process (docs/design.md §8.11).
+GPU_MAX_REGISTERS = int(os.environ.get("TUMBLE_GPU_MAX_REGISTERS", "0") or 0)
+
+
+def _driver_file(kernel, src: str):
+    """A real file holding the driver ``src`` of ``kernel``, so that numba-cuda's disk cache
+    (``cache=True``: the cubin per compute capability, loaded in milliseconds by the next process)
+    can key it; ``None`` when no cache directory is writable.
+
+    numba keys a cached kernel by its own file's name and time stamp only, not by its callees. So
+    the file is named by a hash of the driver source, of the kernel's name and of every source
+    file the kernel reaches (``reachable_kernels``: the engine's files, a user's term file, the
+    generated module of a relinked family), of numba's and numba-cuda's versions and of the
+    inlining switches: any change to any of them writes a new file and compiles afresh, as
+    ``ecs._cache`` does for the CPU (docs/design.md §2). The cache itself lives in numba's cache
+    directory (``ecs._cache.use_versioned_numba_cache``), which numba-cuda reads from its own
+    config module: both are pointed at it here."""
+    import hashlib
+
+    from . import _cache
+
+    d = _cache.cache_dir("gpu")
+    if d is None:
+        return None
+    try:
+        import numba.cuda.core.config as cuda_config   # numba-cuda reads its own copy of the setting
+    except ImportError:  # pragma: no cover - numba's own CUDA target reads numba.config
+        cuda_config = None
+    if cuda_config is not None and numba.config.CACHE_DIR and not cuda_config.CACHE_DIR:
+        cuda_config.CACHE_DIR = numba.config.CACHE_DIR
+    py = kernel.py if isinstance(kernel, DualKernel) else kernel.py_func
+    cpu = kernel.cpu if isinstance(kernel, DualKernel) else kernel
+    h = hashlib.sha256(src.encode())
+    h.update(f"{py.__module__}.{py.__qualname__}:{py.__code__.co_filename}".encode())
+    try:
+        import numba_cuda
+
+        h.update(f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}".encode())
+    except ImportError:  # pragma: no cover - the gpu extra provides it
+        h.update(numba.__version__.encode())
+    h.update(f"inline {GPU_INLINE!r} maxreg {GPU_MAX_REGISTERS}".encode())
+    for f in sorted({getattr(k.py_func.__code__, "co_filename", "") for k in reachable_kernels(cpu)}):
+        h.update(f.encode())
+        try:
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            pass
+    path = d / f"driver_{h.hexdigest()[:24]}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(f"# generated GPU driver of {py.__module__}.{py.__qualname__} (ecs.kernels._driver_file)\n"
+                       + src)
+        os.replace(tmp, path)
+    return path
 
 
 def gpu_row_kernel(row, nargs: int):
@@ -738,6 +926,8 @@ def relink(roots: dict, swap: dict, filename: str) -> dict:
         fn.__qualname__ = py.__qualname__
         fn.__module__ = os.path.splitext(os.path.basename(filename))[0]
         fn.__doc__ = py.__doc__
+        if hasattr(py, "_tumble_gpu_inline"):
+            fn._tumble_gpu_inline = py._tumble_gpu_inline
         opts = {k: v for k, v in d.targetoptions.items() if k != "nopython"}   # njit implies it
         new = numba.njit(cache=True, **opts)(fn)
         memo[key] = new

@@ -1284,7 +1284,7 @@ def _drop_snapshots_after(i, t, rec_dt, snap):
 from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
 
 _cforces = contact_forces_row.cpu
-contact_wrench = dual(_contact_wrench)
+contact_wrench = dual(_contact_wrench, gpu_inline=False)
 _cwrench = contact_wrench.cpu
 probe_rhs = dual_call(_probe_rhs)
 _rhs = probe_rhs.cpu
@@ -1292,11 +1292,11 @@ _errn = error_norm.cpu
 _next_h = step_size.cpu
 advance_attitude = dual_call(_advance_attitude)
 _advance_att = advance_attitude.cpu
-dp_attempt = dual(_dp_attempt)
+dp_attempt = dual(_dp_attempt, gpu_inline=False)
 _dpa = dp_attempt.cpu
 accept = dual_call(_accept)
-locate_event = dual(_locate_event)
-record_snapshots = dual(_record_snapshots)
+locate_event = dual(_locate_event, gpu_inline=False)
+record_snapshots = dual(_record_snapshots, gpu_inline=False)
 trace_step = dual_call(_trace_step)
 drop_snapshots_after = dual_call(_drop_snapshots_after)
 

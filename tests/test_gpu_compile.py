@@ -1,161 +1,191 @@
-"""Every GPU row kernel a pipeline launches compiles for a real device (PTX, sm_90) with NVVM.
+"""Every GPU kernel a pipeline launches compiles for a real device (sm_90), within its budget.
 
 The CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the kernel sources as Python, so it accepts
-code the CUDA target refuses. Here each pipeline runs a few steps on the CPU while every
-:func:`ecs.kernels.launch_rows` and :func:`ecs.kernels.launch_span` call is recorded; the GPU
-driver of each recorded row or span kernel (:func:`ecs.kernels.gpu_row_kernel`,
-:func:`ecs.kernels.gpu_span_kernel`, with its callees' GPU twins) is then compiled to PTX for the
-argument types of that very call, through numba's CUDA compiler and NVVM, which needs the CUDA
-toolkit but no device. This is how numba >= 0.66's refusal of two-argument ``min``/``max`` on the
-CUDA target (numba issue #10753) was found here; ``ecs.kernels`` now swaps them in every GPU twin.
+code the CUDA target refuses, and says nothing of what a kernel costs the chip. Here
+``tumble bench gpu-compile`` (:mod:`benchmarks.bench_gpu_compile`) runs each scene a few frames on
+the CPU, records every row and span launch (and the mode loop's device-only launches), and
+compiles the CUDA driver of each for the argument types of that very call: to PTX with NVVM, then
+to SASS with ``ptxas -arch=sm_90 -O3 -v``, which needs the CUDA toolkit but no device. Each
+kernel's registers, spill bytes and compile time are held to the budgets of docs/design.md §8.11
+(:data:`BUDGETS`), so a change that bloats a kernel fails where it is made. This is also how numba
+>= 0.66's refusal of two-argument ``min``/``max`` on the CUDA target (numba issue #10753) was found.
 
-Skipped where NVVM is not installed. Without a device numba's device-function compiler still asks
-the driver for the current device's compute capability, so a device reporting sm_90 is faked
-for the compile only. In CI: the rigid-body integrator's and facet contact's row kernels (the
-pipelines every scene uses); the multibody and deployment kernels (each 1-7 MB of PTX, up to a
-minute of NVVM time) are a ``slow`` study.
+Skipped where NVVM is not installed; without ``ptxas`` only the PTX is checked. In CI: the
+rigid-body integrator's and facet contact's kernels, and deploy-cube's whole device loop (three
+phase kernels, the collide span over a device list, the compaction and end-rule kernels); the
+multibody kernels and a deployment with a user term are a ``slow`` study.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCRIPT = textwrap.dedent(
-    """
-    import sys, time, types
-    import numba
-    from numba import cuda
-    import ecs.kernels as K
+#: (most registers per thread, most spill bytes (stores or loads)) per kernel, by name prefix
+#: (docs/design.md §8.11 gives the figures measured on the day these were set and why the phase
+#: kernels sit at the 255-register ceiling). A kernel not listed gets :data:`DEFAULT_BUDGET`.
+BUDGETS = {
+    "_fly_rows": (255, 512),
+    "_collide_rows": (255, 2048),
+    "listed:_collide_rows": (255, 2048),
+    "_contact_rows": (255, 8192),
+    "compact:_end_row": (128, 0),
+    "compact:": (32, 0),
+    "_find_contacts": (255, 0),
+}
+DEFAULT_BUDGET = (128, 0)
 
-    calls = {}
-    def _record(backend, cpu_driver, row, n, *args):
-        key = getattr(row, "py", getattr(row, "py_func", None)).__qualname__
-        calls.setdefault(key, (K.gpu_row_kernel, row, n, args))
-        return _launch("cpu", cpu_driver, row, n, *args)
-    def _record_span(backend, span, n, *args):
-        key = getattr(span, "py", getattr(span, "py_func", None)).__qualname__
-        calls.setdefault(key, (K.gpu_span_kernel, span, n, args))
-        return _launch_span("cpu", span, n, *args)
-    _launch, _launch_span = K.launch_rows, K.launch_span
-    import systems
-    import pkgutil, importlib
-    for m in pkgutil.iter_modules(systems.__path__):
-        mod = importlib.import_module("systems." + m.name)
-        if getattr(mod, "launch_rows", None) is _launch:
-            mod.launch_rows = _record
-        if getattr(mod, "launch_span", None) is _launch_span:
-            mod.launch_span = _record_span
-
-    from scenes.registry import load_scene
-    for spec in sys.argv[2].split(","):          # scene[@t_end]: run 5 frames, or to t_end
-        name, _, t_end = spec.partition("@")
-        scene = load_scene(name)
-        w = scene.world
-        w.compile(samples=2)
-        w.run(t_end=float(t_end) if t_end else min(scene.t_end, 5 * scene.dt), dt=scene.dt)
-
-    # the mode loop's device-only launches (GPU backend: systems.modes.ModeLoop._device_passes): the
-    # compaction kernels that build its index lists and end its rows, and a span over a device list
-    import numpy as np
-    from systems.modes import ModeLoop, in_mode, running_row, stop_stuck
-    for loop in [s for s in w.systems if isinstance(s, ModeLoop) and s.ctx is not None]:
-        ctx, t = loop.ctx, loop.ctx.table
-        st, md, tm, lim = t["row_status"], t[loop.mode_column], t["row_time"], np.zeros(t.row_count)
-        lists = (np.arange(t.row_count), np.zeros(t.row_count, np.int64), np.zeros(1, np.int64))
-        for key, test, args in (("compact:_in_mode", in_mode, (st, md, tm, np.int64(1), lim)),
-                                ("compact:_running", running_row, (st,)),
-                                ("compact:_stop_stuck", stop_stuck, (st, t["row_reason"], tm, lim)),
-                                ("compact:_end_row", ctx.kernels.get("end_row"), loop.end.args(ctx, lim))):
-            if test is not None:
-                calls.setdefault(key, (K.gpu_compact_kernel, test, t.row_count, lists + tuple(args), len(args)))
-        if "collide_rows" in ctx.kernels:
-            args = loop.collide.launch_args(ctx, lists[0])
-            calls.setdefault("listed:_collide_rows", (K.gpu_listed_span_kernel, ctx.kernels["collide_rows"],
-                                                      np.zeros(1, np.int64), args, len(args)))
-
-    if not cuda.is_available():
-        import numba.cuda.dispatcher as disp
-        disp.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-    for key, entry in sorted(calls.items()):
-        driver, row, n, args = entry[:4]
-        nargs = entry[4] if len(entry) > 4 else len(args)
-        if sys.argv[1] and key not in sys.argv[1].split(","):
-            continue
-        sig = tuple(numba.typeof(a) for a in (n,) + tuple(args))
-        t0 = time.time()
-        k = driver(row, nargs)
-        ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))
-        assert ".entry" in ptx, key
-        print(f"PTX {key} {len(ptx)} {time.time() - t0:.1f}", flush=True)
-    print("ROWS", ",".join(sorted(calls)))
-    """
-)
+#: NVVM + ptxas of every deploy-cube GPU kernel, one process on 2 cores [s] (issue 33).
+DEPLOY_COMPILE_BUDGET_S = 60.0
 
 
-def _nvvm_missing() -> str | None:
-    try:
-        from numba.cuda.cudadrv import nvvm
-
-        nvvm.NVVM()
-        return None
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        return f"NVVM (CUDA toolkit) not installed: {exc}"
+def budget(kernel: str) -> tuple[int, int]:
+    best = ""
+    for k in BUDGETS:
+        if kernel.startswith(k) and len(k) > len(best):
+            best = k
+    return BUDGETS[best] if best else DEFAULT_BUDGET
 
 
-def _compile(scenes: str, only: str = "") -> dict:
-    why = _nvvm_missing()
+def _compile(tmp_path, scenes: str, only: str = "") -> dict:
+    from benchmarks.bench_gpu_compile import nvvm_missing
+
+    why = nvvm_missing()
     if why:
         pytest.skip(why)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, only, scenes], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    lines = proc.stdout.splitlines()
-    ptx = {ln.split()[1]: int(ln.split()[2]) for ln in lines if ln.startswith("PTX ")}
-    rows = next(ln for ln in lines if ln.startswith("ROWS")).split()[1].split(",")
-    return {"ptx": ptx, "rows": rows}
+    out = tmp_path / "gpu-compile.json"
+    cmd = [sys.executable, "-m", "benchmarks.bench_gpu_compile", "--scenes", scenes, "--out", str(out)]
+    if only:
+        cmd += ["--only", only]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout[-4000:])
+    return json.loads(out.read_text())
 
 
-def test_rigid_body_and_facet_kernels_compile_for_the_device():
-    r = _compile("cubesat,jeod-point")
+def _check_budgets(result: dict) -> None:
+    over = []
+    for r in result["kernels"]:
+        assert "ptxas_error" not in r, r
+        if "registers" not in r:           # no ptxas on this machine: PTX only
+            continue
+        regs, spill = budget(r["kernel"])
+        if r["registers"] > regs or max(r["spill_stores"], r["spill_loads"]) > spill:
+            over.append(f"{r['kernel']}: {r['registers']} registers (budget {regs}), spills "
+                        f"{r['spill_stores']}/{r['spill_loads']} B (budget {spill})")
+    assert not over, over
+
+
+def test_rigid_body_and_facet_kernels_compile_for_the_device(tmp_path):
+    r = _compile(tmp_path, "cubesat,jeod-point")
+    names = [k["kernel"] for k in r["kernels"]]
     # every row function launched was compiled, and the pipelines launched the expected families
-    assert set(r["ptx"]) == set(r["rows"]) and len(r["rows"]) >= 7, r
+    assert set(names) == set(r["recorded"]) and len(names) >= 7, r
     for family in ("_body_derivative", "_finish_step", "_set_stage", "_find_contacts", "_apply_contacts"):
-        assert any(k.startswith(family) for k in r["ptx"]), (family, r)
+        assert any(k.startswith(family) for k in names), (family, names)
+    _check_budgets(r)
+
+
+def test_deploy_cube_device_loop_compiles_within_budget(tmp_path):
+    """deploy-cube's whole device loop: the fly, collide and contact phase kernels (the run reaches
+    contact motion), the collide span over a device list, the mode loop's compaction kernels and its
+    end rules with the voxel field and grid terrain; registers and spills per kernel and their
+    total compile time within budget (NVVM + ptxas <= 60 s on 2 cores)."""
+    r = _compile(tmp_path, "deploy-cube@20000")
+    names = {k["kernel"] for k in r["kernels"]}
+    for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows", "compact:_in_mode",
+              "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
+        assert k in names, (k, sorted(names))
+    _check_budgets(r)
+    assert r["total_s"] <= DEPLOY_COMPILE_BUDGET_S, r["total_s"]
 
 
 @pytest.mark.slow
-def test_multibody_and_uniform_gravity_kernels_compile_for_the_device():
-    r = _compile("dumbbell,parabola")
-    assert set(r["ptx"]) == set(r["rows"]), r
+def test_multibody_and_uniform_gravity_kernels_compile_for_the_device(tmp_path):
+    r = _compile(tmp_path, "dumbbell,parabola")
+    names = [k["kernel"] for k in r["kernels"]]
+    assert set(names) == set(r["recorded"]), r
     for family in ("_advance_sample", "_link_motion_sample", "_poi_row", "_add_weight"):
-        assert any(k.startswith(family) for k in r["ptx"]), (family, r)
+        assert any(k.startswith(family) for k in names), (family, names)
 
 
 @pytest.mark.slow
-def test_deployment_phase_kernels_with_row_terms_compile_for_the_device():
-    """fly, collide and contact rows of a deployment with a user force (the generated term RHS), the
-    collide span over a device list, and the device loop's compaction kernels (index lists, the
-    end rules with the scene's gravity field and terrain)."""
-    r = _compile("scenes/examples/deploy_srp.py@3000")
-    for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows"):
-        assert r["ptx"].get(k, 0) > 100_000, r
-    for k in ("compact:_in_mode", "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
-        assert r["ptx"].get(k, 0) > 1_000, r
+def test_deployment_phase_kernels_with_row_terms_compile_for_the_device(tmp_path):
+    """fly, collide and contact rows of a deployment with a user force (the generated term RHS) and
+    the device loop's compaction kernels, within the same budgets as deploy-cube's."""
+    r = _compile(tmp_path, "scenes/examples/deploy_srp.py@3000")
+    names = {k["kernel"] for k in r["kernels"]}
+    for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows", "compact:_end_row"):
+        assert k in names, (k, sorted(names))
+    _check_budgets(r)
 
 
-def test_the_device_loops_index_list_kernels_compile_for_the_device():
-    """The mode loop's compaction kernels (ecs.kernels.gpu_compact_kernel: atomics) for deploy-cube's
-    tables, its end rules with the voxel field and the grid terrain included."""
-    r = _compile("deploy-cube@600", only="compact:_in_mode,compact:_running,compact:_stop_stuck,compact:_end_row")
-    for k in ("compact:_in_mode", "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
-        assert r["ptx"].get(k, 0) > 1_000, r
+# ------------------------------------------------------------------ the bench's arithmetic and the driver cache key
+def test_occupancy_follows_the_sm90_register_file():
+    """sm_90: 65,536 registers and 64 warps per SM, registers allocated per warp in units of 256,
+    blocks of 128 threads (4 warps): 255 registers -> 8,192 a warp -> 2 blocks -> 8 warps."""
+    from benchmarks.bench_gpu_compile import occupancy
+
+    assert occupancy(255) == 8 / 64
+    assert occupancy(128) == 16 / 64
+    assert occupancy(64) == 32 / 64
+    assert occupancy(32) == 1.0
+    assert occupancy(40) == 48 / 64            # 1,280 a warp -> 5,120 a block -> 12 blocks -> 48 warps
+
+
+def test_ptxas_report_is_read_for_the_entry():
+    from benchmarks.bench_gpu_compile import parse_ptxas
+
+    text = """ptxas info    : Compiling entry function '_Z6kernelv' for 'sm_90'
+ptxas info    : Function properties for _Z6kernelv
+    912 bytes stack frame, 92 bytes spill stores, 160 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 912 bytes cumulative stack size
+ptxas info    : Function properties for _Z6calleev
+    0 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+"""
+    r = parse_ptxas(text)
+    assert (r["registers"], r["stack"], r["spill_stores"], r["spill_loads"], r["functions"]) == (255, 912, 92, 160, 2)
+
+
+def test_gpu_driver_file_is_keyed_by_every_source_the_kernel_reaches(tmp_path, monkeypatch):
+    """A cached cubin is keyed by its driver file alone (numba), so the file's name hashes every
+    source the kernel reaches: editing a callee in another file gives a new file (no stale
+    machine code); the same sources give the same file."""
+    import importlib.util
+
+    from ecs import kernels as K
+
+    monkeypatch.setenv("TUMBLE_CACHE_DIR", str(tmp_path / "cache"))
+    pkg = tmp_path / "mods"
+    pkg.mkdir()
+    (pkg / "callee_mod.py").write_text("import numba\n@numba.njit\ndef g(x):\n    return x + 1.0\n")
+    (pkg / "caller_mod.py").write_text("import numba\nfrom callee_mod import g\n@numba.njit\ndef f(x):\n"
+                                       "    return g(x) * 2.0\n")
+    monkeypatch.syspath_prepend(str(pkg))
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, pkg / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, mod)
+        spec.loader.exec_module(mod)
+        return mod
+
+    load("callee_mod")
+    f = load("caller_mod").f
+    src = "def _driver(n, a0):\n    i = cuda.grid(1)\n    if i < n:\n        fn(a0)\n"
+    p1 = K._driver_file(f, src)
+    assert p1 == K._driver_file(f, src) and p1.read_text().endswith(src)
+    (pkg / "callee_mod.py").write_text("import numba\n@numba.njit\ndef g(x):\n    return x + 2.0\n")
+    load("callee_mod")
+    f = load("caller_mod").f
+    assert K._driver_file(f, src) != p1
+    assert K._driver_file(f, src + "\n") != K._driver_file(f, src)
