@@ -491,17 +491,16 @@ class Integrator(System):
             array_module(st).equal(st, int(Status.RUNNING), out=w.active)
             w.attempts[:] = 0
             w.t0[:] = t["row_time"]
+            xp = array_module(w.h)               # device work on the GPU backend (CuPy)
             if self.adaptive:
-                xp = array_module(w.h_prop)
-                first = xp.isnan(w.h_prop)
-                w.h_prop[first] = self.h0 if self.h0 else frame.dt
-                xp.minimum(w.h_prop, t_target - w.t0, out=w.h)
+                xp.copyto(w.h_prop, self.h0 if self.h0 else frame.dt, where=xp.isnan(w.h_prop))
+                xp.minimum(w.h_prop, xp.subtract(t_target, w.t0), out=w.h)
             else:
-                w.h[:] = t_target - w.t0
+                xp.subtract(t_target, w.t0, out=w.h)
             launch_rows(frame.backend, pack_state_rows, pack_state, t.row_count, w.active, t["body_position"],
                         t["body_velocity"], t["body_attitude"], t["body_omega"], w.euler, w.euler_mode, w.y0)
         semi = self.method == "semi_implicit_euler"
-        while any(w.active.any() for w in self.work):
+        while any(bool(array_module(w.active).any(w.active)) for w in self.work):
             for stage in range(tab.stages):
                 for w in self.work:
                     t = w.table

@@ -13,7 +13,8 @@ from numba import prange
 
 from components.loads import LoadFunctions, LoadSeries
 from ecs import Phase, System
-from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows
+from ecs.errors import InputError
+from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 
 _rot = quat_rotate.cpu
@@ -134,15 +135,14 @@ class ApplyLoads(System):
             return
         self.bodies = world.table_with("body_force", "body_attitude")
         times, values, off = world.resource(LoadSeries, LoadSeries()).packed()
-        xp_arr = self.loads["load_vector"]
-        if type(xp_arr).__module__.startswith("cupy"):
-            import cupy
-
-            times, values, off = cupy.asarray(times), cupy.asarray(values), cupy.asarray(off)
-        self.times, self.values, self.off = times, values, off
+        self.times, self.values, self.off = to_backend(world.backend, (times, values, off))
         self.functions = world.resource(LoadFunctions, LoadFunctions()).functions
-        fidx = np.asarray(self.loads["load_function"])
+        fidx = to_host(self.loads["load_function"])      # a device column on the GPU backend: read a copy
         self.used_functions = sorted({int(k) for k in np.unique(fidx) if k >= 0})
+        if self.used_functions and world.backend == "gpu":
+            raise InputError("AppliedLoad.load_function", self.used_functions,
+                             "needs the CPU backend: a function of time is called from a CPU kernel (write the "
+                             "force as a DERIVATIVE system with a GPU kernel, or run with backend='cpu')")
 
     def process(self, frame) -> None:
         if self.loads is None:

@@ -105,7 +105,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_multibody_kernels_cpu_and_cuda_simulator_agree():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     p = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -141,7 +141,7 @@ def test_multibody_system_on_the_gpu_backend_matches_the_cpu_under_the_simulator
     """MultibodyDynamics with backend="gpu" (the same row function launched as a CUDA kernel, one
     thread per sample) under numba's CUDA simulator: final states identical to the CPU backend
     for RK4 with differential gravity and for Kuo–Nguyen, two dispersed samples of the dumbbell."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     p = subprocess.run([sys.executable, "-c", WORLD_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -200,7 +200,7 @@ def test_multibody_row_terms_on_the_gpu_backend_match_the_cpu_under_the_simulato
     states identical to the CPU backend; the drag term did act (the same run with the atmosphere
     not turning lands elsewhere)."""
     pytest.importorskip("de421")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     p = subprocess.run([sys.executable, "-c", TERMS_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -246,7 +246,7 @@ def test_facet_contact_between_links_on_the_gpu_backend_matches_the_cpu_under_th
     the swap) launched through the CUDA twins under numba's CUDA simulator: two spinning spheres on
     free links in an oblique, damped, frictional contact; final joint states identical to the CPU
     backend and the same contact start and end events."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     p = subprocess.run([sys.executable, "-c", LINK_CONTACT_SCRIPT], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
