@@ -16,7 +16,7 @@ DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
 
 
 def cli(*args, cwd=ROOT, env=None):
-    e = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
+    e = dict(os.environ if env is None else env, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     return subprocess.run([sys.executable, "-m", "tumble.cli", *args], cwd=cwd, env=e, capture_output=True, text=True,
                           timeout=120)
 
@@ -116,7 +116,7 @@ def test_bad_option_is_a_usage_error():
 def test_gpu_without_cuda_is_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     probe = subprocess.run([sys.executable, "-c", "from ecs.kernels import gpu_backend_error as g; print(g() is None)"],
-                           env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+                           env=dict(env, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)), capture_output=True, text=True)
     if probe.stdout.strip() == "True":
         pytest.skip("this machine can run the gpu backend")
     r = cli("run", DRIFT, "--backend", "gpu", "--out", str(tmp_path / "g.zarr"), "--no-progress", env=env)
@@ -223,6 +223,22 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
     # each step ends where the next begins: t_k − h_k = t_{k−1} (collisions take no time)
     assert np.max(np.abs((t[1:] - h[1:]) - t[:-1])) < 1e-9 * t[-1]
     assert abs(t[-1] - end) < 1e-9 * end
+    # rerun never deletes what it did not write (issue 38): the source store, a folder holding it, a
+    # file and a foreign folder are refused before any work; its own dense store only with --overwrite
+    before = np.asarray(zarr.open_group(out, mode="r")["final/body_position"][...])
+    (tmp_path / "notes.txt").write_text("keep me")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "data.csv").write_text("1,2")
+    for dest, why in ((out, "must not be the store being rerun"), (tmp_path, "must not be the store being rerun"),
+                      (tmp_path / "notes.txt", "is not a directory"),
+                      (tmp_path / "mine", "not a dense store written by tumble rerun"),
+                      (dense, "add --overwrite")):
+        r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dest))
+        assert r.returncode == 1 and why in one_error_line(r), (dest, r.stdout, r.stderr)
+    assert np.array_equal(np.asarray(zarr.open_group(out, mode="r")["final/body_position"][...]), before)
+    assert (tmp_path / "notes.txt").read_text() == "keep me" and (tmp_path / "mine" / "data.csv").exists()
+    r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dense), "--overwrite")
+    assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
     fr = tmp_path / "f.zarr"
     r = cli("run", "free_fall", "--samples", "1", "--out", str(fr), "--no-progress")
     assert r.returncode == 0, r.stderr

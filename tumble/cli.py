@@ -456,23 +456,30 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
           trace: Optional[int] = typer.Option(None, "--trace", metavar="STEPS", min=1,
                                               help="Also keep every integration step (up to STEPS per body) "
                                                    "into --out: time, step, phase, state (deployment)."),
+          overwrite: bool = typer.Option(False, "--overwrite",
+                                         help="Replace --out when it is a dense store an earlier rerun wrote "
+                                              "(nothing else is ever replaced)."),
           debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Run one sample of a store again, alone, and check it reproduces the stored bits.
 
     Exit status 0 when every array of the sample is bitwise identical to the store, 5 when some
     differ (they are listed). A sample that raised during the batch raises again: add --debug to
-    see the traceback. With --every, the run also records a dense trajectory into --out.
+    see the traceback. With --every, the run also records a dense trajectory into --out, which
+    must not exist yet, or be a dense store of an earlier rerun and --overwrite given.
     """
     with _Errors(debug):
         from ecs.batch import rerun_sample
         from scenes.registry import load_scene
 
         _require(path)
+        dest = None
+        if every is not None or trace is not None:
+            dest = out or path.with_name(f"{path.stem}-sample{sample}-dense.zarr")
+            _check_dense_dest(dest, path, overwrite)       # before any work: never delete what rerun did not write
         t0 = time.perf_counter()
         r = rerun_sample(path, sample, loader=load_scene, every=every, record=tuple(record) if record else None,
                          trace=trace)
-        if every is not None or trace is not None:
-            dest = out or path.with_name(f"{path.stem}-sample{sample}-dense.zarr")
+        if dest is not None:
             _write_dense(dest, r)
             if every is not None:
                 typer.echo(f"dense trajectory: {len(r['times'])} records every {every:g} s of "
@@ -497,6 +504,37 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
             typer.echo(f"differs from the store in {len(r['differs'])} arrays: {', '.join(r['differs'])}")
             raise typer.Exit(EXIT_RERUN_DIFFERS)
         typer.echo(f"bitwise identical to the store ({len(r['arrays'])} arrays)")
+
+
+#: Root attribute of a dense store written by ``tumble rerun`` (the only kind --overwrite replaces).
+DENSE_MARK = "tumble_rerun_dense"
+
+
+def _check_dense_dest(dest: pathlib.Path, source: pathlib.Path, overwrite: bool) -> None:
+    """Refuse, in one line, a dense-output path that is the source store, lies inside it or holds
+    it, is a file, or is any existing directory but a dense store of an earlier rerun replaced
+    with --overwrite."""
+    from ecs.errors import InputError
+
+    d, src = dest.resolve(), source.resolve()
+    if d == src or src in d.parents or d in src.parents:
+        raise InputError("--out", str(dest), f"must not be the store being rerun, lie inside it or contain it ({source})")
+    if not dest.exists() and not dest.is_symlink():
+        return
+    if not dest.is_dir():
+        raise InputError("--out", str(dest), "exists and is not a directory: choose another path")
+    marked = False
+    try:
+        import zarr
+
+        marked = bool(zarr.open_group(str(dest), mode="r").attrs.get(DENSE_MARK, False))
+    except Exception:
+        marked = False
+    if not marked:
+        raise InputError("--out", str(dest), "exists and is not a dense store written by tumble rerun: choose another "
+                                             "path (rerun never deletes what it did not write)")
+    if not overwrite:
+        raise InputError("--out", str(dest), "exists (a dense store of an earlier rerun): add --overwrite to replace it")
 
 
 def _write_dense(dest: pathlib.Path, r: dict) -> None:
@@ -524,7 +562,7 @@ def _write_dense(dest: pathlib.Path, r: dict) -> None:
         data["trace_state"] = (("entity", "step", "state"), tr["state"][:, :kept])
         data["trace_count"] = (("entity",), tr["count"])
     ds = xr.Dataset(data, coords=coords,
-                    attrs={"sample": int(r["sample"]), "units": "SI (time [s]); frames as in the store",
+                    attrs={DENSE_MARK: True, "sample": int(r["sample"]), "units": "SI (time [s]); frames as in the store",
                            "trace_state": "x, y, z [m], vx, vy, vz [m/s], q0..q3 (scalar-first), wx, wy, wz "
                                           "[rad/s]: the deployment state (target frame, body rates)"})
     if dest.exists():
