@@ -174,9 +174,11 @@ def once(k):
 warm_s, _, _ = once(min(2, n))       # untimed: numba compilation / cache loading
 wall, cpu, r = once(n)               # timed: World.compile + World.run of the batch
 launches = None
+timings = None
 for s in w.systems:
     if hasattr(s, "launch_count") and backend == "gpu":
         launches = dict(s.launch_count)
+        timings = dict(getattr(s, "timings", {}))
 device = {}
 if backend == "gpu" and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
     import cupy
@@ -200,7 +202,7 @@ print(__MARK__ + json.dumps({
     "wall_s": wall, "cpu_s": cpu, "warmup_s": warm_s, "scene_build_s": build_s,
     "import_s": t0 - t_import, "samples": n, "seed": seed, "numba_threads": numba.get_num_threads(),
     "ecs_file": os.path.abspath(ecs.__file__), "inputs_sha256": h.hexdigest(), "streams": streams,
-    "backend": backend, "launches": launches, "device": device,
+    "backend": backend, "launches": launches, "mode_timings_s": timings, "device": device,
     "status": status, "status_counts": counts, "finals": finals}))
 '''.replace("__MARK__", repr(_MARK))
 
@@ -301,7 +303,7 @@ def _run_tree(tree: Path, job: dict, threads: int | None) -> dict:
     """One timed batch of ``tree`` in a fresh subprocess (:data:`_DRIVER`); returns its JSON result
     plus ``process_s`` (the subprocess's whole wall time: interpreter start, imports, build, warm-up)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree)
+    env["PYTHONPATH"] = os.pathsep.join([str(tree)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     if threads is not None:
         env["NUMBA_NUM_THREADS"] = str(threads)
     t0 = time.perf_counter()
@@ -504,6 +506,9 @@ def _backends(args, current: Path, threads: int | None) -> dict:
     per_traj = sum(launches.values()) / n if launches else math.nan
     print(f"  kernel launches of the last gpu run: {sum(launches.values()):,} ({per_traj:.3f} per trajectory; "
           f"by mode {launches})")
+    if gpu_runs[-1].get("mode_timings_s") and any(gpu_runs[-1]["mode_timings_s"].values()):
+        print(f"  device time by mode (TUMBLE_GPU_TIMING=1, synchronised): "
+              f"{ {k: round(v, 3) for k, v in gpu_runs[-1]['mode_timings_s'].items()} }")
     agree = _agreement(gpu_runs[-1], cpu_runs[-1], n)
     print(f"  statistics (paired samples, 3 standard errors): status {agree['status']}; settling time "
           f"{agree.get('settle_time')}; {agree['samples_with_different_status']} samples end in a different status; "
@@ -516,6 +521,7 @@ def _backends(args, current: Path, threads: int | None) -> dict:
             "ratio_definition": "cpu s/trajectory / gpu s/trajectory", "pair_ratios": pair_ratios,
             "median_pair_ratio": _median(pair_ratios), "ratio_of_means": _mean(tc) / _mean(tg), "device": dev,
             "launches": launches, "launches_per_trajectory": per_traj, "agreement": agree,
+            "mode_timings_s": gpu_runs[-1].get("mode_timings_s"),
             "goal_trajectories_per_s": GOAL_GPU_TRAJ_PER_S, "pass": tps >= GOAL_GPU_TRAJ_PER_S}
 
 

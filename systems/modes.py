@@ -33,6 +33,7 @@ code is taken, and an EVENT system without ``resolve``. Example: ``scenes/exampl
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter_ns as time_ns
@@ -50,6 +51,21 @@ __all__ = ["DeviceLists", "KernelMode", "Mode", "ModeLoop", "RowShare", "in_mode
 _RUNNING = int(Status.RUNNING)
 _FAILED = int(Status.FAILED)
 _PASS_GUARD = int(Reason.PASS_GUARD)
+
+
+#: ``TUMBLE_GPU_TIMING=1``: the device loop synchronises around each mode's launches and adds their
+#: time to :attr:`ModeLoop.timings` (off by default: a synchronisation per launch costs time).
+GPU_TIMING = os.environ.get("TUMBLE_GPU_TIMING", "0") == "1"
+
+
+def _device_clock() -> int:
+    """With :data:`GPU_TIMING`, the clock [ns] after every launch so far has finished; else 0."""
+    if not GPU_TIMING:
+        return 0
+    from numba import cuda
+
+    cuda.synchronize()
+    return time_ns()
 
 
 def _in_mode(i, status, mode, time, which, t_lim):
@@ -491,11 +507,17 @@ class ModeLoop(System):
                 break
             passes += 1
             for key, code, timed, run in self._order:
+                c0 = _device_clock()
                 compact_rows(in_mode, n, pending.ids, lists.mode, status, mode, time, code,
                              lim if timed else lists.no_lim)
                 run(ctx, lists.mode, ends)
                 launches[key] += 2
+                if c0:
+                    self.timings[key] += (_device_clock() - c0) * 1e-9
+            c0 = _device_clock()
             self.end.check(ctx, pending, lim, out=lists.next)
             launches["end"] += 1
+            if c0:
+                self.timings["end"] += (_device_clock() - c0) * 1e-9
             lists.pending, lists.next = lists.next, lists.pending
             n = lists.read(lists.pending)

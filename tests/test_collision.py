@@ -656,7 +656,7 @@ GPU_SCRIPT = textwrap.dedent(
 
 def test_cuda_simulator_matches_cpu():
     """The same kernel source through numba's CUDA simulator agrees with the CPU build."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run([sys.executable, "-c", GPU_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -676,7 +676,7 @@ def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
     if not cuda.is_available():
         pytest.skip("no CUDA device")
     pytest.importorskip("cupy")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     proc = subprocess.run([sys.executable, "-c", GPU_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)

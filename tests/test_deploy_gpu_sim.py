@@ -88,7 +88,7 @@ SCRIPT = textwrap.dedent(
 
 
 def _run(backend: str, simulator: bool, active: int = 0) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     env.pop("TUMBLE_CUDASIM_STRICT", None)
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"

@@ -66,7 +66,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_index_lists_built_on_the_device_match_numpy():
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p), NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1")
     proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

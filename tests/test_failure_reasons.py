@@ -88,7 +88,7 @@ def test_reasons_of_integrator_failures(tmp_path):
 
 def test_reasons_of_raised_and_unexplained_failures_in_cli_and_store(tmp_path):
     out = tmp_path / "drift.zarr"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     r = subprocess.run([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", "24", "--block", "6", "--out",
                         str(out), "--no-progress", "-p", "fail_above=0.8", "-p", "raise_above=0.95"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

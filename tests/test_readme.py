@@ -57,7 +57,7 @@ def test_readme_results_snippet_runs_verbatim_after_command_one(tmp_path, monkey
     (setup,) = _blocks("bash")
     run = setup.strip().splitlines()[0].split("&&", 1)[1].split()
     assert run[:2] == ["tumble", "run"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     r = subprocess.run([sys.executable, "-m", "tumble.cli", *run[1:], "--no-progress"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr

@@ -24,7 +24,7 @@ PARAMS = {"spin": 10000, "fail_above": 0.8}  # spin: slow enough per block to be
 
 
 def cli(*args, **kw):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     return subprocess.run([sys.executable, "-m", "tumble.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120, **kw)
 
@@ -39,7 +39,7 @@ def done_count(path):
 def test_killed_run_resumes_to_identical_bytes(tmp_path):
     out = tmp_path / "killed.zarr"
     params = [a for k, v in PARAMS.items() for a in ("-p", f"{k}={v}")]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.Popen([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
                              "--block", str(BLOCK), "--out", str(out), "--no-progress", *params],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -117,7 +117,7 @@ def test_randomized_kill_and_resume_gives_identical_bytes(tmp_path, trial):
     what = f"TUMBLE_KILL_SEED={seed} trial {trial}: block {block}, {sig.name} after {kill_after} samples"
     out = tmp_path / "killed.zarr"
     params = [a for k, v in PARAMS.items() for a in ("-p", f"{k}={v}")]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.Popen([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
                              "--block", str(block), "--out", str(out), "--no-progress", *params],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

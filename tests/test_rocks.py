@@ -231,7 +231,7 @@ GPU_SCRIPT = textwrap.dedent(
 
 def test_cuda_simulator_matches_cpu():
     """The rock union's GPU twin (CUDA simulator: the same Python source) equals the CPU build."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run([sys.executable, "-c", GPU_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
