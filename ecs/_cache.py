@@ -36,11 +36,34 @@ def source_digest(root: Path | None = None) -> str:
     return h.hexdigest()[:20]
 
 
+def trusted_private_dir(d: Path) -> bool:
+    """True when ``d`` is a directory owned by this user that no one else may write to: the only
+    kind of shared-location directory whose pickled numba indexes and generated modules tumble
+    loads (another user who could write there could make this process run their code)."""
+    try:
+        st = os.lstat(d)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not (st.st_mode & 0o022)
+
+
 def cache_dir(name: str) -> Path | None:
     """The writable directory ``$TUMBLE_CACHE_DIR/<name>`` (default ``~/.cache/tumble``), else the
-    same under a per-user temporary directory; ``None`` when neither can be written."""
+    same under the per-user temporary directory ``tumble-<uid>``, which is created with mode 0700
+    and used only when it is this user's and writable by no one else (:func:`trusted_private_dir`:
+    the temporary directory is shared); ``None`` when neither can be used."""
     root = os.environ.get("TUMBLE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tumble")
-    for base in (Path(root), Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"):
+    private = Path(tempfile.gettempdir()) / f"tumble-{os.getuid()}"
+    for base in (Path(root), private):
+        if base is private:
+            try:
+                private.mkdir(mode=0o700, exist_ok=True)
+            except OSError:
+                continue
+            if not trusted_private_dir(private):
+                continue
         d = base / name
         try:
             d.mkdir(parents=True, exist_ok=True)

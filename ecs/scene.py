@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InputError
-from .world import World
+from .world import World, check_run_times
 
 
 @dataclass
@@ -101,6 +101,11 @@ class Scene:
     final: tuple[str, ...] = ()
     dispersions: list[Dispersion] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a bad end time, frame or recording interval is refused where the scene is made: before a
+        # batch creates its store (ecs.world.check_run_times)
+        check_run_times(self.t_end, self.dt, self.record_every)
 
 
 _EMPTY = inspect.Parameter.empty

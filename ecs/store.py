@@ -667,7 +667,8 @@ class StoreLockedError(TumbleError):
 class StoreLock:
     """Exclusive writer lock of a store: ``<store>.lock`` beside it.
 
-    The lock is an exclusive, non-blocking ``flock`` on that file, which records the writer's PID,
+    The lock is an exclusive, non-blocking ``flock`` on that file (beside the store's resolved
+    path, however the store is named), which records the writer's PID,
     host and command line. The kernel releases a ``flock`` when its process dies, so a lock file
     left behind by a killed run (stale) is simply taken over; :attr:`took_over` then holds what it
     said. A live writer's lock is refused with a :class:`StoreLockedError` naming its PID and host.
@@ -675,7 +676,9 @@ class StoreLock:
     """
 
     def __init__(self, path: str | os.PathLike, command: str = ""):
-        p = pathlib.Path(path)
+        # keyed on the resolved path: a symbolic link to the store, a relative or a ``..`` spelling
+        # of it all take the one lock file (two writers through two names would both write)
+        p = pathlib.Path(path).resolve()
         self.path = p.with_name(p.name + ".lock")
         self.command = command
         self.took_over: dict[str, Any] | None = None

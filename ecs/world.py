@@ -121,6 +121,40 @@ class RunResult:
     reason: np.ndarray | None = None
 
 
+#: Most frames one run may have: a frame costs tens of microseconds of bookkeeping at least, so
+#: 10⁸ frames are days of work (a t_end or dt off by orders of magnitude, e.g. ``-p t_end=1e12``).
+MAX_FRAMES = 100_000_000
+
+
+def check_run_times(t_end, dt, record_every=None) -> int:
+    """The number of frames of a run to ``t_end`` in frames of ``dt``, after refusing, in one line
+    naming the value and the rule, a time step that is not positive and finite, an end time that is
+    negative or not finite, a recording interval below one frame (or not an integer), and more than
+    :data:`MAX_FRAMES` frames. Checked where a scene is made (:class:`ecs.scene.Scene`) and again
+    where a world runs, so a bad scene is refused before any store exists."""
+    try:
+        dt_ok = dt > 0 and math.isfinite(dt)
+    except TypeError:
+        dt_ok = False
+    if not dt_ok:
+        raise InputError("dt", dt, "must be a positive finite time step [s]")
+    try:
+        t_ok = t_end >= 0 and math.isfinite(t_end)
+    except TypeError:
+        t_ok = False
+    if not t_ok:
+        raise InputError("t_end", t_end, "must be a non-negative finite time [s]")
+    if record_every is not None and (isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer))
+                                     or record_every < 1):
+        raise InputError("record_every", record_every, "must be a whole number of frames >= 1 (or None: no "
+                                                       "trajectories)")
+    n_frames = int(math.ceil(t_end / dt - 1e-9))
+    if n_frames > MAX_FRAMES:
+        raise InputError("t_end / dt", f"{t_end:g} s / {dt:g} s",
+                         f"makes {n_frames:.3g} frames, more than {MAX_FRAMES:.0e}: check the units of t_end and dt")
+    return n_frames
+
+
 class World:
     """A scene under construction and, after :meth:`compile`, its packed tables."""
 
@@ -590,16 +624,10 @@ class World:
             self.compile()
         check_derivatives(self, self._systems)
         check_events(self, self._systems)
-        if not (dt > 0 and math.isfinite(dt)):
-            raise InputError("dt", dt, "must be a positive finite time step [s]")
-        if not (t_end >= 0 and math.isfinite(t_end)):
-            raise InputError("t_end", t_end, "must be a non-negative finite time [s]")
-        n_frames = int(math.ceil(t_end / dt - 1e-9))
+        n_frames = check_run_times(t_end, dt, record_every)
         record = tuple(record)
         final = tuple(final)
         rec_tables = {c: self.column_table(c) for c in record + final}
-        if record_every is not None and record_every < 1:
-            raise InputError("record_every", record_every, "must be >= 1 frame")
         n_rec = (n_frames // record_every + 1) if (record_every and record) else 0
         trajs = {}
         for c in record:

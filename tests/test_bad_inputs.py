@@ -89,6 +89,14 @@ CASES = [
     ("param-capture-flyer-length", "capture", ["-p", "flyer_length=4"], ["flyer_length", "4", "diameter 4.4 m"]),
     ("param-capture-offset", "capture", ["-p", "offset=nan"], ["offset", "nan", "finite distance"]),
     ("param-capture-environment", "capture", ["-p", "environment=vacuum"], ["environment", "'vacuum'", "'central'"]),
+    # the scene's times and recording, refused where the scene is made (ecs.world.check_run_times)
+    ("scene-t-end-negative", DRIFT, ["-p", "t_end=-1"], ["t_end", "-1", "non-negative finite time"]),
+    ("scene-dt-zero", DRIFT, ["-p", "dt=0"], ["dt", "0", "positive finite time step"]),
+    ("scene-dt-nan", DRIFT, ["-p", "dt=nan"], ["dt", "nan", "positive finite time step"]),
+    ("scene-record-every-zero", DRIFT, ["-p", "record_every=0"], ["record_every", "0", ">= 1"]),
+    ("scene-absurd-frames", DRIFT, ["-p", "t_end=1e12"], ["t_end / dt", "1e+12 s / 0.01 s", "frames"]),
+    ("deploy-record-every-zero", "deploy-cube", ["-p", "record_every=0"], ["record_every", "0", ">= 1"]),
+    ("deploy-frame-tiny", "deploy-cube", ["-p", "frame=1e-9"], ["t_end / dt", "frames"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),

@@ -36,3 +36,24 @@ def test_a_user_chosen_numba_cache_dir_is_respected(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import ecs, numba; print(numba.config.CACHE_DIR)"], cwd=ROOT,
                          env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert out == str(tmp_path)
+
+
+def test_the_shared_fallback_cache_directory_must_be_private(tmp_path):
+    """The fallback cache lives in the shared temporary directory: tumble loads pickled numba
+    indexes and generated modules from it only when it is this user's and writable by no one else."""
+    from ecs._cache import trusted_private_dir
+
+    d = tmp_path / "tumble-cache"
+    d.mkdir(mode=0o700)
+    os.chmod(d, 0o700)
+    assert trusted_private_dir(d)
+    os.chmod(d, 0o777)                          # anyone may write: refused
+    assert not trusted_private_dir(d)
+    os.chmod(d, 0o720)                          # the group may write: refused
+    assert not trusted_private_dir(d)
+    os.chmod(d, 0o700)
+    (tmp_path / "link").symlink_to(d)           # a link planted in its place is not the directory
+    assert not trusted_private_dir(tmp_path / "link")
+    if os.getuid() == 0:                        # owned by another user: refused
+        os.chown(d, 12345, 12345)
+        assert not trusted_private_dir(d)

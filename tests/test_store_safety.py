@@ -104,6 +104,25 @@ def test_resume_against_resume_is_refused(tmp_path, reference):
     assert [k for k in a if a[k] != reference[k]] == []
 
 
+def test_one_writer_per_store_whatever_its_name(tmp_path):
+    """The writer lock is keyed on the store's resolved path: a symbolic link to the store, a
+    relative spelling or one through ".." are the same store and are refused while it is held."""
+    from ecs.store import StoreLock, StoreLockedError
+
+    out = tmp_path / "a.zarr"
+    out.mkdir()
+    link = tmp_path / "link.zarr"
+    link.symlink_to(out, target_is_directory=True)
+    (tmp_path / "sub").mkdir()
+    with StoreLock(out, "first"):
+        for other in (link, tmp_path / "sub" / ".." / "a.zarr", pathlib.Path(os.path.relpath(out))):
+            with pytest.raises(StoreLockedError, match="being written by pid"):
+                StoreLock(other, "second").acquire()
+    with StoreLock(link, "through the link"):        # released: the link's writer takes the one lock
+        assert pathlib.Path(str(out) + ".lock").exists()
+    assert not pathlib.Path(str(out) + ".lock").exists()
+
+
 def test_a_stale_lock_is_taken_over(tmp_path):
     out = tmp_path / "c.zarr"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
