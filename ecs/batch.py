@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import math
 import os
 import pathlib
@@ -129,6 +130,15 @@ class _SceneSource:
         if self.builder is not None:
             return f"{getattr(self.builder, '__module__', '?')}.{getattr(self.builder, '__qualname__', '?')}"
         return "<Scene object>"
+
+    def file_identity(self) -> dict[str, str]:
+        """``{"file": resolved path, "sha256": content hash}`` of a scene given as a ``.py`` file
+        (stored in the root attributes: :func:`rerun_sample` runs that very file, unchanged, or
+        refuses); empty for a built-in name or a builder."""
+        if self.ref is None or not self.ref.endswith(".py") or not os.path.isfile(self.ref):
+            return {}
+        f = pathlib.Path(self.ref).resolve()
+        return {"file": str(f), "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
 
     def build(self) -> Scene:
         if self.fixed is not None:
@@ -703,6 +713,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
     stable_attrs = {
         "tumble": {"format": zstore.STORE_FORMAT, "version": __version__},
         "scene": {"name": scene.name, "description": scene.description, "source": source.source,
+                  **source.file_identity(),
                   "params": _scene_params(scene, params)},
         "seed": int(seed),
         "seed_rule": "sample s draws its dispersions, in declaration order, from numpy.random.default_rng("
@@ -733,7 +744,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
                                                           "use --overwrite")
         theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt", "code")}
         mine = zstore.jsonable({k: stable_attrs[k] for k in theirs})
-        diffs = _differences(theirs, mine, skip=("scene.description", "scene.source", "code.modified"))
+        diffs = _differences(theirs, mine, skip=("scene.description", "scene.source", "scene.file", "code.modified"))
         if diffs:
             shown = "; ".join(f"{k}: store {a!r}, this run {b!r}" for k, a, b in diffs[:5])
             more = f" (and {len(diffs) - 5} more)" if len(diffs) > 5 else ""
@@ -912,6 +923,19 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: floa
         raise InputError("sample", sample, f"must be an integer in [0, {n - 1}] (the store has {n} samples)")
     sc = attrs["scene"]
     source = sc.get("source", "")
+    if sc.get("file"):
+        # the scene file the store was written from, by its resolved path (not whatever file of that
+        # name the current directory holds), unchanged since: rerun executes it
+        f = pathlib.Path(sc["file"])
+        if not f.is_file():
+            raise InputError("store scene file", str(f), "does not exist any more: rerun runs the scene file the "
+                                                         "store was written from")
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        if digest != sc.get("sha256"):
+            raise InputError("store scene file", str(f), f"has changed since the run (sha256 {digest[:16]}..., the "
+                                                         f"store's {str(sc.get('sha256'))[:16]}...): rerun would not "
+                                                         "run the same scene")
+        source = str(f)
     try:
         scene = loader(source, **dict(sc.get("params") or {}))
     except InputError as exc:

@@ -265,3 +265,25 @@ def test_a_10_h_bouncy_study_keeps_every_event_or_reports_the_overflow(tmp_path)
     count = np.asarray(root["final/event_count"][:])
     assert count.max() > 64
     np.testing.assert_array_equal(count, np.asarray(root["final/probe_collisions"][:]).ravel())
+
+
+def test_rerun_runs_the_very_scene_file_the_store_was_written_from(tmp_path):
+    """The store keeps its scene file's resolved path and content hash: a rerun from another
+    directory holding a file of the same name runs the original, and a changed file is refused."""
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    shutil.copy(ROOT / "tests" / "scenes_for_tests" / "drift.py", a / "drift.py")
+    (b / "drift.py").write_text("raise SystemExit('the wrong scene file ran')\n")
+    r = cli("run", "drift.py", "--samples", "2", "--out", "s.zarr", "--no-progress", cwd=a)
+    assert r.returncode in (0, 3), r.stderr
+    scene = zarr.open_group(a / "s.zarr", mode="r").attrs["scene"]
+    assert scene["file"] == str((a / "drift.py").resolve()) and len(scene["sha256"]) == 64
+    r = cli("rerun", str(a / "s.zarr"), "0", cwd=b)
+    assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
+    with open(a / "drift.py", "a") as f:
+        f.write("\n# edited after the run\n")
+    r = cli("rerun", str(a / "s.zarr"), "0", cwd=b)
+    assert r.returncode == 1 and "has changed since the run" in one_error_line(r), r.stderr
