@@ -739,7 +739,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
     run_history: list[dict[str, Any]] = []
     if resume:
         attrs = zstore.read_attrs(path)
-        if "tumble" not in attrs:
+        if not zstore.is_complete(attrs):     # its root attributes come last: killed while being created
             raise InputError("--resume", os.fspath(path), "the store is incomplete (killed while being created); "
                                                           "use --overwrite")
         theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt", "code")}

@@ -827,6 +827,10 @@ def _check_shard(path, array_path: str, arr, k: int, a: int, b: int) -> Damage |
     f = _shard_file(path, array_path, arr, k)
     if not f.is_file():
         return Damage(array_path, k, a, b, os.fspath(f), "missing")
+    if f.stat().st_size == 0:
+        # zarr reads an empty shard as fill values without an error: a crash's usual artefact, and
+        # it would pass for finished samples holding no data ("running" statuses, NaN results)
+        return Damage(array_path, k, a, b, os.fspath(f), "empty (0 bytes)")
     try:
         arr[a:b]  # decodes every chunk: CRC-32C of the shard index and of each chunk
     except Exception as exc:  # noqa: BLE001 - any decode failure is damage
@@ -981,10 +985,47 @@ class StoreWriter:
                     await arr.setitem(slice(start, start + len(a)), a)
 
         sync(all_writes())
+        if FSYNC:
+            for p, a in arrays.items():
+                self._sync_shards(p, start, start + len(a))
 
     def mark_done(self, start: int, stop: int) -> None:
-        """Set the done flags of samples ``start:stop`` (after their data)."""
+        """Set the done flags of samples ``start:stop`` (after their data, which is on disk by then:
+        :data:`FSYNC`)."""
         self._array("final/done")[start:stop] = np.ones(stop - start, bool)
+        if FSYNC:
+            self._sync_shards("final/done", start, stop)
+
+    def _sync_shards(self, p: str, start: int, stop: int) -> None:
+        """``fsync`` the shard files of array ``p`` that hold samples ``start:stop``, and their
+        folders (the rename that put each file there)."""
+        arr = self._array(p)
+        step = arr.shards[0] if arr.shards else arr.chunks[0]
+        folders = set()
+        for k in range(start // step, (stop - 1) // step + 1):
+            f = _shard_file(self.path, p, arr, k)
+            _fsync(f)
+            folders.add(f.parent)
+        for d in folders:
+            _fsync(d)
+
+
+#: ``fsync`` every shard a block wrote before its done flags, and the done shard after them, so a
+#: power cut or a crashed machine never leaves a "done" sample whose data never reached the disk
+#: (LocalStore's temporary-file-and-rename is atomic, not durable). ``TUMBLE_STORE_FSYNC=0`` turns
+#: it off (docs/design.md §5 gives its measured cost).
+FSYNC = os.environ.get("TUMBLE_STORE_FSYNC", "1") != "0"
+
+
+def _fsync(path: pathlib.Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:       # nothing written there (a region of fill values only): nothing to sync
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------------- reading

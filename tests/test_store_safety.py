@@ -175,13 +175,18 @@ def _flip(f):
     ("events/time", "flip"),
     ("final/status", "flip"),
     ("final/done", "truncate"),
+    # a zero-byte shard (a crash's usual artefact) read back as fill values without an error
+    ("final/status", "empty"),
+    ("final/done", "empty"),
+    ("events/time", "empty"),
+    ("inputs/seed", "empty"),
 ])
 def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference, array, damage):
     out = tmp_path / "d.zarr"
     run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
     f = _shard(out, array, 1)
     assert f.is_file()
-    {"delete": lambda p: p.unlink(), "truncate": _truncate, "flip": _flip}[damage](f)
+    {"delete": lambda p: p.unlink(), "truncate": _truncate, "flip": _flip, "empty": lambda p: p.write_bytes(b"")}[damage](f)
 
     found = zstore.verify_store(out)
     assert [(d.array, d.shard) for d in found] == [(array, 1)], found
@@ -196,3 +201,21 @@ def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference, a
     assert [k for k in a if a[k] != reference[k]] == []
     assert zstore.verify_store(out) == []
     assert cli("inspect", str(out), "--verify").returncode == 0
+
+
+def test_resuming_a_store_killed_while_being_created_says_so(tmp_path):
+    """A store whose root attributes were never written (the driver writes them after the arrays,
+    after the 'tumble' mark) is incomplete: --resume says so in one line and names --overwrite."""
+    from ecs.store import Layout, create_store
+
+    from scenes.registry import load_scene
+
+    out = tmp_path / "k.zarr"
+    scene = load_scene(DRIFT)
+    scene.world.compile(samples=1)
+    layout = Layout.from_world(scene, scene.world, 4, None)
+    create_store(out, layout, {"tumble": {"format": zstore.STORE_FORMAT}})     # killed before its attributes
+    r = cli("run", DRIFT, "--samples", "4", "--out", str(out), "--resume", "--no-progress")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    line = r.stderr.strip()
+    assert "\n" not in line and "incomplete" in line and "--overwrite" in line and len(line) < 200, line
