@@ -303,8 +303,8 @@ def _contact_dispersion(probe, contact: ContactParams, draws: dict) -> Dispersio
 
     def draw(rng):
         row = base.copy()
-        for k, d in draws.items():
-            row[idx[k]] = float(np.clip(d(rng), 0.0, 1.0 if k == "restitution" else math.inf))
+        for k, d in draws.items():     # not clipped: a draw outside its rule is refused per sample, before work
+            row[idx[k]] = float(d(rng))
         if contact.regolith is None:
             row[PAIR_FIELDS.index("e_floor")] = row[PAIR_FIELDS.index("e_max")] = row[idx.get("restitution", 0)]
         return row
@@ -417,13 +417,19 @@ def _rock_params(rocks, rocks_per_m2, rock_region) -> dict:
 
 
 def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
-    """Normal draws of e and f (3σ spreads; 0: not dispersed), clipped to their valid ranges."""
+    """Normal draws of e and f (3σ spreads; 0: not dispersed), clipped to their valid ranges: the
+    documented model of these parameters (a user's own dispersion is refused when it leaves them)."""
     out = {}
     if check_spread("restitution_sigma3", e_sigma3) > 0:
-        out["restitution"] = normal(e, e_sigma3)
+        out["restitution"] = _clipped(normal(e, e_sigma3), 1.0)
     if check_spread("friction_sigma3", f_sigma3) > 0:
-        out["friction"] = normal(f, f_sigma3)
+        out["friction"] = _clipped(normal(f, f_sigma3), math.inf)
     return out
+
+
+def _clipped(draw, top: float):
+    """``draw(rng)`` clipped to [0, top]."""
+    return lambda rng: float(np.clip(draw(rng), 0.0, top))
 
 
 #: Table 4.7's shapes, in its order.

@@ -226,7 +226,12 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
     for key, v in (("restitution", restitution), ("friction", friction)):
         if callable(v):      # dispersed: drawn per sample; the authored value is one draw
             draws[key] = v
-            nominal[key] = float(np.clip(v(np.random.default_rng(0)), 0.0, 1.0 if key == "restitution" else np.inf))
+            first = float(v(np.random.default_rng(0)))
+            top = 1.0 if key == "restitution" else math.inf
+            if not 0.0 <= first <= top:     # refused, never clipped (every sample's draw is checked too)
+                raise InputError(f"{key} (dispersed)", first, f"every draw must lie in [0.0, {top}]: this one does "
+                                                              "not (a draw outside is refused, not clipped)")
+            nominal[key] = first
         else:
             nominal[key] = float(v)
     contact = ContactParams(restitution=nominal["restitution"], friction=nominal["friction"],
@@ -255,6 +260,20 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
     ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample."""
     from ecs.scene import uniform
 
+    def spread(name, rng_range, value, top):
+        if rng_range is None:
+            return value
+        rule = f"must be [low, high] with {0.0} <= low <= high" + (f" <= {top}" if top is not None else "")
+        try:
+            lo, hi = (float(x) for x in rng_range)
+        except (TypeError, ValueError):
+            raise InputError(name, rng_range, rule) from None
+        if not (0.0 <= lo <= hi and (top is None or hi <= top)):     # refused, never clipped
+            raise InputError(name, rng_range, rule)
+        return uniform(lo, hi)
+
+    e_draw = spread("restitution_range", restitution_range, restitution, 1.0)    # before the slow part
+    f_draw = spread("friction_range", friction_range, friction, None)
     target = small_body(body, radii=radii, mesh=mesh, mesh_units=mesh_units, gm=gm, period_h=period_h,
                         retrograde=retrograde, gravity=gravity, resolution=resolution, rocks=rocks, fbm=fbm)
     if probe == "box":
@@ -264,18 +283,8 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
     rel = release_above(target, latitude=latitude, longitude=longitude, altitude=altitude,
                         descent_speed=descent_speed, position_sigma3=position_sigma3,
                         velocity_sigma3=velocity_sigma3)
-
-    def spread(name, rng_range, value):
-        if rng_range is None:
-            return value
-        lo, hi = (float(x) for x in rng_range)
-        if not lo <= hi:
-            raise InputError(name, rng_range, "must be [low, high] with low <= high")
-        return uniform(lo, hi)
-
     params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
-    return deployment("deploy", target, pr, rel, restitution=spread("restitution_range", restitution_range, restitution),
-                      friction=spread("friction_range", friction_range, friction),
+    return deployment("deploy", target, pr, rel, restitution=e_draw, friction=f_draw,
                       rolling_resistance=rolling_resistance, t_cap=t_cap, frame=frame, record_every=record_every,
                       description="a mission set up from -p (tumble scenes deploy lists them)", params=params)
 

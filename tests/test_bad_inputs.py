@@ -66,6 +66,23 @@ def deploy_file(tmp, *, position="(0, 0, 200)", spread="(0, 0, 0)", extra=""):
     return str(f)
 
 
+LANDER = """
+import tumble
+
+def build():
+    body = tumble.small_body("sphere", radii=(100, 100, 100), gm=5.0, period_h=10.0, gravity="point_mass")
+    probe = tumble.box_probe((0.3, 0.28, 0.2), mass=10.0)
+    release = tumble.release_above(body, latitude=0.0, longitude=0.0, altitude=20.0)
+    return tumble.deployment("bad-lander", body, probe, release, {contact})
+"""
+
+
+def lander_file(tmp, contact):
+    f = tmp / "lander_scene.py"
+    f.write_text(LANDER.format(contact=contact))
+    return str(f)
+
+
 # (id, scene (a callable of tmp_path for scene files), extra CLI args, fragments the line must contain)
 CASES = [
     # scene parameters from -p: converted against build()'s signature
@@ -97,6 +114,15 @@ CASES = [
     ("scene-absurd-frames", DRIFT, ["-p", "t_end=1e12"], ["t_end / dt", "1e+12 s / 0.01 s", "frames"]),
     ("deploy-record-every-zero", "deploy-cube", ["-p", "record_every=0"], ["record_every", "0", ">= 1"]),
     ("deploy-frame-tiny", "deploy-cube", ["-p", "frame=1e-9"], ["t_end / dt", "frames"]),
+    # contact ranges and dispersions are refused, never clipped (issue 36/38: half the samples at e = 1.0)
+    ("deploy-restitution-range-above-1", "deploy", ["-p", "restitution_range=[0,2]"],
+     ["restitution_range", "2", "<= high <= 1.0"]),
+    ("deploy-friction-range-negative", "deploy", ["-p", "friction_range=[-1,0.5]"],
+     ["friction_range", "-1", "0.0 <= low"]),
+    ("deploy-restitution-range-scalar", "deploy", ["-p", "restitution_range=0.4"],
+     ["restitution_range", "0.4", "[low, high]"]),
+    ("lander-restitution-dispersion-above-1", lambda t: lander_file(t, "restitution=tumble.uniform(0.8, 1.3)"), [],
+     ["restitution (dispersed)", "must lie in [0.0, 1.0]", "not clipped"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),
