@@ -21,6 +21,7 @@ latitude and longitude are planetocentric [deg] in that frame; a retrograde spin
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from components.contact_params import ContactParams
 from components.deploy import DeploySettings, DeployTarget
-from components.gravity import PointMass, Polyhedron
+from components.gravity import G, PointMass, Polyhedron
 from components.terrain import TerrainSDF
 from ecs import InputError, Scene
 from scenes._common import positive
@@ -40,7 +41,29 @@ from systems.sdf import eval_terrain
 BODY_SHAPES = {"sphere": "sphere", "ellipsoid": "ellipsoid", "spinning-top": "kw4", "itokawa": "itokawa"}
 
 
-def small_body(shape: str = "ellipsoid", *, radii=None, mesh: str | None = None, mesh_units: str = "m",
+#: Bulk densities [kg/m³] a small body's shape model and GM may imply: comets (~500) to metal-rich
+#: asteroids (~8,000), with room on both sides. Outside, the shape's unit (or GM) is likely wrong.
+DENSITY_RANGE = (50.0, 25_000.0)
+
+
+def _check_density(mu: float, volume: float, units: str) -> None:
+    """Refuse a shape model whose volume [m³] and GM [m³/s²] imply an implausible bulk density,
+    naming the likely mistake (the shape's unit: a factor 1e9 in density between m and km)."""
+    rho = mu / G / volume
+    lo, hi = DENSITY_RANGE
+    if lo <= rho <= hi:
+        return
+    if units == "m" and lo <= rho * 1e-9 <= hi:
+        hint = ": the model is likely in km (mesh_units='km')"
+    elif units == "km" and lo <= rho * 1e9 <= hi:
+        hint = ": the model is likely in metres (mesh_units='m')"
+    else:
+        hint = ": check GM [m^3/s^2] and the model's unit"
+    raise InputError("mesh", f"volume {volume:.4g} m^3 with GM {mu:g} m^3/s^2",
+                     f"implies a bulk density of {rho:.3g} kg/m^3, outside [{lo:g}, {hi:g}]{hint}")
+
+
+def small_body(shape: str = "ellipsoid", *, radii=None, mesh=None, mesh_units: str | None = None,
                gm: float, period_h: float, retrograde: bool = False, gravity: str = "voxel",
                resolution: int = 64, gravity_resolution: int = 24, voxel_spacing: float | None = None,
                rocks: bool | str = False, fbm: bool = False) -> DeployTarget:
@@ -51,8 +74,11 @@ def small_body(shape: str = "ellipsoid", *, radii=None, mesh: str | None = None,
             ``"itokawa"``, scaled to ``radii``; ignored when ``mesh`` is given.
         radii: semi-axes (a, b, c) [m] along the target x, y, z (z: the spin axis). A body of
             500 × 440 m is ``radii=(250, 250, 220)``.
-        mesh: a shape-model file (OBJ, PLY, STL, TetGen, plain vertex/face tables) instead of a shape;
-            ``mesh_units``: its coordinates' unit ('m' or 'km').
+        mesh: a shape-model file (OBJ, PLY, STL, TetGen, plain vertex/face tables), or a mesh in
+            memory (``trimesh.Trimesh``), instead of a shape; ``mesh_units``: its coordinates' unit,
+            'm' or 'km', required with a mesh (shape models are published in either). A mesh whose
+            volume and GM imply a bulk density outside :data:`DENSITY_RANGE` is refused, naming
+            the likely unit mistake.
         gm: gravitational parameter GM [m³/s²] (the body's density follows from its volume).
         period_h: rotation period [h]; ``retrograde``: spin about −z instead of +z.
         gravity: ``"voxel"`` (the polyhedron's field tabulated once and cached: seed 004 §2.4.2),
@@ -72,11 +98,16 @@ def small_body(shape: str = "ellipsoid", *, radii=None, mesh: str | None = None,
     if mesh is not None:
         from scenes.assets.mesh_io import load_mesh
 
+        if mesh_units is None:
+            raise InputError("mesh_units", None, "is required with a mesh: 'm' or 'km' (a model in km read as metres "
+                                                 "is a body a thousand times too small)")
         m = load_mesh(mesh, units=mesh_units)
         verts, faces = np.asarray(m.vertices, float), np.asarray(m.faces, np.int64)
-        verts = verts - Polyhedron(verts, faces, mu=mu).center_of_mass
+        poly = Polyhedron(verts, faces, mu=mu)
+        _check_density(mu, poly.volume, mesh_units)
+        verts = verts - poly.center_of_mass
         gverts, gfaces = verts, faces
-        name = str(mesh)
+        name = str(mesh) if isinstance(mesh, (str, os.PathLike)) else "mesh"
     else:
         if shape not in BODY_SHAPES:
             raise InputError("shape", shape, f"must be one of {', '.join(BODY_SHAPES)} (or give mesh=)")
@@ -247,7 +278,7 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
 
 
 def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), mesh: str | None = None,
-                  mesh_units: str = "m", gm: float = 30.0, period_h: float = 7.6, retrograde: bool = True,
+                  mesh_units: str | None = None, gm: float = 30.0, period_h: float = 7.6, retrograde: bool = True,
                   gravity: str = "voxel", resolution: int = 64, rocks: bool | str = False, fbm: bool = False,
                   latitude: float = -22.0, longitude: float = 0.0, altitude: float = 40.0, descent_speed: float = 0.0,
                   position_sigma3: float = 0.0, velocity_sigma3: float = 0.0, probe: str = "box",
@@ -299,7 +330,7 @@ PARAMETERS = {
     "body": "'sphere', 'ellipsoid', 'spinning-top' or 'itokawa', stretched to radii (or give mesh)",
     "radii": "[m] semi-axes [a, b, c] along x, y, z (z: spin axis)",
     "mesh": "a shape-model file (OBJ, PLY, STL, TetGen, plain) instead of body/radii",
-    "mesh_units": "the shape model's unit: 'm' or 'km'",
+    "mesh_units": "the shape model's unit: 'm' or 'km' (required with mesh)",
     "gm": "[m^3/s^2] gravitational parameter GM",
     "period_h": "[h] rotation period", "retrograde": "spin about -z instead of +z",
     "gravity": "'voxel' (tabulated once, cached), 'polyhedron' (exact, slower) or 'point_mass'",

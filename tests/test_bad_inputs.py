@@ -77,6 +77,25 @@ def build():
 """
 
 
+MESH_LANDER = """
+import trimesh
+import tumble
+
+def build():
+    shape = trimesh.creation.icosphere(subdivisions=2, radius=0.2)      # a 200 m body, in km
+    body = tumble.small_body(mesh=shape, {units}gm=5.0, period_h=10.0, gravity="point_mass")
+    probe = tumble.box_probe((0.3, 0.28, 0.2), mass=10.0)
+    release = tumble.release_above(body, latitude=0.0, longitude=0.0, altitude=20.0)
+    return tumble.deployment("bad-mesh-lander", body, probe, release)
+"""
+
+
+def mesh_lander_file(tmp, units):
+    f = tmp / "mesh_lander_scene.py"
+    f.write_text(MESH_LANDER.format(units=units))
+    return str(f)
+
+
 def lander_file(tmp, contact):
     f = tmp / "lander_scene.py"
     f.write_text(LANDER.format(contact=contact))
@@ -123,6 +142,10 @@ CASES = [
      ["restitution_range", "0.4", "[low, high]"]),
     ("lander-restitution-dispersion-above-1", lambda t: lander_file(t, "restitution=tumble.uniform(0.8, 1.3)"), [],
      ["restitution (dispersed)", "must lie in [0.0, 1.0]", "not clipped"]),
+    # shape models: the unit is required, and a volume that GM makes implausibly dense names the mistake
+    ("mesh-without-units", lambda t: mesh_lander_file(t, ""), [], ["mesh_units", "None", "is required with a mesh"]),
+    ("mesh-in-km-read-as-metres", lambda t: mesh_lander_file(t, "mesh_units='m', "), [],
+     ["mesh", "bulk density", "likely in km (mesh_units='km')"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),

@@ -100,3 +100,21 @@ def test_mesh_probe_of_a_shifted_box_equals_the_box():
     np.testing.assert_allclose(g.vertices.mean(axis=0), 0.0, atol=1e-12)
     want = 10.0 / 12.0 * np.diag([0.28**2 + 0.2**2, 0.3**2 + 0.2**2, 0.3**2 + 0.28**2])
     np.testing.assert_allclose(mp.inertia, want, rtol=1e-12, atol=1e-15)
+
+
+def test_a_shape_model_in_memory_is_accepted_like_a_file(tmp_path):
+    """small_body(mesh=<trimesh.Trimesh>, mesh_units=...) builds the same target as the same mesh
+    written to a file: same vertices (in metres), same volume, same GM."""
+    import trimesh
+
+    import tumble
+
+    shape = trimesh.creation.icosphere(subdivisions=2, radius=0.2)
+    f = tmp_path / "body.obj"
+    shape.export(f)
+    a = tumble.small_body(mesh=shape, mesh_units="km", gm=5.0, period_h=10.0, gravity="point_mass")
+    b = tumble.small_body(mesh=str(f), mesh_units="km", gm=5.0, period_h=10.0, gravity="point_mass")
+    assert a.gravity.mu == b.gravity.mu == 5.0
+    va, vb = np.asarray(a.shape_vertices), np.asarray(b.shape_vertices)
+    assert va.shape == vb.shape and np.allclose(va, vb, atol=1e-9 * 200.0)
+    assert 150.0 < np.max(np.linalg.norm(va, axis=1)) <= 200.0 + 1e-6     # in metres: km times 1,000

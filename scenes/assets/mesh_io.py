@@ -32,6 +32,7 @@ checks live in :mod:`components.mesh`, beside the gravity polyhedron resource th
 
 from __future__ import annotations
 
+import os
 import pathlib
 from dataclasses import dataclass
 
@@ -252,7 +253,8 @@ def load_mesh(path, *, units: str, fmt: str | None = None, fix_winding: bool = T
     """Read, convert to metres and check a shape model.
 
     Args:
-        path: the file (for TetGen either the ``.node`` or the ``.face`` file).
+        path: the file (for TetGen either the ``.node`` or the ``.face`` file), or a mesh in
+            memory with ``vertices`` and ``faces`` (a ``trimesh.Trimesh``).
         units: 'm' or 'km', the unit of the file's coordinates (required).
         fmt: override the format: 'trimesh', 'tetgen' or 'plain' (default: by extension).
         fix_winding: reverse a mesh wound entirely inward instead of refusing it.
@@ -264,6 +266,14 @@ def load_mesh(path, *, units: str, fmt: str | None = None, fix_winding: bool = T
         InputError: bad units, missing file, unknown format, unreadable file, or any mesh defect.
     """
     scale = _units(units)
+    if hasattr(path, "vertices") and hasattr(path, "faces"):      # a mesh in memory (trimesh.Trimesh)
+        v = np.asarray(path.vertices, float) * scale
+        f = np.asarray(path.faces, np.int64)
+        v, f, reoriented = check_polyhedron(v, f, field="mesh (in memory)", fix_winding=fix_winding)
+        return ShapeMesh(vertices=v, faces=f, reoriented=reoriented, source="<mesh in memory>", units=units)
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError("mesh", type(path).__name__, "must be a shape-model file path or a mesh with vertices and "
+                                                      "faces (trimesh.Trimesh)")
     path = pathlib.Path(path)
     ext = path.suffix.lower()
     kind = fmt or ("trimesh" if ext in _TRIMESH_EXT else "tetgen" if ext in _TETGEN_EXT
