@@ -68,6 +68,7 @@ from numba.core.errors import NumbaError
 from . import store as zstore
 from .errors import InputError, TumbleError
 from .scene import Scene, coerce_params
+from .system import check_derivatives, check_events
 from .world import STREAM_WINDOW
 
 #: progress(done_samples: float, total_samples: int) -> None
@@ -700,6 +701,9 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
     scene = source.build()
     scene.world.compile(samples=1, backend=backend)  # schema probe: tables, entity dims, event fields
+    # schedule errors once, here, not as every sample failing with 'raised' after the store exists
+    check_derivatives(scene.world, scene.world.systems)
+    check_events(scene.world, scene.world.systems)
     layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
     distributed = workers is not None or scheduler is not None
     check_memory(scene.world, layout, samples,

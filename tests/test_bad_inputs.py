@@ -96,6 +96,28 @@ def mesh_lander_file(tmp, units):
     return str(f)
 
 
+NO_INTEGRATOR = """
+import numpy as np
+from components.loads import AppliedLoad
+from components.rigid import rigid_body
+from ecs import Scene, World
+from systems.loads import ApplyLoads
+
+def build():
+    w = World("no-integrator")
+    craft = w.spawn(*rigid_body(mass=1.0, inertia=[1.0, 1.0, 1.0]), name="craft")
+    w.spawn(AppliedLoad(body=craft, kind=0, frame=0, vector=np.array([1.0, 0.0, 0.0])))
+    w.add_system(ApplyLoads())                   # a force, and nothing that integrates it
+    return Scene("no-integrator", "bad schedule", w, 1.0, 0.1, final=("body_position",))
+"""
+
+
+def no_integrator_file(tmp):
+    f = tmp / "no_integrator_scene.py"
+    f.write_text(NO_INTEGRATOR)
+    return str(f)
+
+
 def lander_file(tmp, contact):
     f = tmp / "lander_scene.py"
     f.write_text(LANDER.format(contact=contact))
@@ -146,6 +168,8 @@ CASES = [
     ("mesh-without-units", lambda t: mesh_lander_file(t, ""), [], ["mesh_units", "None", "is required with a mesh"]),
     ("mesh-in-km-read-as-metres", lambda t: mesh_lander_file(t, "mesh_units='m', "), [],
      ["mesh", "bulk density", "likely in km (mesh_units='km')"]),
+    # a schedule that cannot work: refused once, before the store, not as every sample 'raised'
+    ("derivative-without-integrator", no_integrator_file, [], ["ApplyLoads", "would never run", "integrator"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),
