@@ -9,7 +9,10 @@ import statistics
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+def results_dir() -> Path:
+    """Where a benchmark writes by default: ``$TUMBLE_BENCH_DIR``, else ``bench-results/`` in the
+    working directory (never the package folder: an editable install's clone)."""
+    return Path(os.environ.get("TUMBLE_BENCH_DIR") or Path.cwd() / "bench-results")
 
 
 def machine_info() -> dict:
@@ -52,9 +55,9 @@ def median_time(fn, *, repeat: int = 5, warmup: int = 1) -> float:
 
 
 def save(name: str, payload: dict, *, path: Path | None = None, machine: dict | None = None) -> Path:
-    """Write ``benchmarks/results/<name>.json`` (or ``path``) with the machine info attached
+    """Write ``<results_dir()>/<name>.json`` (or ``path``) with the machine info attached
     (``machine``, or :func:`machine_info` now)."""
-    path = Path(path) if path is not None else RESULTS / f"{name}.json"
+    path = Path(path) if path is not None else results_dir() / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"machine": machine if machine is not None else machine_info(), **payload}, indent=2,
                                default=float))

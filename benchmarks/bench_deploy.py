@@ -29,7 +29,7 @@ block (A B A B ...), so that drift of the shared machine (other processes move w
 ±30 % on a 2-core box) hits both alike. ``os.getloadavg()`` is printed and stored before the
 pairs, after every pair and at the end, with :func:`benchmarks._common.machine_info`.
 
-Reported (and stored in ``benchmarks/results/deploy.json`` or ``--out``):
+Reported (and stored in ``bench-results/deploy.json`` or ``--out``):
 
 * tumble s/trajectory of each run = run wall / samples; reference s/trajectory of each block =
   block wall / k; the mean of each over its runs, and the **ratio of the means** (reference mean /
@@ -79,7 +79,7 @@ memory in use after the run); kernel launches per trajectory (``ModeLoop.launch_
 whether the two backends agree in distribution on the same inputs: each status count and the
 mean settling time within 3 standard errors, plus the largest first-impact difference (the
 backends round differently, docs/design.md §8.5). Goal: >= 20,000 trajectories/s on one H100.
-No reference and no ``--against`` in this mode. Stored in ``benchmarks/results/deploy_gpu.json``.
+No reference and no ``--against`` in this mode. Stored in ``bench-results/deploy_gpu.json``.
 """
 
 from __future__ import annotations
@@ -554,7 +554,7 @@ def main(argv=None) -> dict:
                     help="gpu: time the batch on the GPU backend against the CPU backend (all cores) of this tree, "
                          "interleaved subprocess pairs, with device memory, kernel launches and the statistics of "
                          "both (no reference, no --against)")
-    ap.add_argument("--out", type=Path, default=None, help="JSON result path (default benchmarks/results/deploy.json)")
+    ap.add_argument("--out", type=Path, default=None, help="JSON result path (default bench-results/deploy.json)")
     args = ap.parse_args(argv)
     if args.samples < 1 or args.reference_samples < 0 or args.repeat < 1:
         ap.error("--samples and --repeat must be >= 1, --reference-samples >= 0")

@@ -9,7 +9,7 @@
    non-convex 20,480-facet body, with the voxel size chosen (``choose_voxel_size``) for ≤ 1 %
    maximum relative surface error, at points where probes fly (up to 0.2 R above random facets,
    inside the grid). Goal: ≥ 10⁴×.
-3. Figures (``--figures``, PNG under benchmarks/results/): the surface error against the voxel size
+3. Figures (``--figures``, PNG under bench-results/): the surface error against the voxel size
    on a log-log plot for the seed's plain scheme and for the exterior continuation (Figs
    2.48–2.50), and the relative error of g and Δg voxelisations in the XY plane (Fig 2.47).
 """
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from benchmarks._common import RESULTS, machine_info, median_time, save
+from benchmarks._common import machine_info, results_dir, median_time, save
 from components.gravity import Polyhedron
 from scenes.assets.star_meshes import bumpy_mesh, sphere_mesh
 from scenes.assets.voxel import build_voxel_field, choose_voxel_size, relative_errors
@@ -137,8 +137,9 @@ def error_figures(etas, subdivisions: int) -> dict:
     fig.suptitle(f"Voxelised g on a {poly.face_count}-facet non-convex body (cf. seed 004 Figs 2.48–2.50)",
                  fontsize=9)
     fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    p1 = RESULTS / "gravity_voxel_error.png"
+    out = results_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    p1 = out / "gravity_voxel_error.png"
     fig.savefig(p1, dpi=120)
     plt.close(fig)
 
@@ -167,7 +168,7 @@ def error_figures(etas, subdivisions: int) -> dict:
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle(f"Voxel size {h:.0f} m (0.25 R), XY plane (cf. seed 004 Fig 2.47)", fontsize=9)
     fig.tight_layout()
-    p2 = RESULTS / "gravity_voxel_plane.png"
+    p2 = out / "gravity_voxel_plane.png"
     fig.savefig(p2, dpi=110)
     plt.close(fig)
     ok = outside & np.isfinite(eg) & np.isfinite(ed)

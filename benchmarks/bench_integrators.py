@@ -18,7 +18,7 @@
    against the named peer: a numpy-vectorised RK4 of the same equations (written below).
 
 Medians over ``--repeat`` runs (after one warm-up that also compiles the kernels). Results go to
-``benchmarks/results/integrators.json`` with the machine info. A benchmark, not a test: nothing
+``bench-results/integrators.json`` with the machine info. A benchmark, not a test: nothing
 here asserts a time.
 """
 

@@ -13,7 +13,7 @@ the other; the peak resident set size of that process is its ``ru_maxrss`` from 
 untimed, unmeasured warm-up run of ``--warmup`` samples comes first, so that numba's compilation
 (hundreds of MB of LLVM while it runs) is in the disk cache and no measured run compiles.
 
-Reported (and stored in ``benchmarks/results/memory.json`` or ``--out``): per N the peak RSS [MB],
+Reported (and stored in ``bench-results/memory.json`` or ``--out``): per N the peak RSS [MB],
 wall and CPU seconds, trajectories per wall second; the spread ``max / min − 1`` of the peaks and
 whether it is within ``--tolerance`` (default 10 %).
 
@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--block", type=int, default=None, help="--block of every run (default: tumble run's)")
     ap.add_argument("--warmup", type=int, default=1200, help="samples of the unmeasured warm-up run (default 1200)")
     ap.add_argument("--tolerance", type=float, default=GOAL_SPREAD, help="allowed spread of the peaks (default 0.10)")
-    ap.add_argument("--out", type=Path, default=None, help="JSON result path (default benchmarks/results/memory.json)")
+    ap.add_argument("--out", type=Path, default=None, help="JSON result path (default bench-results/memory.json)")
     args = ap.parse_args(argv)
     try:
         counts = [int(x) for x in args.samples.split(",") if x.strip()]

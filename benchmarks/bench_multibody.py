@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=1000, help="RK4 steps per sample (default 1000)")
     p.add_argument("--dt", type=float, default=0.01, help="step [s] (default 0.01)")
     p.add_argument("--repeat", type=int, default=3, help="interleaved rounds (default 3)")
-    p.add_argument("--out", default=None, help="results JSON (default benchmarks/results/multibody.json)")
+    p.add_argument("--out", default=None, help="results JSON (default bench-results/multibody.json)")
     a = p.parse_args(argv)
     threads = numba.get_num_threads()
     # the same chain in all three: one sample, no gravity, 1 s
