@@ -746,6 +746,7 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
         if not zstore.is_complete(attrs):     # its root attributes come last: killed while being created
             raise InputError("--resume", os.fspath(path), "the store is incomplete (killed while being created); "
                                                           "use --overwrite")
+        zstore.refuse_unrepairable(path)       # metadata or driver-written arrays damaged: name them, stop
         theirs = {k: attrs.get(k) for k in ("tumble", "scene", "seed", "samples", "backend", "t_end", "dt", "code")}
         mine = zstore.jsonable({k: stable_attrs[k] for k in theirs})
         diffs = _differences(theirs, mine, skip=("scene.description", "scene.source", "scene.file", "code.modified"))

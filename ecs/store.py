@@ -852,10 +852,108 @@ def _oneline(msg: str, limit: int = 200) -> str:
     return msg if len(msg) <= limit else msg[:limit - 3] + "..."
 
 
+#: :attr:`Damage.shard` of damage outside the sample shards (metadata, coordinates, the scene
+#: group): ``--resume`` cannot recompute it and refuses the store (:func:`repair_store`).
+NOT_A_SHARD = -1
+
+
+def _json_problem(f: pathlib.Path) -> str | None:
+    """Why the metadata file ``f`` cannot serve, or None."""
+    if not f.is_file():
+        return "metadata missing (zarr.json)"
+    if f.stat().st_size == 0:
+        return "metadata empty (zarr.json, 0 bytes)"
+    try:
+        json.loads(f.read_bytes())
+    except ValueError as exc:
+        return _oneline(f"metadata unreadable (zarr.json): {exc}")
+    return None
+
+
+def _expected_nodes(path) -> dict[str, dict]:
+    """Every group and array the store should hold, with its metadata: from the root's consolidated
+    metadata (written when a run ends), else from the folders present (a store still being run)."""
+    root = pathlib.Path(path)
+    try:
+        cm = json.loads((root / "zarr.json").read_bytes()).get("consolidated_metadata") or {}
+    except (OSError, ValueError):
+        cm = {}
+    nodes = dict(cm.get("metadata") or {})
+    if nodes:
+        return nodes
+    for grp in (*GROUPS, SCENE_GROUP):
+        if (root / grp).is_dir():
+            nodes[grp] = {"node_type": "group"}
+            for child in sorted((root / grp).iterdir()):
+                if child.is_dir():
+                    nodes[f"{grp}/{child.name}"] = {"node_type": "array"}
+    return nodes
+
+
+def _verify_outside_shards(path, n: int | None) -> list[Damage]:
+    """Damage outside the sample shards: every group's and array's metadata file, and every array
+    not on the sample axis (coordinates, the scene group: written by the driver) read back whole,
+    with no empty chunk file."""
+    root = pathlib.Path(path)
+    damage: list[Damage] = []
+    nodes = _expected_nodes(path)
+    for p in sorted(nodes):
+        problem = _json_problem(root / p / "zarr.json")
+        if problem:
+            damage.append(Damage(p, NOT_A_SHARD, 0, 0, os.fspath(root / p / "zarr.json"), problem))
+    if damage:
+        return damage       # the arrays cannot be opened as the store describes them
+    g = open_root(path)
+    for p, meta in sorted(nodes.items()):
+        if meta.get("node_type") != "array":
+            continue
+        arr = g[p]
+        dims = arr.metadata.dimension_names or (None,)
+        if arr.shape and dims[0] == "sample" and arr.shape[0] == n:
+            continue        # sample shards: checked where they hold finished samples
+        empty = [f for f in sorted((root / p).rglob("*")) if f.is_file() and f.name != "zarr.json"
+                 and f.stat().st_size == 0]
+        if empty:
+            damage.append(Damage(p, NOT_A_SHARD, 0, 0, os.fspath(empty[0]), "empty chunk (0 bytes)"))
+            continue
+        try:
+            arr[...]
+        except Exception as exc:  # noqa: BLE001 - any decode failure is damage
+            damage.append(Damage(p, NOT_A_SHARD, 0, 0, os.fspath(root / p),
+                                 _oneline(f"{type(exc).__name__}: {exc}")))
+    return damage
+
+
+def _refuse(fixed: list[Damage], path) -> None:
+    if fixed:
+        d = fixed[0]
+        more = f" (and {len(fixed) - 1} more)" if len(fixed) > 1 else ""
+        raise InputError("--resume", os.fspath(path), f"{d.array} is damaged ({d.problem}){more}: not a sample "
+                                                      "shard, so --resume cannot recompute it; use --overwrite")
+
+
+def refuse_unrepairable(path: str | os.PathLike) -> None:
+    """Refuse (``--resume``), in one line naming it, damage that recomputing samples cannot repair:
+    metadata, coordinates, the scene group (:func:`verify_store`)."""
+    try:
+        n = int(read_attrs(path).get("samples"))
+    except (TypeError, ValueError):
+        n = None
+    _refuse(_verify_outside_shards(path, n), path)
+
+
 def verify_store(path: str | os.PathLike) -> list[Damage]:
-    """Every damaged shard of a store: ``final/done`` shards that cannot be read, and shards of the
-    other sample-axis arrays that cover a finished sample but are missing or fail to decode
-    (checksum, truncation). Reads every such shard once (read only)."""
+    """Every damaged part of a store: the metadata of every group and array, the arrays not on the
+    sample axis (coordinates, the scene group), ``final/done`` shards that cannot be read, and
+    shards of the other sample-axis arrays that cover a finished sample but are missing, empty or
+    fail to decode (checksum, truncation). Reads every such shard once (read only)."""
+    try:
+        n = int(read_attrs(path).get("samples"))
+    except (TypeError, ValueError):
+        n = None
+    outside = _verify_outside_shards(path, n)
+    if any(d.problem.startswith("metadata") for d in outside):
+        return outside
     root = open_root(path)
     done_arr = root["final/done"]
     n = done_arr.shape[0]
@@ -887,7 +985,7 @@ def verify_store(path: str | os.PathLike) -> list[Damage]:
                     d = _check_shard(path, p, arr, k, a, b)
                     if d is not None:
                         damage.append(d)
-    return damage
+    return outside + damage
 
 
 def repair_store(path: str | os.PathLike, done: np.ndarray) -> list[Damage]:
@@ -897,6 +995,7 @@ def repair_store(path: str | os.PathLike, done: np.ndarray) -> list[Damage]:
     damage = verify_store(path)
     if not damage:
         return damage
+    _refuse([d for d in damage if d.shard == NOT_A_SHARD], path)
     root = open_root(path, "r+")
     done_arr = root["final/done"].with_config(_ARRAY_CONFIG)
     for d in damage:

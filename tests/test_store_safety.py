@@ -43,6 +43,12 @@ def params(p):
     return [a for k, v in p.items() for a in ("-p", f"{k}={v}")]
 
 
+def one_line(r) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
 def wait_for_lock(out, proc, timeout=60):
     lock = pathlib.Path(str(out) + ".lock")
     deadline = time.monotonic() + timeout
@@ -133,6 +139,31 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     assert r.returncode in (0, 3), r.stderr
     assert "stale lock" in r.stdout and str(dead.pid) in r.stdout
     assert not pathlib.Path(str(out) + ".lock").exists()
+
+
+@pytest.mark.parametrize("target,damage", [
+    ("events/zarr.json", "delete"),                 # a group's metadata
+    ("final/status/zarr.json", "delete"),           # an array's metadata
+    ("final/zarr.json", "empty"),
+    ("inputs/zarr.json", "flip"),
+    ("final/body/c/0", "empty"),                    # a coordinate written by the driver
+    ("final/body/c/0", "flip"),
+])
+def test_damage_outside_the_sample_shards_is_found_and_refused_by_name(tmp_path, reference, target, damage):
+    """Metadata and driver-written arrays cannot be recomputed from samples: verify names them,
+    inspect --verify exits 4, and --resume refuses in one line instead of keeping the store."""
+    out = tmp_path / "m.zarr"
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    f = out / target
+    assert f.is_file()
+    {"delete": lambda p: p.unlink(), "empty": lambda p: p.write_bytes(b""), "flip": _flip}[damage](f)
+    found = zstore.verify_store(out)
+    node = target.rsplit("/zarr.json", 1)[0] if target.endswith("zarr.json") else target.split("/c/")[0]
+    assert [d.array for d in found] == [node] and found[0].shard == zstore.NOT_A_SHARD, found
+    r = cli("inspect", str(out), "--verify")
+    assert r.returncode == 4 and node in r.stdout and "--overwrite" in r.stdout, (r.stdout, r.stderr)
+    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+    assert r.returncode == 1 and node in one_line(r) and "--overwrite" in one_line(r), (r.stdout, r.stderr)
 
 
 def test_overwrite_deletes_only_tumble_stores(tmp_path):

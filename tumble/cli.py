@@ -343,9 +343,16 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
             debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Show a store's scene, samples done, status counts, failure reasons, arrays and sizes."""
     with _Errors(debug):
-        from ecs.store import summarize
+        from ecs.store import NOT_A_SHARD, summarize, verify_store
 
         _require(path)
+        damage = verify_store(path) if verify else None
+        if damage and any(d.shard == NOT_A_SHARD and d.problem.startswith("metadata") for d in damage):
+            # the store cannot be opened as it describes itself: report the damage, nothing else
+            typer.echo("\n".join([f"store    {path}", f"verify   {len(damage)} damaged outside the sample shards "
+                                  "(--resume cannot recompute them: rerun with --overwrite)"]
+                                 + [f"  {d.array}: {d.problem} ({d.file})" for d in damage]))
+            raise typer.Exit(EXIT_DAMAGED)
         info = summarize(path)
         a = info["attrs"]
         sc = a.get("scene", {})
@@ -378,15 +385,18 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
             dtype = "str" if "String" in r["dtype"] else r["dtype"]
             lines.append(f"  {r['path']:<{wp}}  {dims:<{wd}}  {shape:<14} {dtype:<8} {r['units']:<8} "
                          f"{_size(r['nbytes']):>9} -> {_size(r['stored'])} stored")
-        damage = None
         if verify:
-            from ecs.store import verify_store
-
-            damage = verify_store(path)
-            lines.append(f"verify   {len(damage)} damaged shards" + (" (tumble run ... --resume recomputes them)"
-                                                                      if damage else ": every finished sample reads back"))
-            for d in damage:
+            fixed = [d for d in damage if d.shard == NOT_A_SHARD]
+            shards = [d for d in damage if d.shard != NOT_A_SHARD]
+            lines.append(f"verify   {len(shards)} damaged shards" + (" (tumble run ... --resume recomputes them)"
+                                                                      if shards else ": every finished sample reads back"))
+            for d in shards:
                 lines.append(f"  {d.array} shard {d.shard} (samples {d.start}:{d.stop}): {d.problem}")
+            if fixed:
+                lines.append(f"verify   {len(fixed)} damaged outside the sample shards (--resume cannot recompute "
+                             "them: rerun with --overwrite)")
+                for d in fixed:
+                    lines.append(f"  {d.array}: {d.problem} ({d.file})")
         typer.echo("\n".join(lines))
         if damage:
             raise typer.Exit(EXIT_DAMAGED)
