@@ -541,10 +541,10 @@ def device_array(a):
     if not cuda_simulated():
         import cupy
 
-        return cupy.array(a, order="K")      # keeps a row-fastest layout (:func:`to_backend_soa`)
+        return cupy.asarray(a)
     if sim_strict():
-        return np.array(a, order="K").view(SimDeviceArray)
-    return np.array(a, order="K")
+        return np.array(a).view(SimDeviceArray)
+    return np.array(a)
 
 
 def copy_into(dst, host) -> None:
@@ -563,27 +563,6 @@ def to_backend(backend: str, args: tuple) -> tuple:
         return tuple(args)
     return tuple(device_array(a) if isinstance(a, np.ndarray) else kernel_tuple(to_backend(backend, a))
                  if isinstance(a, tuple) else a for a in args)
-
-
-def to_backend_soa(backend: str, args: tuple) -> tuple:
-    """:func:`to_backend` for per-row scratch (first axis: rows) that only kernels touch: on the
-    GPU backend every array of two or more axes is laid out with the row index fastest (Fortran
-    order), so the 32 threads of a warp, one row each, read one slot of 32 consecutive rows from
-    one or two cache lines, where the CPU's row-major layout (right for one thread walking its
-    row) touches 32. Kernel sources are unchanged: ``w = work[i]`` is a strided view either way.
-    Unchanged on the CPU. On the H200 it changed no measured figure of deploy-cube, whose passes
-    wait on serial contact motion, not on memory (docs/design.md §8.11)."""
-    if backend != "gpu":
-        return tuple(args)
-
-    def soa(a):
-        if isinstance(a, np.ndarray) and a.ndim >= 2:
-            return np.asfortranarray(a)
-        if isinstance(a, tuple):
-            return tuple(soa(x) for x in a)
-        return a
-
-    return to_backend(backend, tuple(soa(a) for a in args))
 
 
 def kernel_tuple(items) -> tuple:
@@ -630,15 +609,13 @@ def set_rows(dst, rows, value) -> None:
     if not k:
         return
     m = int(np.prod(dst.shape[1:], dtype=np.int64))
-    # a row-fastest array (to_backend_soa) flattens its trailing axes in its own order: a view, not a copy
-    order = "F" if dst.ndim > 2 and dst.flags.f_contiguous and not dst.flags.c_contiguous else "C"
-    flat = dst.reshape((dst.shape[0], m), order=order)
+    flat = dst.reshape(dst.shape[0], m)
     blocks, threads = gpu_grid(k * m)
     if np.ndim(value) == 0:
         _row_kernels()[0][blocks, threads](device_array(rows), flat, dst.dtype.type(value), k, m)
     else:
-        src = np.broadcast_to(value, (k,) + tuple(dst.shape[1:])).astype(dst.dtype).reshape((k, m), order=order)
-        _row_kernels()[1][blocks, threads](device_array(rows), flat, device_array(np.ascontiguousarray(src)), k, m)
+        src = np.ascontiguousarray(np.broadcast_to(value, (k,) + tuple(dst.shape[1:])), dtype=dst.dtype)
+        _row_kernels()[1][blocks, threads](device_array(rows), flat, device_array(src.reshape(k, m)), k, m)
 
 
 _ROW_KERNELS: list = []

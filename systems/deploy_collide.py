@@ -59,7 +59,7 @@ from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs import Phase, System
-from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend_soa
+from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend
 from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call,
                                kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
 from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
@@ -297,7 +297,7 @@ class CollideProbes(System):
         n = ctx.table.row_count
         kmax = ctx.max_vertices
         (self.iwork, self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir,
-         self.surface_type, self.ones3, self.status, self.count) = to_backend_soa(ctx.backend, (
+         self.surface_type, self.ones3, self.status, self.count) = to_backend(ctx.backend, (
             np.zeros((n, IMPACT_WORK_SIZE)), np.zeros((n, kmax), np.int8), np.zeros((n, kmax, 3)),
             np.zeros((n, PAIR_FIELD_COUNT)), np.zeros((n, 1, 3)), np.zeros(1, np.int8), np.zeros((1, 3)),
             np.zeros(kmax, np.int8),        # surface_type: VERTEX_CORNER, eq 2.33's normal is the surface's

@@ -58,7 +58,7 @@ from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.kernels import (CompileUnit, DeviceRows, compact_rows, copy_into, cpu_jit, device_array, dual,
-                         kernel_tuple, launch_span, set_rows, to_backend, to_backend_soa, to_host)
+                         kernel_tuple, launch_span, set_rows, to_backend, to_host)
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args, specialise
 from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
@@ -440,12 +440,11 @@ class DeploymentLoop(ModeLoop):
         if backend == "gpu":
             tt = {k: _term_args_on_device(v, table) for k, v in tt.items()}
         inertia = to_host(table["body_inertia"])
-        work, cs = to_backend_soa(backend, (      # per-row scratch: row-fastest on the device
-            np.zeros((n, WORK_SIZE)), contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar,
-                                                      wstar=settings.wstar, baumgarte=settings.contact_baumgarte)))
-        jinv, geo, ga, ta = to_backend(backend, (
-            np.ascontiguousarray(np.linalg.inv(inertia)) if n else np.zeros((0, 3, 3)),
-            geo, gravity_args(target.gravity), terrain_args(target.terrain)))
+        work, jinv, geo, ga, ta, cs = to_backend(backend, (
+            np.zeros((n, WORK_SIZE)), np.ascontiguousarray(np.linalg.inv(inertia)) if n else np.zeros((0, 3, 3)),
+            geo, gravity_args(target.gravity), terrain_args(target.terrain),
+            contact_scratch(n, min(CONTACT_SLOTS, kmax), kmax, vstar=settings.vstar, wstar=settings.wstar,
+                            baumgarte=settings.contact_baumgarte)))
         self.ctx = DeployContext(
             table=table, settings=settings, target=target, work=work, jinv=jinv, geo=geo, ga=ga, ta=ta,
             rotation=tuple(float(v) for v in frame.rate), cs=cs, events=world.events, max_vertices=kmax,

@@ -90,12 +90,6 @@ def build():
 """
 
 
-def mesh_lander_file(tmp, units):
-    f = tmp / "mesh_lander_scene.py"
-    f.write_text(MESH_LANDER.format(units=units))
-    return str(f)
-
-
 NO_INTEGRATOR = """
 import numpy as np
 from components.loads import AppliedLoad
@@ -112,15 +106,10 @@ def build():
 """
 
 
-def no_integrator_file(tmp):
-    f = tmp / "no_integrator_scene.py"
-    f.write_text(NO_INTEGRATOR)
-    return str(f)
-
-
-def lander_file(tmp, contact):
-    f = tmp / "lander_scene.py"
-    f.write_text(LANDER.format(contact=contact))
+def scene_file(tmp, name: str, text: str) -> str:
+    """A scene file ``name`` holding ``text`` in ``tmp``."""
+    f = tmp / name
+    f.write_text(text)
     return str(f)
 
 
@@ -162,14 +151,14 @@ CASES = [
      ["friction_range", "-1", "0.0 <= low"]),
     ("deploy-restitution-range-scalar", "deploy", ["-p", "restitution_range=0.4"],
      ["restitution_range", "0.4", "[low, high]"]),
-    ("lander-restitution-dispersion-above-1", lambda t: lander_file(t, "restitution=tumble.uniform(0.8, 1.3)"), [],
+    ("lander-restitution-dispersion-above-1", lambda t: scene_file(t, "lander.py", LANDER.format(contact="restitution=tumble.uniform(0.8, 1.3)")), [],
      ["restitution (dispersed)", "must lie in [0.0, 1.0]", "not clipped"]),
     # shape models: the unit is required, and a volume that GM makes implausibly dense names the mistake
-    ("mesh-without-units", lambda t: mesh_lander_file(t, ""), [], ["mesh_units", "None", "is required with a mesh"]),
-    ("mesh-in-km-read-as-metres", lambda t: mesh_lander_file(t, "mesh_units='m', "), [],
+    ("mesh-without-units", lambda t: scene_file(t, "mesh_lander.py", MESH_LANDER.format(units="")), [], ["mesh_units", "None", "is required with a mesh"]),
+    ("mesh-in-km-read-as-metres", lambda t: scene_file(t, "mesh_lander.py", MESH_LANDER.format(units="mesh_units='m', ")), [],
      ["mesh", "bulk density", "likely in km (mesh_units='km')"]),
     # a schedule that cannot work: refused once, before the store, not as every sample 'raised'
-    ("derivative-without-integrator", no_integrator_file, [], ["ApplyLoads", "would never run", "integrator"]),
+    ("derivative-without-integrator", lambda t: scene_file(t, "no_integrator.py", NO_INTEGRATOR), [], ["ApplyLoads", "would never run", "integrator"]),
     # the batch itself
     ("samples-beyond-memory", DRIFT, ["--samples", "1000000000000"], ["samples", "1000000000000", "memory"]),
     ("unknown-scene", "deploy-cub", [], ["scene", "'deploy-cub'", "deploy-cube"]),
