@@ -118,3 +118,11 @@ def test_a_shape_model_in_memory_is_accepted_like_a_file(tmp_path):
     va, vb = np.asarray(a.shape_vertices), np.asarray(b.shape_vertices)
     assert va.shape == vb.shape and np.allclose(va, vb, atol=1e-9 * 200.0)
     assert 150.0 < np.max(np.linalg.norm(va, axis=1)) <= 200.0 + 1e-6     # in metres: km times 1,000
+
+
+def test_readme_mission_report_numbers_equal_xarray(mission_store, tmp_path):
+    """The 12-line lander's report: its outcome table equals xarray's statistics of the store
+    (tests/_report_check.py renders the page in headless Chromium where the machine has it)."""
+    from _report_check import check_report_numbers
+
+    assert check_report_numbers(mission_store, tmp_path / "lander.html") >= 40

@@ -326,6 +326,32 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     return out
 
 
+def _findings_lines(path) -> list[str]:
+    """What the store found (tumble.findings): the summary in words and each outcome's statistics."""
+    import textwrap
+
+    from . import findings, plots
+
+    try:
+        v = plots.StoreView.open(path)
+        text = findings.plain_summary(v)
+        stats = findings.outcome_statistics(v)
+    except Exception as e:  # noqa: BLE001 - a damaged store still gets the rest of inspect
+        return [f"findings unavailable: {_one_line(f'{type(e).__name__}: {e}')} (inspect --verify checks the store)"]
+    out = textwrap.wrap(text, 110, initial_indent="summary  ", subsequent_indent="         ")
+    if stats:
+        w = max(len(s.name) for s in stats)
+        out.append(f"{'outputs':<{w + 6}}{'units':<7} {'n':>6} {'mean':>11} {'± s.e.':>10} {'median':>11} "
+                   f"{'5 %':>11} {'95 %':>11}")
+        for outcome in dict.fromkeys(s.outcome for s in stats):
+            out.append(f"  {outcome}")
+            F = findings.fmt
+            for s in (s for s in stats if s.outcome == outcome):
+                out.append(f"    {s.name:<{w}}  {s.units or '1':<7} {s.n:>6} {F(s.mean):>11} {F(s.sem):>10} "
+                           f"{F(s.median):>11} {F(s.p5):>11} {F(s.p95):>11}")
+    return out
+
+
 def _size(n: int) -> str:
     if n < 0:
         return "?"
@@ -376,6 +402,7 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
             if raised:
                 lines.append(f"raised   {raised} samples raised during their run and are marked failed")
         lines += _report_lines(info)
+        lines += _findings_lines(path)
         lines.append("arrays")
         wp = max(len(r["path"]) for r in info["arrays"])
         wd = max(len("(" + ", ".join(r["dims"]) + ")") for r in info["arrays"])

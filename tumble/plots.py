@@ -161,19 +161,43 @@ def status(store, ax=None):
     return fig
 
 
+def _latlon(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Latitude and longitude [deg] of target-frame positions (rows of x, y, z)."""
+    r = np.linalg.norm(p, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.degrees(np.arcsin(p[:, 2] / r)), np.degrees(np.arctan2(p[:, 1], p[:, 0]))
+
+
 def settling_map(store, ax=None):
-    """Settling points (latitude, longitude) coloured by settling time."""
+    """Settling points (latitude, longitude) coloured by settling time, zoomed to the data, with the
+    release points' sub-probe points (inputs/release_position) marked."""
     v = _view(store)
     f = v.final
     fig, ax = _ax(ax, figsize=(8, 4.5), layout="constrained")
     lon, lat = _scalar(f.probe_longitude), _scalar(f.probe_latitude)
     t = _scalar(f.probe_settle_time) / 3600.0
-    sc = ax.scatter(lon, lat, c=t, s=12, cmap="viridis")
+    ok = np.isfinite(lon) & np.isfinite(lat)
+    if ok.any():                                     # longitudes within ±180° of their circular mean
+        c = math.degrees(math.atan2(np.sin(np.radians(lon[ok])).mean(), np.cos(np.radians(lon[ok])).mean()))
+        lon = (lon - c + 180.0) % 360.0 - 180.0 + c
+    sc = ax.scatter(lon, lat, c=t, s=12, cmap="viridis", label=f"settling point ({int(ok.sum())} samples)")
     fig.colorbar(sc, ax=ax, label="settling time [h]")
+    inp = v.group("inputs")
+    pts = [lon[ok], lat[ok]]
+    if inp is not None and "release_position" in inp and ok.any():
+        rlat, rlon = _latlon(np.asarray(inp.release_position.values).reshape(-1, 3))
+        rlon = (rlon - c + 180.0) % 360.0 - 180.0 + c
+        ax.scatter(rlon, rlat, marker="x", s=14, color="tab:red", alpha=0.5, label="release point (radial projection)")
+        pts = [np.concatenate([pts[0], rlon]), np.concatenate([pts[1], rlat])]
+    if ok.any():
+        lo = np.nanmin(pts[0]), np.nanmax(pts[0])
+        la = np.nanmin(pts[1]), np.nanmax(pts[1])
+        m = max(2.0, 0.08 * max(lo[1] - lo[0], la[1] - la[0]))
+        ax.set_xlim(max(lo[0] - m, c - 180.0), min(lo[1] + m, c + 180.0))
+        ax.set_ylim(max(la[0] - m, -90.0), min(la[1] + m, 90.0))
+        ax.legend(loc="best", fontsize=8)
     ax.set_xlabel("longitude [deg]")
     ax.set_ylabel("latitude [deg]")
-    ax.set_xlim(-180, 180)
-    ax.set_ylim(-90, 90)
     ax.grid(alpha=0.3)
     ax.set_title(f"settling points — {v.title}")
     return fig
@@ -242,11 +266,14 @@ def _split_input(v: StoreView, by: str | None = None):
 
 def distributions(store, by: str | None = None):
     """Settling time and bounce count: overall histograms and split by a dispersed input (``by``:
-    e.g. ``"contact_terrain[0]"`` for the restitution, ``"contact_terrain[1]"`` the friction)."""
+    e.g. ``"contact_terrain[0]"`` for the restitution, ``"contact_terrain[1]"`` the friction); the
+    split row only when the store has such an input."""
     v = _view(store)
     plt = _mpl()
     f = v.final
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), layout="constrained")
+    name, x, labels = _split_input(v, by)
+    fig, axes = plt.subplots(2 if name is not None else 1, 2, figsize=(11, 7 if name is not None else 3.8),
+                             layout="constrained", squeeze=False)
     t = _scalar(f.probe_settle_time) / 3600.0
     b = _scalar(f.probe_bounces)
     ok = np.isfinite(t)
@@ -259,7 +286,6 @@ def distributions(store, by: str | None = None):
         axes[0, 1].set_yscale("log")
     axes[0, 1].set_xlabel("bounces [1]")
     axes[0, 1].set_ylabel("samples [1]")
-    name, x, labels = _split_input(v, by)
     if name is not None and labels is not None:          # categorical: box plots per category
         cats = sorted(set(x.tolist()))
         axes[1, 0].boxplot([t[(x == c) & ok] for c in cats], tick_labels=[labels[c] for c in cats])
@@ -275,8 +301,9 @@ def distributions(store, by: str | None = None):
         unit = v.group("inputs")[name.split("[")[0]].attrs.get("units", "")
         for a in axes[1]:
             a.set_xlabel(f"{name} [{unit or '1'}]")
-    axes[1, 0].set_ylabel("settling time [h]")
-    axes[1, 1].set_ylabel("bounces [1]")
+    if name is not None:
+        axes[1, 0].set_ylabel("settling time [h]")
+        axes[1, 1].set_ylabel("bounces [1]")
     fig.suptitle(v.title)
     return fig
 
@@ -326,7 +353,8 @@ def ellipses(store, ax=None):
 
 
 def energy(store, ax=None):
-    """Kinetic energy after each collision, every sample (log scale)."""
+    """Kinetic energy after each collision (log scale): up to 500 samples, the median over the
+    samples that reached each collision, and how many did (right axis)."""
     v = _view(store)
     ev = v.group("events")
     fig, ax = _ax(ax, figsize=(8, 4.5), layout="constrained")
@@ -334,14 +362,22 @@ def energy(store, ax=None):
     for row in ea[:500]:
         ok = np.isfinite(row) & (row > 0)
         ax.plot(np.flatnonzero(ok), row[ok], color="tab:blue", alpha=0.15, lw=0.8)
+    pos = np.where(ea > 0, ea, np.nan)
+    count = np.isfinite(pos).sum(axis=0)
     with np.errstate(all="ignore"):
-        med = np.nanmedian(np.where(ea > 0, ea, np.nan), axis=0)
+        med = np.nanmedian(pos, axis=0)
     ok = np.isfinite(med)
-    ax.plot(np.flatnonzero(ok), med[ok], color="k", lw=2, label="median")
+    ax.plot(np.flatnonzero(ok), med[ok], color="k", lw=2, label="median over the samples reaching it")
     ax.set_yscale("log")
     ax.set_xlabel("collision [1]")
     ax.set_ylabel(_label(ev.energy_after, "kinetic energy after the collision"))
-    ax.legend()
+    twin = ax.twinx()
+    twin.step(np.arange(len(count)), count, where="mid", color="tab:orange", lw=1.2, label="samples reaching it")
+    twin.set_ylabel("samples reaching the collision [1]", color="tab:orange")
+    twin.set_ylim(0, max(1, int(count.max(initial=0))) * 1.05)
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = twin.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=8)
     ax.set_title(v.title)
     return fig
 
@@ -535,6 +571,52 @@ KINDS: dict[str, Callable[..., Any]] = {
     "ellipses": ellipses, "energy": energy, "trajectories": trajectories, "sensitivity": sensitivity,
     "finals": finals, "validation": validation, "contact-forces": contact_forces,
 }
+
+
+def caption(store, kind: str) -> str:
+    """What figure ``kind`` of this store shows, in which units, over how many samples."""
+    v = _view(store)
+    f = v.group("final")
+    done = f.done.values if "done" in f else np.ones(f.sizes["sample"], bool)
+    n_done, n_all = int(done.sum()), int(f.sizes["sample"])
+    settled = int((done & (f.status.values == 2)).sum())
+    tr = v.group("trajectories")
+    if kind == "status":
+        return f"samples by end status, failed ones split by reason ({n_done} of {n_all} samples finished)."
+    if kind == "settling-map":
+        return (f"where the {n_done} finished samples ended: latitude and longitude of the CoM in the target frame "
+                f"[deg], coloured by settling time [h]; red crosses are the release points projected radially onto "
+                f"the map.")
+    if kind == "settling-3d":
+        return (f"end points of the {n_done} finished samples on the target's shape model (target frame, x y z [m]), "
+                f"coloured by settling time [h].")
+    if kind == "distributions":
+        name, _, _ = _split_input(v)
+        split = f", and both split by {name}" if name else " (no scalar dispersed input to split them by)"
+        return f"settling time [h] and bounce count [1] of the {n_done} finished samples{split}."
+    if kind == "ellipses":
+        return (f"the {settled} settled samples' end points in the local horizontal plane at their mean [m], with "
+                f"their 1σ, 2σ and 3σ covariance ellipses and each one's area [m²].")
+    if kind == "energy":
+        ev = v.group("events")
+        return (f"kinetic energy after each collision [{ev.energy_after.attrs.get('units', 'J')}] of up to 500 of the "
+                f"{n_done} samples (thin lines); the median is over the samples that reached each collision, whose "
+                f"number is drawn on the right axis.")
+    if kind == "trajectories":
+        col = next(k for k in tr.data_vars if k.endswith("_position"))
+        return (f"recorded {col} [{tr[col].attrs.get('units', 'm')}] of the first {min(20, tr.sizes['sample'])} "
+                f"samples ({tr[col].attrs.get('frame', '?')} frame), over the target's shape where the store has it.")
+    if kind == "sensitivity":
+        return (f"Spearman rank correlation [1] of each dispersed input with each scalar output over the {n_done} "
+                f"finished samples; values of magnitude ≥ 0.2 are printed.")
+    if kind == "finals":
+        return f"histograms of the scalar final values of the {n_done} finished samples, in their stored units."
+    if kind == "contact-forces":
+        return "contact force (inertial frame) [N] and torque (body axes) [N m] of each body of sample 0 over time [s]."
+    if kind == "validation":
+        return ("recorded trajectories of the first samples against the scene's closed form, and the error over "
+                "time, in the stored units.")
+    return kind
 
 
 def plot(store, kinds: list[str] | None = None, out_dir=None, *, fmt: str = "png",
