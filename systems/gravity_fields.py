@@ -23,8 +23,9 @@ with t each row's stage time (``row_time``, set by the integrator before every s
 Kernels follow the dual pattern (:func:`ecs.kernels.dual`): one Python source per row function,
 compiled for the CPU (hand-written ``prange`` drivers) and the GPU (``launch_rows``). The field is
 evaluated at the CoM as a point; ``gradient_torque=True`` adds the gravity-gradient torque of the
-source's monopole about each body's CoM (seed 001 MBGravityTorque, the kernel the multibody links
-use: :data:`systems.gravity_kernels.gradient_torque`).
+whole field about each body's CoM (:func:`_field_gradient_torque`: the field's gradient from
+:data:`systems.gravity_kernels.gravity_gradient_at` in body axes; for a point mass it is seed 001's
+MBGravityTorque, :data:`systems.gravity_kernels.gradient_torque`).
 
 As a row term (:meth:`GravitySystem.term`, :func:`gravity_term`) the same dispatch and the same
 frame turn run inside a pipeline's right-hand side at the stage time it passes: the multibody
@@ -46,13 +47,14 @@ from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 from ecs.terms import Term
 from systems.gravity import add_weight
-from systems.gravity_kernels import GRAVITY_KINDS, gradient_torque, gravity_args, gravity_at
+from systems.gravity_kernels import GRAVITY_KINDS, gravity_args, gravity_at, gravity_gradient_at, tensor_gradient_torque
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
 _weight = add_weight.cpu
 _grav = gravity_at.cpu
-_gg = gradient_torque.cpu
+_grad_at = gravity_gradient_at.cpu
+_tgt = tensor_gradient_torque.cpu
 
 
 def _pole_turn(pole, t, x, y, z, back):
@@ -89,19 +91,28 @@ pole_turn = dual(_pole_turn)
 _pturn = pole_turn.cpu
 
 
-def _com_field_position(i, pos, att, com, time, spin, angle0, pole):
-    """Centre of mass of row i in the field frame [m]: ``Rz(−θ) Q(t) (p + R(q) c)`` with
-    ``θ = angle0 + spin · row_time`` (the field frame turns about the pole by θ; θ = 0 without a
-    pole table leaves the inertial position untouched, bit for bit) and Q the pole's precession
-    and nutation (:func:`_pole_turn`)."""
-    cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
-    x, y, z = _pturn(pole, time[i], pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz, False)
+def _inertial_to_field(t, x, y, z, spin, angle0, pole):
+    """An inertial vector in the field frame: ``Rz(−θ) Q(t) x``, θ = angle0 + spin · t (θ = 0
+    without a pole table leaves it untouched, bit for bit)."""
+    x, y, z = _pturn(pole, t, x, y, z, False)
     if spin == 0.0 and angle0 == 0.0:
         return x, y, z
-    th = angle0 + spin * time[i]
+    th = angle0 + spin * t
     c = math.cos(th)
     s = math.sin(th)
     return c * x + s * y, -s * x + c * y, z
+
+
+inertial_to_field = dual(_inertial_to_field)
+_i2f = inertial_to_field.cpu
+
+
+def _com_field_position(i, pos, att, com, time, spin, angle0, pole):
+    """Centre of mass of row i in the field frame [m]: ``Rz(−θ) Q(t) (p + R(q) c)`` with
+    ``θ = angle0 + spin · row_time`` (the field frame turns about the pole by θ) and Q the pole's
+    precession and nutation (:func:`_pole_turn`), through :func:`_inertial_to_field`."""
+    cx, cy, cz = _rot(att[i, 0], att[i, 1], att[i, 2], att[i, 3], com[i, 0], com[i, 1], com[i, 2])
+    return _i2f(time[i], pos[i, 0] + cx, pos[i, 1] + cy, pos[i, 2] + cz, spin, angle0, pole)
 
 
 def _field_to_inertial(t, gx, gy, gz, spin, angle0, pole):
@@ -125,8 +136,32 @@ def _add_field_weight(i, status, gx, gy, gz, mass, com, att, force, torque, time
     _weight(i, status, gx, gy, gz, mass, com, att, force, torque)
 
 
+def _field_gradient_torque(ga, t, x, y, z, q0, q1, q2, q3, inertia, r, spin, angle0, pole):
+    """Gravity-gradient torque [N·m, body axes] about the CoM of a body at (x, y, z) in the field
+    frame with attitude q (body → inertial) at time t: the field's gradient Γ_F
+    (:data:`systems.gravity_kernels.gravity_gradient_at`, every term of the field) turned into
+    body axes, Γ_B = Bᵀ Γ_F B with B's columns the body axes in field components, then
+    :data:`systems.gravity_kernels.tensor_gradient_torque`."""
+    gxx, gyy, gzz, gxy, gxz, gyz = _grad_at(ga, x, y, z)
+    ax, ay, az = _rot(q0, q1, q2, q3, 1.0, 0.0, 0.0)
+    bx, by, bz = _rot(q0, q1, q2, q3, 0.0, 1.0, 0.0)
+    cx, cy, cz = _rot(q0, q1, q2, q3, 0.0, 0.0, 1.0)
+    ax, ay, az = _i2f(t, ax, ay, az, spin, angle0, pole)
+    bx, by, bz = _i2f(t, bx, by, bz, spin, angle0, pole)
+    cx, cy, cz = _i2f(t, cx, cy, cz, spin, angle0, pole)
+    # Γ_F times each body axis, then the body axes' components of those
+    pax, pay, paz = gxx * ax + gxy * ay + gxz * az, gxy * ax + gyy * ay + gyz * az, gxz * ax + gyz * ay + gzz * az
+    pbx, pby, pbz = gxx * bx + gxy * by + gxz * bz, gxy * bx + gyy * by + gyz * bz, gxz * bx + gyz * by + gzz * bz
+    pcx, pcy, pcz = gxx * cx + gxy * cy + gxz * cz, gxy * cx + gyy * cy + gyz * cz, gxz * cx + gyz * cy + gzz * cz
+    return _tgt(inertia, r, ax * pax + ay * pay + az * paz, bx * pbx + by * pby + bz * pbz,
+                cx * pcx + cy * pcy + cz * pcz, ax * pbx + ay * pby + az * pbz, ax * pcx + ay * pcy + az * pcz,
+                bx * pcx + by * pcy + bz * pcz)
+
+
 com_field_position = dual(_com_field_position)
 add_field_weight = dual(_add_field_weight)
+field_gradient_torque = dual(_field_gradient_torque, inline=False)
+_fgt = field_gradient_torque.cpu
 _com_pos = com_field_position.cpu
 _add_fw = add_field_weight.cpu
 
@@ -136,23 +171,19 @@ _add_fw = add_field_weight.cpu
 # ------------------------------------------------------------------------------------------------
 
 
-def _add_gravity(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg_mu, gcx,
-                 gcy, gcz):
+def _add_gravity(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg):
     """Add the weight of row i in the field of the source packed in ``ga`` (:func:`gravity_args`),
     whose frame is turned by ``angle0 + spin · time[i]`` about the pole (``pole``: its precession
-    and nutation, :func:`_pole_turn`); and, when ``gg_mu > 0``, the gravity-gradient torque of a
-    point mass ``gg_mu`` at the source's centre of mass ``(gcx, gcy, gcz)`` (field frame) about the
-    row's CoM."""
+    and nutation, :func:`_pole_turn`); and, when ``gg`` is set, the gravity-gradient torque of the
+    whole field about the row's CoM (:func:`_field_gradient_torque`)."""
     if status[i] != 0:
         return
     x, y, z = _com_pos(i, pos, att, com, time, spin, angle0, pole)
     r = _grav(ga, x, y, z)
     _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque, time, spin, angle0, pole)
-    if gg_mu > 0.0:
-        dx, dy, dz = _f2i(time[i], x - gcx, y - gcy, z - gcz, spin, angle0, pole)
-        bx, by, bz = _rot_inv(att[i, 0], att[i, 1], att[i, 2], att[i, 3], dx, dy, dz)
-        rr2 = bx * bx + by * by + bz * bz
-        t0, t1, t2 = _gg(gg_mu, rr2, math.sqrt(rr2), bx, by, bz, inertia, i)
+    if gg:
+        t0, t1, t2 = _fgt(ga, time[i], x, y, z, att[i, 0], att[i, 1], att[i, 2], att[i, 3], inertia, i, spin,
+                          angle0, pole)
         torque[i, 0] += t0
         torque[i, 1] += t1
         torque[i, 2] += t2
@@ -163,39 +194,33 @@ _k_grav = add_gravity.cpu
 
 
 @cpu_parallel
-def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg_mu, gcx,
-                     gcy, gcz):
+def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg):
     for i in prange(n):
-        _k_grav(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg_mu, gcx, gcy,
-                gcz)
+        _k_grav(i, status, pos, att, mass, com, inertia, force, torque, ga, time, spin, angle0, pole, gg)
 
 
 @cpu_jit
 def gravity_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, inertia, gs, gvox, gpv, gpe, gped,
-                 gpel, gpf, gpfn, pole, gkind, spin, angle0, gg_mu, gcx, gcy, gcz):
+                 gpel, gpf, gpfn, pole, gkind, spin, angle0, gg):
     """Row term (:mod:`ecs.terms`) of the source packed in ``(gkind, gs, …, gpfn)``
     (:func:`systems.gravity_kernels.gravity_args`) at the CoM (x, y, z), whose field frame is turned
     by ``θ = angle0 + spin · t`` about the pole (``pole``: :func:`_pole_turn`): the weight ``m g``
-    (inertial), and when ``gg_mu > 0`` the gradient torque of the monopole (body axes), as
-    :data:`add_gravity` does."""
-    xf, yf, zf = _pturn(pole, t, x, y, z, False)
-    if spin != 0.0 or angle0 != 0.0:
-        th = angle0 + spin * t
-        c = math.cos(th)
-        s = math.sin(th)
-        xf, yf = c * xf + s * yf, -s * xf + c * yf
-    r = _grav((np.int64(gkind), gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn), xf, yf, zf)
+    (inertial), and when ``gg`` is set the gravity-gradient torque of the whole field (body axes),
+    as :data:`add_gravity` does."""
+    xf, yf, zf = _i2f(t, x, y, z, spin, angle0, pole)
+    ga = (np.int64(gkind), gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)
+    r = _grav(ga, xf, yf, zf)
     gx, gy, gz = _f2i(t, r[1], r[2], r[3], spin, angle0, pole)
     tx = 0.0
     ty = 0.0
     tz = 0.0
-    if gg_mu > 0.0:
-        dx, dy, dz = _f2i(t, xf - gcx, yf - gcy, zf - gcz, spin, angle0, pole)
-        bx, by, bz = _rot_inv(q0, q1, q2, q3, dx, dy, dz)
-        rr2 = bx * bx + by * by + bz * bz
-        tx, ty, tz = _gg(gg_mu, rr2, math.sqrt(rr2), bx, by, bz, inertia, i)
+    if gg:
+        tx, ty, tz = _fgt(ga, t, xf, yf, zf, q0, q1, q2, q3, inertia, i, spin, angle0, pole)
     return mass * gx, mass * gy, mass * gz, tx, ty, tz
 
+
+#: Source kinds whose gravity gradient is known analytically (systems.gravity_kernels.gravity_gradient_at).
+GRADIENT_KINDS = ("point_mass", "ellipsoid", "polyhedron", "linearized", "harmonics")
 
 #: A polyhedron row costs ~n_faces × 50 ns, so even a handful of rows is worth a parallel launch.
 ALWAYS_PARALLEL = ("polyhedron",)
@@ -219,10 +244,11 @@ class GravitySystem(System):
             :class:`components.environment.CelestialPole` (the Earth's, IAU 2006/2000A: the frame
             is then ``R3(θ) Q(t)`` of the celestial one); ``None`` (default): the inertial z axis.
             A run past the pole table's span is refused (and a stage past it is NaN).
-        gradient_torque: add each body's gravity-gradient torque about its CoM,
-            ``3μ/|r|⁵ r_b × (I r_b)`` with μ and the centre of mass of the source (its monopole:
-            the leading term for a body small against its distance; seed 001 MBGravityTorque).
-            Off by default: the field then acts at the CoM as on a point.
+        gradient_torque: add each body's gravity-gradient torque about its CoM from the whole
+            field's gradient Γ at the CoM, ``τ = −ε_ijk (I Γ_B)_jk`` (for a point mass
+            ``3μ/|r|⁵ r_b × (I r_b)``, seed 001 MBGravityTorque; with spherical harmonics every
+            degree's gradient, not only the central term's). A voxel field has no gradient and is
+            refused. Off by default: the field then acts at the CoM as on a point.
     """
 
     phase = Phase.DERIVATIVE
@@ -257,6 +283,10 @@ class GravitySystem(System):
                                  "no gravity source: pass one to GravitySystem(...) or world.add_resource(source)")
         if src.kind not in GRAVITY_KINDS:
             raise InputError("GravitySystem.source", type(src).__name__, f"kind {src.kind!r} has no field kernel")
+        if self.gradient_torque and src.kind not in GRADIENT_KINDS:
+            raise InputError("GravitySystem.gradient_torque", True,
+                             f"needs a source with a gravity gradient ({', '.join(GRADIENT_KINDS)}); a "
+                             f"{src.kind} source interpolates U and g only")
         return src
 
     def bind(self, world) -> None:
@@ -265,8 +295,7 @@ class GravitySystem(System):
         self.tables = world.tables_with(*COLUMNS)
         self._params = to_backend(world.backend, gravity_args(src))
         self._pole_dev = to_backend(world.backend, (self._pole,))[0]
-        c = np.asarray(src.center_of_mass, dtype=np.float64)
-        self._gg = (float(src.mu) if self.gradient_torque else 0.0, float(c[0]), float(c[1]), float(c[2]))
+        self._gg = 1.0 if self.gradient_torque else 0.0
 
     def process(self, frame) -> None:
         if self.pole is not None and frame.t + frame.dt > self.pole.span * (1.0 + 1e-12):
@@ -276,18 +305,16 @@ class GravitySystem(System):
             launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
                         t["body_attitude"], t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
                         t["body_torque"], self._params, t["row_time"], self.spin, self.angle0, self._pole_dev,
-                        *self._gg)
+                        self._gg)
 
     def term(self, world) -> Term:
         """This field as a row term (:func:`gravity_term`): the multibody links feel it at their own
         CoM, with the gradient torque when ``gradient_torque`` is set."""
         src = self._resolve(world)
         ga = gravity_args(src)
-        c = np.asarray(src.center_of_mass, dtype=np.float64)
         return Term("gravity", gravity_term, columns=("body_inertia",), torque=self.gradient_torque,
                     attitude=self.gradient_torque, gravity=True,
                     arrays={**dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
                             "pole": self._pole},
                     params={"gkind": float(ga[0]), "spin": self.spin, "angle0": self.angle0,
-                            "gg_mu": float(src.mu) if self.gradient_torque else 0.0, "gcx": float(c[0]),
-                            "gcy": float(c[1]), "gcz": float(c[2])})
+                            "gg": 1.0 if self.gradient_torque else 0.0})

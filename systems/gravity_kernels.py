@@ -90,7 +90,9 @@ __all__ = [
     "contains",
     "ellipsoid_field",
     "evaluate",
+    "gravity_gradient_at",
     "harmonics_field",
+    "harmonics_gradient",
     "linearize",
     "linearized_field",
     "point_mass_field",
@@ -98,6 +100,7 @@ __all__ = [
     "potential",
     "quadrupole_field",
     "solid_angle",
+    "tensor_gradient_torque",
     "voxel_field",
 ]
 
@@ -613,6 +616,101 @@ def _harmonics_field(x, y, z, mu, rad, nmax, cs):
 harmonics_field = dual(_harmonics_field, inline=False)
 
 
+def _harmonics_gradient(x, y, z, mu, rad, nmax, cs):
+    """Gravity gradient Γ = ∂g/∂x of the spherical-harmonic field to degree ``nmax``:
+    ``(Γxx, Γyy, Γzz, Γxy, Γxz, Γyz)`` [1/s²] at (x, y, z), field frame (coefficients as in
+    :func:`_harmonics_field`).
+
+    With Z_nm = V_nm + i W_nm and the operators L± = ∂x ± i∂y, Cunningham's derivative identities
+    (Montenbruck & Gill 2000, eqs 3.32–3.33, in units of 1/R) read L⁺Z_nm = −Z_{n+1,m+1},
+    L⁻Z_nm = (n−m+2)(n−m+1) Z_{n+1,m−1} and ∂z Z_nm = −(n−m+1) Z_{n+1,m}, with
+    Z_{n,−k} = (−1)^k (n−k)!/(n+k)! conj(Z_nk). Applied twice they give every second derivative in
+    terms of degree n + 2:
+
+        L⁺L⁺Z = Z_{n+2,m+2}                         L⁺L⁻Z = −(n−m+1)(n−m+2) Z_{n+2,m}
+        L⁻L⁻Z = (n−m+1)(n−m+2)(n−m+3)(n−m+4) Z_{n+2,m−2}   (m = 1: −n(n+1) conj Z_{n+2,1};
+                                                          m = 0: conj Z_{n+2,2})
+        ∂zL⁺Z = (n−m+1) Z_{n+2,m+1}                 ∂z∂zZ = (n−m+1)(n−m+2) Z_{n+2,m}
+        ∂zL⁻Z = −(n−m+1)(n−m+2)(n−m+3) Z_{n+2,m−1}  (m = 0: (n+1) conj Z_{n+2,1})
+
+    and ∂xx = ¼(L⁺L⁺ + 2L⁺L⁻ + L⁻L⁻), ∂yy = −¼(L⁺L⁺ − 2L⁺L⁻ + L⁻L⁻), ∂xy = (L⁺L⁺ − L⁻L⁻)/4i,
+    ∂xz = ½(∂zL⁺ + ∂zL⁻), ∂yz = (∂zL⁺ − ∂zL⁻)/2i of U = GM/R Σ Re[(C_nm − i S_nm) Z_nm]; the
+    trace vanishes term by term (Laplace). Each Z_{n',m'} up to degree nmax + 2 is made once by the
+    column recursion of :func:`_harmonics_field` and handed to the (at most eight) source terms
+    (n' − 2, m) that need it, so nothing of size N² is stored (CPU and CUDA alike).
+    """
+    r2 = x * x + y * y + z * z
+    if r2 == 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    rho = rad * rad / r2
+    x0 = rad * x / r2
+    y0 = rad * y / r2
+    zr = rad * z / r2
+    sv, sw = rad / math.sqrt(r2), 0.0          # sectoral Z_{m,m} of the column being recurred
+    ppr, ppi, pmr, mmr, mmi, zpr, zpi, zmr, zmi = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    top = nmax + 2
+    for mt in range(top + 1):
+        av, aw, bv, bw = sv, sw, 0.0, 0.0      # Z_{nt,mt} and Z_{nt-1,mt}
+        for nt in range(mt, top + 1):
+            n = nt - 2
+            if n >= 0:
+                m = mt - 2                     # L+L+ of source (n, mt - 2)
+                if m >= 0:
+                    c, sn = cs[n, m, 0, 0], cs[n, m, 1, 0]
+                    ppr += c * av + sn * aw
+                    ppi += c * aw - sn * av
+                if mt <= n:                    # L+L- and dzdz of source (n, mt)
+                    c, sn = cs[n, mt, 0, 0], cs[n, mt, 1, 0]
+                    f = (n - mt + 1) * (n - mt + 2)
+                    pmr -= f * (c * av + sn * aw)
+                m = mt - 1                     # dz L+ of source (n, mt - 1)
+                if m >= 0:
+                    c, sn = cs[n, m, 0, 0], cs[n, m, 1, 0]
+                    f = n - m + 1
+                    zpr += f * (c * av + sn * aw)
+                    zpi += f * (c * aw - sn * av)
+                m = mt + 1                     # dz L- of source (n, mt + 1)
+                if m <= n:
+                    c, sn = cs[n, m, 0, 0], cs[n, m, 1, 0]
+                    f = -(n - m + 1) * (n - m + 2) * (n - m + 3)
+                    zmr += f * (c * av + sn * aw)
+                    zmi += f * (c * aw - sn * av)
+                m = mt + 2                     # L-L- of source (n, mt + 2)
+                if m <= n:
+                    c, sn = cs[n, m, 0, 0], cs[n, m, 1, 0]
+                    f = (n - m + 1) * (n - m + 2) * (n - m + 3) * (n - m + 4)
+                    mmr += f * (c * av + sn * aw)
+                    mmi += f * (c * aw - sn * av)
+                if mt == 2:                    # L-L- of source (n, 0): conj Z_{n+2,2}
+                    c, sn = cs[n, 0, 0, 0], cs[n, 0, 1, 0]
+                    mmr += c * av - sn * aw
+                    mmi += -c * aw - sn * av
+                elif mt == 1:
+                    if n >= 1:                 # L-L- of source (n, 1): -n(n+1) conj Z_{n+2,1}
+                        c, sn = cs[n, 1, 0, 0], cs[n, 1, 1, 0]
+                        f = -n * (n + 1)
+                        mmr += f * (c * av - sn * aw)
+                        mmi += f * (-c * aw - sn * av)
+                    c, sn = cs[n, 0, 0, 0], cs[n, 0, 1, 0]   # dz L- of source (n, 0): (n+1) conj Z_{n+2,1}
+                    zmr += (n + 1) * (c * av - sn * aw)
+                    zmi += (n + 1) * (-c * aw - sn * av)
+            k1 = (2 * nt + 1) / (nt + 1 - mt)
+            k2 = (nt + mt) / (nt + 1 - mt)
+            cv = k1 * zr * av - k2 * rho * bv
+            cw = k1 * zr * aw - k2 * rho * bw
+            bv, bw, av, aw = av, aw, cv, cw
+        k = 2 * mt + 1
+        sv, sw = k * (x0 * sv - y0 * sw), k * (x0 * sw + y0 * sv)
+    g = mu / (rad * rad * rad)
+    txx = 0.25 * (ppr + 2.0 * pmr + mmr)
+    tyy = -0.25 * (ppr - 2.0 * pmr + mmr)
+    return (g * txx, g * tyy, -g * (txx + tyy), 0.25 * g * (ppi - mmi), 0.5 * g * (zpr + zmr),
+            0.5 * g * (zpi - zmi))
+
+
+harmonics_gradient = dual(_harmonics_gradient, inline=False)
+
+
 
 # ================================================================================================
 # the one dispatch over every source kind (every pipeline's gravity goes through it)
@@ -725,6 +823,38 @@ def _gravity_at(ga, x, y, z):
 gravity_at = dual(_gravity_at, inline=False)
 
 
+_harm_grad = harmonics_gradient.cpu
+
+
+def _gravity_gradient_at(ga, x, y, z):
+    """``(Γxx, Γyy, Γzz, Γxy, Γxz, Γyz)`` [1/s²], the gravity gradient ∂g/∂x of the source packed
+    in ``ga`` (:func:`gravity_args`) at (x, y, z), field frame: analytic for every kind that has
+    one — point mass, homogeneous ellipsoid, Werner–Scheeres polyhedron (eq 2.42's dyads),
+    linearised field (its constant Γ), spherical harmonics (:func:`_harmonics_gradient`). The voxel
+    grid interpolates U and g only and has none: NaN (``GravitySystem(gradient_torque=True)``
+    refuses a voxel source before the run)."""
+    gkind = ga[0]
+    gs = ga[1]
+    if gkind == 0:
+        r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+        return r[4], r[5], r[6], r[7], r[8], r[9]
+    if gkind == 1:
+        r = _ell_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+        return r[4], r[5], r[6], r[7], r[8], r[9]
+    if gkind == 2:
+        gkind_, gs_, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
+        p = _poly_at(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
+        return p[4], p[5], p[6], p[7], p[8], p[9]
+    if gkind == 4:
+        return gs[7], gs[8], gs[9], gs[10], gs[11], gs[12]
+    if gkind == 5:
+        return _harm_grad(x, y, z, gs[0], gs[1], int(gs[2]), ga[2])
+    return math.nan, math.nan, math.nan, math.nan, math.nan, math.nan
+
+
+gravity_gradient_at = dual(_gravity_gradient_at, inline=False)
+
+
 def gravity_args(source: GravitySource) -> tuple:
     """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` of ``source`` for :data:`gravity_at`."""
     kind = GRAVITY_KINDS.get(getattr(source, "kind", None))
@@ -763,6 +893,26 @@ def _gradient_torque(mu, rr2, rr, rb0, rb1, rb2, inertia, r):
 
 
 gradient_torque = dual(_gradient_torque)
+
+
+def _tensor_gradient_torque(inertia, r, gxx, gyy, gzz, gxy, gxz, gyz):
+    """Gravity-gradient torque about the CoM [N·m], body axes, of a field whose gradient in body
+    axes is Γ = ``(gxx, gyy, gzz, gxy, gxz, gyz)`` [1/s²] on a body of central inertia
+    ``inertia[r]``: τ = ∫ ρ × Γρ dm = ε_ijk Γ_kl J_lj with J = ∫ρρᵀ dm = ½ tr(I) E − I, i.e.
+    ``τ_i = −ε_ijk (I Γ)_jk`` (Γ symmetric). For a point mass, Γ = μ/r³ (3 r̂r̂ᵀ − E), it is
+    :func:`_gradient_torque`'s ``3μ/r⁵ r × I r``; for any field it holds to second order in the
+    body's size (the next term needs the field's third derivatives)."""
+    a00 = inertia[r, 0, 0] * gxx + inertia[r, 0, 1] * gxy + inertia[r, 0, 2] * gxz
+    a01 = inertia[r, 0, 0] * gxy + inertia[r, 0, 1] * gyy + inertia[r, 0, 2] * gyz
+    a02 = inertia[r, 0, 0] * gxz + inertia[r, 0, 1] * gyz + inertia[r, 0, 2] * gzz
+    a10 = inertia[r, 1, 0] * gxx + inertia[r, 1, 1] * gxy + inertia[r, 1, 2] * gxz
+    a12 = inertia[r, 1, 0] * gxz + inertia[r, 1, 1] * gyz + inertia[r, 1, 2] * gzz
+    a20 = inertia[r, 2, 0] * gxx + inertia[r, 2, 1] * gxy + inertia[r, 2, 2] * gxz
+    a21 = inertia[r, 2, 0] * gxy + inertia[r, 2, 1] * gyy + inertia[r, 2, 2] * gyz
+    return a21 - a12, a02 - a20, a10 - a01
+
+
+tensor_gradient_torque = dual(_tensor_gradient_torque)
 
 
 # ================================================================================================

@@ -472,7 +472,7 @@ def test_the_celestial_pole_follows_erfa_and_turns_the_harmonic_field_as_iers_20
         out = []
         for table in (pole.table, np.full((1, 10), np.nan)):
             r = gravity_term(0, t, *x, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros((1, 3, 3)),
-                             *ga[1:], table, float(ga[0]), ERA_RATE, theta0, 0.0, 0.0, 0.0, 0.0)
+                             *ga[1:], table, float(ga[0]), ERA_RATE, theta0, 0.0)
             out.append(np.array(r[:3]))
         assert np.linalg.norm(out[0] - ref) < 1e-10 * np.linalg.norm(ref)
         tilt.append(np.linalg.norm(out[1] - ref) / np.linalg.norm(ref))
