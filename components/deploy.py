@@ -55,7 +55,7 @@ class DeployPhase(enum.IntEnum):
 class ProbePhase:
     """Phase and integrator memory of a probe row."""
 
-    phase: int = column("1", dtype=np.int8, default=0, doc="DeployPhase code")
+    phase: int = column("1", dtype=np.int8, default=0, doc="DeployPhase code", flags=DeployPhase)
     step: float = column("s", default=0.0, doc="adaptive step proposal (0: choose one)")
 
 

@@ -121,7 +121,7 @@ class Joint:
     """The joint connecting a link to its parent, with its state (module docstring: conventions)."""
 
     kind: int = column("1", dtype=np.int8, default=FIXED, doc="joint kind code (components.multibody.JOINT_KINDS)",
-                       check=_kind_rule())
+                       check=_kind_rule(), flags=JOINT_KINDS)
     axis: np.ndarray = column("1", shape=3, frame="joint", default=[0.0, 0.0, 1.0],
                               doc="unit axis of a revolute or prismatic joint, joint axes", check=_unit_axis_rule())
     offset: np.ndarray = column("m", shape=3, frame="parent", doc="joint-frame origin in the parent frame")
@@ -179,6 +179,22 @@ class PointOfInterest:
     acceleration: np.ndarray = column("m/s^2", shape=3, frame="inertial", doc="output: acceleration")
     nongrav_acceleration: np.ndarray = column("m/s^2", shape=3, frame="inertial",
                                               doc="output: acceleration minus the tree's gravity at its CoM")
+
+
+@component("separation")
+class Separation:
+    """Two points of interest and whether they are together: a capture, docking or berthing check
+    written after every frame by :class:`systems.multibody.SeparationSensor`. ``within`` at the end
+    and ``first_within`` are the outcome a Monte-Carlo study of a capture counts."""
+
+    a: int = column("1", dtype=ENTITY, doc="first point of interest (a PointOfInterest entity)")
+    b: int = column("1", dtype=ENTITY, doc="second point of interest")
+    reach: float = column("m", doc="distance at or below which the points count as together", check=nonnegative())
+    distance: float = column("m", doc="output: distance between the two points at the frame end")
+    within: int = column("1", dtype=np.int8, doc="output: 1 when distance <= reach at the frame end",
+                         flags={"apart": 0, "within": 1})
+    first_within: float = column("s", default=math.nan,
+                                 doc="output: first frame end at which distance <= reach (NaN: never)")
 
 
 @component("centre")
@@ -459,14 +475,59 @@ def _unit(qv: np.ndarray, field: str) -> np.ndarray:
     return qv / nrm
 
 
-def spawn_tree(world, spec: TreeSpec, *, name: str = "tree", names=None, extra=None) -> list[int]:
+@dataclass
+class JointNames:
+    """World resource: the name of each link's joint (entity id → name), which the store uses to
+    write the joints by name: ``joint_angle`` [rad] and ``joint_rate`` [rad/s] over the dimension
+    ``joint`` (revolute joints), ``joint_displacement`` [m] and ``joint_speed`` [m/s] over
+    ``prismatic_joint``, each a :class:`ecs.store.ColumnView` of the packed ``joint_q``/``joint_qd``
+    columns (which stay as the solver keeps them, slot by kind: module docstring). So
+    ``final.joint_angle.sel(joint="elbow_pitch")`` is one joint's angle in every sample.
+    :func:`spawn_tree` fills it (a link's joint is named after the link unless told otherwise)."""
+
+    names: dict
+
+    #: (kinds, view name, column, units, long name, dimension)
+    VIEWS = (((REVOLUTE,), "joint_angle", "joint_q", "rad", "joint angle (revolute joints, about joint_axis)", "joint"),
+             ((REVOLUTE,), "joint_rate", "joint_qd", "rad/s", "joint rate (revolute joints)", "joint"),
+             ((PRISMATIC,), "joint_displacement", "joint_q", "m", "joint displacement (prismatic joints, along "
+                                                                   "joint_axis)", "prismatic_joint"),
+             ((PRISMATIC,), "joint_speed", "joint_qd", "m/s", "joint speed (prismatic joints)", "prismatic_joint"))
+
+    def store_views(self, world) -> list:
+        from ecs.store import ColumnView
+
+        views = []
+        for t in world.tables_with("joint_kind", "joint_q", "joint_qd"):
+            ents = [int(e) for e in t.entities]
+            kind = np.asarray(t["joint_kind"][:len(ents)])
+            for kinds, vname, col, units, doc, dim in self.VIEWS:
+                sel = [e for e, k in zip(ents, kind) if int(k) in kinds and e in self.names]
+                if sel:
+                    views.append(ColumnView(vname, col, tuple(sel), 0, dim, tuple(self.names[e] for e in sel), units,
+                                            doc))
+        return views
+
+
+def spawn_tree(world, spec: TreeSpec, *, name: str = "tree", names=None, joint_names=None, extra=None) -> list[int]:
     """Spawn the links of ``spec`` into ``world`` in parent-first order; returns their entity ids.
-    Link ``k`` is named ``names[k]`` (default ``f"{name}.link{k}"``) and also gets the components
-    ``extra(k)`` returns (e.g. a :class:`components.environment.Cannonball` per link)."""
+    Link ``k`` is named ``names[k]`` (default ``f"{name}.link{k}"``), its joint ``joint_names[k]``
+    (default: the link's name; ``None`` entries too), recorded in the world's :class:`JointNames`
+    so the store writes joint angles by joint name, and also gets the components ``extra(k)``
+    returns (e.g. a :class:`components.environment.Cannonball` per link)."""
+    if joint_names is not None and len(joint_names) != spec.n:
+        raise InputError("spawn_tree.joint_names", list(joint_names), f"must have {spec.n} entries, one per link")
     ents: list[int] = []
+    jn = world.resource(JointNames, None) or world.add_resource(JointNames({}))
+    taken = set(jn.names.values())
     for k in range(spec.n):
         p = int(spec.parents[k])
         more = tuple(extra(k)) if extra is not None else ()
-        ents.append(world.spawn(*spec.components(k, ents[p] if p >= 0 else -1), *more,
-                                name=names[k] if names is not None else f"{name}.link{k}"))
+        link = names[k] if names is not None else f"{name}.link{k}"
+        ents.append(world.spawn(*spec.components(k, ents[p] if p >= 0 else -1), *more, name=link))
+        joint = joint_names[k] if joint_names is not None and joint_names[k] is not None else link
+        if joint in taken:
+            raise InputError(f"spawn_tree.joint_names[{k}]", joint, "must be a joint name not used before in this world")
+        taken.add(joint)
+        jn.names[ents[-1]] = str(joint)
     return ents

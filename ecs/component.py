@@ -34,6 +34,8 @@ class ColumnSpec:
         doc: one-line description.
         default: value used when the author leaves the field unset.
         check: validity rule (:class:`ecs.rules.Rule`) every packed value must satisfy, or ``None``.
+        flags: for a code column, ``{meaning: value}`` (an ``enum.IntEnum`` is accepted): the store
+            writes them as the CF attributes ``flag_values`` and ``flag_meanings``.
     """
 
     name: str
@@ -44,14 +46,29 @@ class ColumnSpec:
     doc: str
     default: Any
     check: Any = None
+    flags: Any = None
 
     @property
     def storage_dtype(self) -> np.dtype:
         return np.dtype(np.int64) if self.dtype == ENTITY else np.dtype(self.dtype)
 
 
+def flag_map(flags) -> dict[str, int] | None:
+    """``{meaning: value}`` from a dict or an ``enum.IntEnum`` class (meanings lower-case, no spaces)."""
+    if flags is None:
+        return None
+    items = ((m.name, int(m.value)) for m in flags) if isinstance(flags, type) else flags.items()
+    return {str(k).lower().replace(" ", "_"): int(v) for k, v in items}
+
+
+def flag_attrs(flags) -> dict[str, Any]:
+    """CF ``flag_values``/``flag_meanings`` attributes of a code column's ``flags`` (empty without)."""
+    fm = flag_map(flags)
+    return {"flag_values": list(fm.values()), "flag_meanings": " ".join(fm)} if fm else {}
+
+
 def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = np.float64,
-           frame: str | None = None, doc: str = "", default: Any = None, check: Any = None):
+           frame: str | None = None, doc: str = "", default: Any = None, check: Any = None, flags: Any = None):
     """Declare a component field: dtype, per-row shape, unit, frame, doc and validity rule.
 
     ``default`` may be a scalar or array (it is copied per instance); ``None`` means zeros.
@@ -60,7 +77,7 @@ def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = n
     """
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     meta = {"unit": unit, "shape": shape, "dtype": dtype, "frame": frame, "doc": doc, "default": default,
-            "check": check}
+            "check": check, "flags": flag_map(flags)}
     if default is None:
         fill = 0 if dtype != ENTITY else -1
         factory = (lambda: fill) if shape == () else (lambda: np.full(shape, fill, dtype=np.dtype(np.int64 if dtype == ENTITY else dtype)))
@@ -84,7 +101,7 @@ def component(prefix: str):
                 raise TypeError(f"{cls.__name__}.{f.name}: declare every component field with column(...)")
             specs.append(ColumnSpec(name=f"{prefix}_{f.name}", dtype=meta["dtype"], shape=meta["shape"],
                                     unit=meta["unit"], frame=meta["frame"], doc=meta["doc"],
-                                    default=meta["default"], check=meta.get("check")))
+                                    default=meta["default"], check=meta.get("check"), flags=meta.get("flags")))
         cls.__prefix__ = prefix
         cls.__columns__ = tuple(specs)
         cls.__fieldnames__ = tuple(f.name for f in dataclasses.fields(cls))

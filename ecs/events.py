@@ -28,6 +28,7 @@ class EventField:
     dtype: np.dtype
     unit: str
     doc: str
+    flags: dict | None = None     #: a code field's ``{meaning: value}`` (CF flag attributes in the store)
 
 
 @dataclass
@@ -41,10 +42,13 @@ class EventLog:
     overflow: object = None
 
     def declare(self, name: str, *, shape: tuple[int, ...] | int = (), dtype=np.float64, unit: str = "1",
-                doc: str = "") -> None:
-        """Declare an event field (idempotent for an identical declaration)."""
+                doc: str = "", flags=None) -> None:
+        """Declare an event field (idempotent for an identical declaration); ``flags``: a code
+        field's meanings, ``{meaning: value}`` or an ``enum.IntEnum``."""
+        from .component import flag_map
+
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        f = EventField(name, shape, np.dtype(dtype), unit, doc)
+        f = EventField(name, shape, np.dtype(dtype), unit, doc, flag_map(flags))
         old = self.fields.get(name)
         if old is not None and old != f:
             raise ValueError(f"event field {name!r} declared twice with different schemas")

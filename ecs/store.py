@@ -85,6 +85,7 @@ import zarr
 
 from .status import REASON_MESSAGES, STATUS_LEGEND, Reason, Status
 
+from .component import flag_attrs
 from .errors import InputError, TumbleError
 
 #: Version of this layout (root attribute ``tumble.format``). 2: CRC-32C checksums, empty chunks
@@ -219,6 +220,26 @@ class DispersionSlot:
     derive: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ColumnView:
+    """A named slice of a stored column: one slot of some entities' rows, stored beside the column
+    as its own variable with a named dimension whose coordinate is ``labels``.
+
+    What a resource describes with ``store_views(world) -> list[ColumnView]`` (e.g. the revolute
+    joints' angles out of the packed generalised coordinates, by joint name); the store writes it in
+    every group that records ``column`` (``trajectories/`` and ``final/``), from the same block data.
+    """
+
+    name: str                      #: variable name (``joint_angle``)
+    column: str                    #: the column it slices (``joint_q``)
+    entities: tuple[int, ...]      #: entity ids, in order along ``dim``
+    slot: int                      #: flat index into the column's per-row shape
+    dim: str                       #: the new dimension (``joint``)
+    labels: tuple[str, ...]        #: its coordinate (names), one per entity
+    units: str
+    long_name: str
+
+
 @dataclass
 class Layout:
     """Every array of a run's store, derived from a scene and its compiled world.
@@ -236,6 +257,8 @@ class Layout:
     final: tuple[str, ...]
     event_fields: tuple[str, ...]
     event_capacity: int
+    #: ``(view path, column path, row indices in the column's entity axis, slot)`` per stored view
+    views: list = field(default_factory=list)
 
     # ------------------------------------------------------------------ derivation
     @classmethod
@@ -290,9 +313,31 @@ class Layout:
                     attrs["frame"] = cs.frame.replace("integration", world.integration_frame)
                 if cs.dtype == "entity":
                     attrs["entity_reference"] = "row index of the referenced entity in its table, -1 for none"
+                attrs.update(flag_attrs(cs.flags))
                 add(ArraySpec(f"{grp}/{c}", dims, tail, cs.storage_dtype, cs.unit or "1", cs.doc or c,
                               fill=fill_for(cs.storage_dtype), attrs=attrs,
                               time_axis=0 if grp == "trajectories" else None))
+        views = []
+        for v in _resource_views(world):
+            if v.column not in col_dim:
+                continue
+            dim, table = col_dim[v.column]
+            ents = [int(e) for e in table.entities]
+            missing = [e for e in v.entities if e not in ents]
+            if missing or len(v.labels) != len(v.entities) or len(set(v.labels)) != len(v.labels):
+                raise InputError(f"store view {v.name}", list(v.labels),
+                                 f"must name distinct entities of the table holding {v.column}, one label each")
+            rows = np.array([ents.index(e) for e in v.entities], np.int64)
+            for grp, cols in (("trajectories", record), ("final", final)):
+                if v.column not in cols:
+                    continue
+                dims = ("sample", "time", v.dim) if grp == "trajectories" else ("sample", v.dim)
+                tail = (T, len(rows)) if grp == "trajectories" else (len(rows),)
+                add(ArraySpec(f"{grp}/{v.name}", dims, tail, np.float64, v.units, v.long_name, fill=np.nan,
+                              time_axis=0 if grp == "trajectories" else None))
+                add(ArraySpec(f"{grp}/{v.dim}", (v.dim,), (len(rows),), "str", "1", f"{v.dim} name (coordinate)",
+                              sampled=False, data=np.array(v.labels, dtype=object)))
+                views.append((f"{grp}/{v.name}", f"{grp}/{v.column}", rows, int(v.slot)))
         add(ArraySpec("final/status", ("sample",), (), np.int8, "1", "sample status (largest row status code)",
                       fill=int(Status.RUNNING),
                       attrs={"legend": dict(STATUS_LEGEND),
@@ -319,7 +364,7 @@ class Layout:
         for name, f in ev.fields.items():
             cdims = component_dims(tuple(f.shape), name)
             add(ArraySpec(f"events/{name}", ("sample", "event", *cdims), (cap, *f.shape), np.dtype(f.dtype),
-                          f.unit or "1", f.doc or name, fill=fill_for(f.dtype)))
+                          f.unit or "1", f.doc or name, fill=fill_for(f.dtype), attrs=flag_attrs(f.flags)))
         add(ArraySpec("events/event_overflow", ("sample",), (), np.int8, "1",
                       f"1 when the sample produced more than {cap} events (the first {cap} are kept)", fill=0,
                       attrs={"capacity": cap}))
@@ -382,7 +427,8 @@ class Layout:
         if shard_samples is None:
             shard_samples = choose_shard_samples(samples, [s.sample_bytes for s in specs.values()])
         return cls(samples=samples, shard_samples=int(shard_samples), specs=specs, times=times,
-                   dispersions=slots, record=record, final=final, event_fields=event_fields, event_capacity=cap)
+                   dispersions=slots, record=record, final=final, event_fields=event_fields, event_capacity=cap,
+                   views=views)
 
     # ------------------------------------------------------------------ blocks
     def sampled_paths(self) -> list[str]:
@@ -470,6 +516,11 @@ class Layout:
             out[f"events/{f}"] = result.events[f]
         ov = result.events.get("event_overflow")
         out["events/event_overflow"] = ov if ov is not None and np.size(ov) else np.zeros(n, np.int8)
+        for path, src, rows, slot in self.views:
+            a = np.asarray(out[src])
+            lead = 2 if src.startswith("trajectories/") else 1           # (sample[, time]) before the entity axis
+            flat = a.reshape(*a.shape[:lead + 1], -1)
+            out[path] = np.ascontiguousarray(flat[..., rows, slot], dtype=np.float64)
         out.update(self._input_arrays(inputs, start, stop))
         for p, a in out.items():
             spec = self.specs[p]
@@ -573,6 +624,16 @@ def describe_world(world) -> dict[str, Any]:
     resources = [_simple(r) if not isinstance(_simple(r), str) else {"type": type(r).__name__}
                  for r in world._resources.values()]
     return {"systems": systems, "resources": resources}
+
+
+def _resource_views(world) -> list[ColumnView]:
+    """The :class:`ColumnView` s resources describe with ``store_views(world)``."""
+    out = []
+    for r in world._resources.values():
+        fn = getattr(r, "store_views", None)
+        if callable(fn):
+            out.extend(fn(world))
+    return out
 
 
 def _resource_arrays(world) -> dict[str, tuple]:

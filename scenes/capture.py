@@ -34,9 +34,11 @@ parents). Every start and end of a facet pair's contact is an event in the store
 
 Each sample draws the flyer's start position (3σ ``miss_spread`` [m] per inertial axis) and
 velocity (3σ ``speed_spread`` [m/s] per axis) about the nominal approach. A sample is captured
-when, at the end, the fixture sits within ``snare_radius + fixture_radius`` of the snare: compare
-``final/poi_position`` of ``arm.tip`` and ``flyer.fixture``; the latch's start event gives the
-capture time.
+when, at the end, the fixture sits within ``snare_radius + fixture_radius`` of the snare: the
+store's ``final/separation_within`` (1: captured, 0: missed; a
+:class:`components.multibody.Separation` of ``arm.tip`` and ``flyer.fixture`` named ``capture``),
+with ``final/separation_distance`` and ``final/separation_first_within`` (the first frame end
+within reach); the latch's start event gives the exact capture time.
 
 Environment (``environment``): ``"central"`` (default, the point-mass Earth) or ``"full"``
 (:func:`scenes.station` 's: EGM2008 d20, Sun/Moon, drag, SRP; the ``orbit`` extra).
@@ -64,15 +66,15 @@ import numpy as np
 
 from components.contact import PairInteractions, SpringInteraction, line_facet, point_facet
 from components.environment import Cannonball
-from components.multibody import PointOfInterest, TreeCentre, spawn_tree, tree_spec
+from components.multibody import PointOfInterest, Separation, TreeCentre, spawn_tree, tree_spec
 from ecs import InputError, Scene, World
 from ecs.attitude import dcm_to_quat
 from ecs.scene import Dispersion, normal
 from scenes._common import check_spread, positive
-from scenes.station import (ARM_DIAMETER, ARM_LENGTH, ARM_TIP, _environment, arm_pose, joint_servo,
+from scenes.station import (ARM_DIAMETER, ARM_LENGTH, ARM_TIP, _environment, arm_joint_names, arm_pose, joint_servo,
                             on_circular_orbit, station_tree)
 from systems.facet_contact import FacetContact
-from systems.multibody import MultibodyDynamics, tree_poses
+from systems.multibody import MultibodyDynamics, SeparationSensor, tree_poses
 
 DESCRIPTION = "A station arm snares a drifting free-flyer: facet contact between two trees in LEO (seeds 001, 000)"
 
@@ -162,7 +164,8 @@ def build(*, environment: str = "central", altitude: float = 420e3, inclination:
 
     world = World("capture")
     _environment(world, environment, epoch=epoch, t_end=float(t_end))
-    links = spawn_tree(world, chain, names=names, extra=lambda k: (Cannonball(area=float(areas[k])),))
+    links = spawn_tree(world, chain, names=names, joint_names=arm_joint_names(chain.n),
+                       extra=lambda k: (Cannonball(area=float(areas[k])),))
     fly = world.spawn(*flyer.components(0, -1), Cannonball(area=2.0 * R * L), name="flyer")
 
     inter = world.add_resource(PairInteractions())
@@ -176,11 +179,13 @@ def build(*, environment: str = "central", altitude: float = 420e3, inclination:
     world.spawn(point_facet(fly, radius=fixture_radius, point=fixture_at, material="fixture"), name="flyer.fixture")
     world.spawn(line_facet(fly, radius=R, length=L - 2.0 * R, material="hull"), name="flyer.hull")
 
-    world.spawn(PointOfInterest(link=links[8], offset=ARM_TIP), name="arm.tip")
-    world.spawn(PointOfInterest(link=fly, offset=fixture_at), name="flyer.fixture")
+    tip = world.spawn(PointOfInterest(link=links[8], offset=ARM_TIP), name="arm.tip")
+    fixture = world.spawn(PointOfInterest(link=fly, offset=fixture_at), name="flyer.fixture")
     world.spawn(TreeCentre(link=links[0]), name="system.centre")
+    world.spawn(Separation(a=tip, b=fixture, reach=reach), name="capture")
     world.add_system(FacetContact())
     world.add_system(MultibodyDynamics("rk4", substeps=substeps))
+    world.add_system(SeparationSensor())
 
     dispersions = []
     if m_spread > 0.0:
@@ -196,7 +201,8 @@ def build(*, environment: str = "central", altitude: float = 420e3, inclination:
                   snare_radius=snare_radius, fixture_radius=fixture_radius, latch_stiffness=latch_stiffness,
                   latch_damping=latch_damping, bumper_stiffness=bumper_stiffness, bumper_damping=bumper_damping)
     record = ("joint_q", "link_position", "link_attitude", "poi_position", "centre_position")
-    final = record + ("joint_qd", "poi_velocity", "centre_velocity", "centre_angular_momentum", "centre_kinetic_energy")
+    final = record + ("joint_qd", "poi_velocity", "centre_velocity", "centre_angular_momentum", "centre_kinetic_energy",
+                      "separation_distance", "separation_within", "separation_first_within")
     return Scene(name="capture", description=DESCRIPTION, world=world, t_end=float(t_end), dt=float(dt),
                  record_every=record_every, record=record, final=final, dispersions=dispersions, params=params)
 

@@ -149,6 +149,15 @@ def _vector3(name: str, text) -> np.ndarray:
     return v
 
 
+def arm_joint_names(n: int) -> list | None:
+    """Joint names of :func:`station_tree`'s links: the arm's seven revolute joints (links 2–8) by
+    :data:`ARM_JOINTS`, the others after their link; ``None`` for a tree that is not the chain (the
+    rigid equivalent)."""
+    if n < 2 + len(ARM_JOINTS):
+        return None
+    return [None, None, *ARM_JOINTS] + [None] * (n - 2 - len(ARM_JOINTS))
+
+
 def arm_pose(shoulder_pitch: float, elbow_pitch: float, wrist_pitch: float) -> list[float]:
     """The seven arm joint angles [deg] of a start pose (roll and yaw joints at 0), each checked
     against the SSRMS's ±270° range."""
@@ -333,7 +342,8 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
 
     world = World("station")
     _environment(world, environment, epoch=epoch, t_end=float(t_end))
-    links = spawn_tree(world, spec, names=names, extra=lambda k: (Cannonball(area=float(areas[k])),))
+    links = spawn_tree(world, spec, names=names, joint_names=arm_joint_names(spec.n),
+                       extra=lambda k: (Cannonball(area=float(areas[k])),))
     world.spawn(PointOfInterest(link=links[imu_link], offset=tuple(imu_at)), name="station.imu")
     world.spawn(PointOfInterest(link=links[tip_link], offset=tuple(tip_at)), name="arm.tip")
     world.spawn(TreeCentre(link=links[0]), name="station.centre")

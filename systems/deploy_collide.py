@@ -57,6 +57,7 @@ import numpy as np
 
 from components.contact_params import PAIR_E, PAIR_FIELD_COUNT, PAIR_REGOLITH
 from components.deploy import DeployPhase
+from components.probe import VertexType
 from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend
@@ -90,12 +91,14 @@ IMPACT_MAX_STEPS = np.int64(100_000)
 EVENT_BOUNCE = 0         #: a collision after which the probe flies on
 EVENT_CONTACT_ENTRY = 1  #: a final e = 0 collision that starts contact motion
 
-#: Collision event fields: name -> (shape, dtype, unit, doc).
+#: Collision event fields: name -> (shape, dtype, unit, doc[, flags of a code field]).
 COLLISION_EVENT_FIELDS = {
     "time": ((), np.float64, "s", "time of the collision"),
-    "kind": ((), np.int8, "1", "0 bounce, 1 contact entry (final e = 0 collision)"),
+    "kind": ((), np.int8, "1", "0 bounce, 1 contact entry (final e = 0 collision)",
+             {"unused": -1, "bounce": EVENT_BOUNCE, "contact_entry": EVENT_CONTACT_ENTRY}),
     "vertex": ((), np.int32, "1", "most-approaching vertex (index in the probe shape; -1 sphere)"),
-    "vertex_type": ((), np.int8, "1", "VertexType of that vertex (0 corner, 1 edge, 2 face)"),
+    "vertex_type": ((), np.int8, "1", "VertexType of that vertex (0 corner, 1 edge, 2 face)",
+                    {"unused": -1, **{t.name.lower(): int(t) for t in VertexType}}),
     "position": (3, np.float64, "m", "probe CoM, target frame"),
     "point": (3, np.float64, "m", "contact point (that vertex), target frame"),
     "normal": (3, np.float64, "1", "terrain normal at the contact point, target frame"),
@@ -112,8 +115,8 @@ COLLISION_EVENT_FIELDS = {
 
 def declare_collision_events(events) -> None:
     """Declare :data:`COLLISION_EVENT_FIELDS` on a world's :class:`ecs.events.EventLog`."""
-    for name, (shape, dtype, unit, doc) in COLLISION_EVENT_FIELDS.items():
-        events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
+    for name, (shape, dtype, unit, doc, *flags) in COLLISION_EVENT_FIELDS.items():
+        events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc, flags=flags[0] if flags else None)
 
 
 def _collide_rows(j0, j1, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia,

@@ -575,7 +575,8 @@ def eval_user_contacts(fn, kind, samples, cap, count, c_int, i_kind, i_params, c
 # --------------------------------------------------------------------------- contact start / end events
 #: Event fields of facet contact (``FacetContact(events=True)``), declared on the world's event log.
 CONTACT_EVENT_FIELDS = {
-    "contact_change": ((), np.int8, "1", "1: the facet pair came into contact; 2: it left contact (-1: unused slot)"),
+    "contact_change": ((), np.int8, "1", "1: the facet pair came into contact; 2: it left contact (-1: unused slot)",
+                       {"unused": -1, "start": 1, "end": 2}),
     "contact_time": ((), np.float64, "s", "first accepted step boundary at which the change is seen"),
     "contact_time_before": ((), np.float64, "s", "the step boundary before it: the change lies in between"),
     "contact_facet_a": ((), np.int64, "1", "facet a: index along the facet table's entities (-1-g: ground g)"),
@@ -881,8 +882,8 @@ class FacetContact(System):
     def declare_events(self, events) -> None:
         """Declare :data:`CONTACT_EVENT_FIELDS` (when ``events``) before the world allocates its log."""
         if self.events:
-            for name, (shape, dtype, unit, doc) in CONTACT_EVENT_FIELDS.items():
-                events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc)
+            for name, (shape, dtype, unit, doc, *flags) in CONTACT_EVENT_FIELDS.items():
+                events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc, flags=flags[0] if flags else None)
 
     # ------------------------------------------------------------------ bind
     def bind(self, world) -> None:

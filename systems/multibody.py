@@ -379,6 +379,53 @@ class MultibodyDynamics(System):
             self._centres(frame.backend, w)
 
 
+SEPARATION_COLUMNS = ("separation_a", "separation_b", "separation_reach", "separation_distance", "separation_within",
+                      "separation_first_within")
+
+
+class SeparationSensor(System):
+    """Distance between the two points of interest of every :class:`components.multibody.Separation`
+    after every frame (and at bind), whether it is within reach, and the first frame end at which it
+    was: array code on the points' stored positions (NumPy, or CuPy on the GPU backend)."""
+
+    phase = Phase.SCHEDULED
+    reads = ("separation_a", "separation_b", "separation_reach", "poi_position")
+    writes = ("separation_distance", "separation_within", "separation_first_within")
+
+    def bind(self, world) -> None:
+        self.pairs = []
+        points = world.tables_with(*POI_COLUMNS)
+        for st in world.tables_with(*SEPARATION_COLUMNS):
+            found = []
+            for col in ("separation_a", "separation_b"):
+                refs = st.entities_ref.get(col)
+                pt = next((p for p in points if refs is not None and np.array_equal(refs, p.entities)), None)
+                if pt is None or (to_host(st[col]) < 0).any():
+                    raise InputError(col, [world.name_of(int(e)) for e in st.entities][:3],
+                                     "must name a PointOfInterest entity")
+                found.append(pt)
+            self.pairs.append((st, *found))
+        if not self.pairs:
+            raise InputError("SeparationSensor", "no Separation entity",
+                             "the world needs at least one components.multibody.Separation for this sensor")
+        self._measure(None)
+
+    def _measure(self, t) -> None:
+        for st, pa, pb in self.pairs:
+            xp = array_module(st["separation_distance"])
+            d = xp.sqrt(xp.sum((pa["poi_position"][st["separation_a"]] - pb["poi_position"][st["separation_b"]]) ** 2,
+                               axis=1))
+            st["separation_distance"][:] = d
+            inside = d <= st["separation_reach"]
+            st["separation_within"][:] = inside.astype(np.int8)
+            if t is not None:
+                first = st["separation_first_within"]
+                first[:] = xp.where(inside & xp.isnan(first), t, first)
+
+    def process(self, frame) -> None:
+        self._measure(frame.t + frame.dt)
+
+
 # ------------------------------------------------------------------------------ rigid equivalent
 def tree_poses(spec: TreeSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Forward kinematics of one tree at its state: ``(R, origin, com)``, each link's rotation

@@ -98,6 +98,11 @@ def test_cli_plot_refuses_a_kind_the_store_cannot_draw(drift_store):
     assert r.exit_code == 1 and "cannot draw it" in r.stderr
     r = CliRunner().invoke(app, ["plot", str(drift_store), "bogus"])
     assert r.exit_code == 1 and "must be one of" in r.stderr
+    # asked for several, the drawable ones are drawn and the others named (exit 1)
+    r = CliRunner().invoke(app, ["plot", str(drift_store), "status", "settling-map", "-o", str(drift_store) + "-p2"])
+    assert r.exit_code == 1 and "status.png" in r.stdout and "'settling-map': this store cannot draw it" in r.stderr
+    help_text = CliRunner().invoke(app, ["plot", "--help"]).stdout
+    assert all(k in help_text.replace("\n", " ") for k in ("validation", "contact-forces", "joints"))
 
 
 def test_report_page_in_a_headless_browser(drift_store, tmp_path):

@@ -43,6 +43,11 @@ from typing import List, Optional
 
 import typer
 
+from .plots import KINDS as _PLOT_FUNCTIONS
+
+#: every figure ``tumble plot`` knows (tumble.plots.KINDS)
+PLOT_KINDS = tuple(_PLOT_FUNCTIONS)
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="tumble: data-oriented simulator for spacecraft contact dynamics (Monte-Carlo batches to Zarr).")
 
@@ -431,9 +436,9 @@ def inspect(path: pathlib.Path = typer.Argument(..., help="A store written by `t
 
 @app.command()
 def plot(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run`."),
-         kind: List[str] = typer.Argument(None, help="Plot kinds [default: every kind the store can draw]: status, "
-                                                     "settling-map, settling-3d, distributions, ellipses, energy, "
-                                                     "trajectories, sensitivity, finals."),
+         kind: List[str] = typer.Argument(None, help="Plot kinds [default: every kind the store can draw]: "
+                                                     + ", ".join(PLOT_KINDS) + ". Asked for several, the ones "
+                                                     "the store cannot draw are named and the rest drawn."),
          out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Folder for the figures "
                                                                              "[default: <store>-plots/]."),
          by: Optional[str] = typer.Option(None, "--by", help="Input to split the distributions by, e.g. "
@@ -442,11 +447,22 @@ def plot(path: pathlib.Path = typer.Argument(..., help="A store written by `tumb
          debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Draw a store's figures (PNG files, one per kind) and print their paths."""
     with _Errors(debug):
+        from .plots import kinds_for
         from .plots import plot as draw
 
         _require(path)
-        for f in draw(path, list(kind or []) or None, out, by=by):
+        kinds = list(kind or [])
+        skipped = []
+        if len(kinds) > 1:                       # draw what the store can; name the rest
+            can = kinds_for(path)
+            skipped = [k for k in kinds if k in PLOT_KINDS and k not in can]
+            kinds = [k for k in kinds if k not in skipped] or kinds
+        for f in draw(path, kinds or None, out, by=by):
             typer.echo(os.fspath(f))
+        for k in skipped:
+            typer.echo(f"warning  plot kind {k!r}: this store cannot draw it (it can: {', '.join(can)})", err=True)
+        if skipped:
+            raise typer.Exit(1)
 
 
 @app.command()
@@ -629,7 +645,7 @@ def bench(ctx: typer.Context, name: str = typer.Argument(..., help="Benchmark na
     with _Errors(debug):
         from ecs.errors import InputError
 
-        mod_name = f"benchmarks.bench_{name}"
+        mod_name = f"benchmarks.bench_{name.replace('-', '_')}"     # gpu-compile -> bench_gpu_compile
         try:
             mod = importlib.import_module(mod_name)
         except ModuleNotFoundError as exc:
@@ -638,7 +654,8 @@ def bench(ctx: typer.Context, name: str = typer.Argument(..., help="Benchmark na
             try:
                 import benchmarks
 
-                have = sorted(m.name[6:] for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_"))
+                have = sorted(m.name[6:].replace("_", "-") for m in pkgutil.iter_modules(benchmarks.__path__)
+                              if m.name.startswith("bench_"))
             except ImportError:
                 have = []
             raise InputError("benchmark", name, f"no module {mod_name} (available: {', '.join(have) or 'none'})") from None

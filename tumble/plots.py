@@ -20,6 +20,9 @@ scene's code. Which kinds apply depends on what the store holds (:func:`kinds_fo
 * ``finals`` — histograms of the scalar final values (stores without deployment columns).
 * ``contact-forces`` — contact force and torque histories of each body of a sample (JEOD facet
   contact stores).
+* ``joints`` — joint angles over time by joint name, median and 5–95 % band (multibody stores).
+* ``separation`` — captured/docked or apart at the end, and when first within reach (stores with a
+  :class:`components.multibody.Separation`, e.g. the capture scene).
 * ``validation`` — recorded trajectories against the scene's closed form and the error over time
   (scenes whose module defines ``reference(params, inputs, t)``: precession, free_fall, parabola).
 """
@@ -136,6 +139,11 @@ def kinds_for(store) -> list[str]:
         kinds.append("validation")
     if tr is not None and "contact_force" in tr:
         kinds.append("contact-forces")
+    if tr is not None and "joint_angle" in tr and "time" in tr.coords:
+        kinds.append("joints")
+    f = v.group("final")
+    if f is not None and "separation_within" in f:
+        kinds.append("separation")
     return kinds
 
 
@@ -482,10 +490,81 @@ def finals(store):
                              squeeze=False)
     for ax, k in zip(axes.ravel(), names):
         a = cols[k][np.isfinite(cols[k])]
-        ax.hist(a, bins=30)
         base = k.split("[")[0]
-        ax.set_xlabel(_label(f[base], k))
+        label = _label(f[base], k)
+        mid = float(np.median(a)) if len(a) else 0.0
+        if len(a) and mid != 0.0 and np.ptp(a) < 1e-3 * abs(mid):   # spread far below the value: show the spread
+            a = a - mid
+            u = f[base].attrs.get("units", "1")
+            label = f"{k} − {mid:.10g}" + (f" [{u}]" if u and u != "1" else "")
+        ax.hist(a, bins=30)
+        ax.ticklabel_format(axis="x", useOffset=False)
+        ax.locator_params(axis="x", nbins=5)
+        ax.set_xlabel(label, fontsize=8)
         ax.set_ylabel("samples [1]")
+    fig.suptitle(v.title)
+    return fig
+
+
+def joints(store, samples: int = 200):
+    """Joint angles over time (``trajectories/joint_angle``, one panel per joint, by name): every
+    sample thin, the median and the 5–95 % band across samples."""
+    v = _view(store)
+    plt = _mpl()
+    tr = v.group("trajectories")
+    da = tr.joint_angle
+    names = [str(n) for n in da["joint"].values]
+    n = len(names)
+    cols = min(4, n)
+    fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(3.2 * cols, 2.6 * math.ceil(n / cols)),
+                             layout="constrained", squeeze=False, sharex=True)
+    t = np.asarray(tr["time"].values)
+    deg = np.degrees(np.asarray(da.values)) if da.attrs.get("units") == "rad" else np.asarray(da.values)
+    unit = "deg" if da.attrs.get("units") == "rad" else da.attrs.get("units", "1")
+    for k, (ax, name) in enumerate(zip(axes.ravel(), names)):
+        y = deg[:, :, k]
+        for row in y[:samples]:
+            ax.plot(t, row, color="tab:blue", alpha=0.15, lw=0.7)
+        with np.errstate(all="ignore"):
+            lo, med, hi = np.nanpercentile(y, [5, 50, 95], axis=0)
+        ax.fill_between(t, lo, hi, color="tab:orange", alpha=0.3, lw=0, label="5–95 %")
+        ax.plot(t, med, color="k", lw=1.5, label="median")
+        ax.set_title(name, fontsize=9)
+        ax.set_ylabel(f"angle [{unit}]", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("time [s]")
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"joint angles — {v.title}")
+    return fig
+
+
+def separation(store, ax=None):
+    """Outcome of every :class:`components.multibody.Separation` (a capture, a docking): how many
+    samples ended within reach, and when they first got there."""
+    v = _view(store)
+    plt = _mpl()
+    f = v.final
+    within = np.asarray(f.separation_within.values)
+    first = np.asarray(f.separation_first_within.values)
+    names = [str(x) for x in f["separation_name"].values] if "separation_name" in f.coords else \
+        [str(i) for i in range(within.shape[1])]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    meanings = dict(zip(f.separation_within.attrs["flag_values"], f.separation_within.attrs["flag_meanings"].split()))
+    for k, name in enumerate(names):
+        vals, counts = np.unique(within[:, k], return_counts=True)
+        axes[0].bar([f"{name}: {meanings.get(int(x), x)}" for x in vals], counts)
+        ok = np.isfinite(first[:, k])
+        if ok.any():
+            axes[1].hist(first[ok, k], bins=20, alpha=0.7, label=f"{name} ({int(ok.sum())} samples)")
+    axes[0].set_ylabel("samples [1]")
+    axes[0].set_title("at the end")
+    axes[1].set_xlabel(_label(f.separation_first_within, "first within reach"))
+    axes[1].set_ylabel("samples [1]")
+    if axes[1].has_data():
+        axes[1].legend(fontsize=8)
+    axes[1].set_title("first time within reach")
     fig.suptitle(v.title)
     return fig
 
@@ -569,7 +648,8 @@ def validation(store, samples: int = 3):
 KINDS: dict[str, Callable[..., Any]] = {
     "status": status, "settling-map": settling_map, "settling-3d": settling_3d, "distributions": distributions,
     "ellipses": ellipses, "energy": energy, "trajectories": trajectories, "sensitivity": sensitivity,
-    "finals": finals, "validation": validation, "contact-forces": contact_forces,
+    "finals": finals, "validation": validation, "contact-forces": contact_forces, "joints": joints,
+    "separation": separation,
 }
 
 
@@ -613,6 +693,12 @@ def caption(store, kind: str) -> str:
         return f"histograms of the scalar final values of the {n_done} finished samples, in their stored units."
     if kind == "contact-forces":
         return "contact force (inertial frame) [N] and torque (body axes) [N m] of each body of sample 0 over time [s]."
+    if kind == "joints":
+        return (f"joint angles [deg] of each revolute joint (trajectories/joint_angle, by name) over time [s]: up to 200 "
+                f"of the {n_done} samples thin, their median and 5–95 % band.")
+    if kind == "separation":
+        return (f"outcome of each Separation check (a capture, a docking) over the {n_done} finished samples: "
+                f"within reach or apart at the end, and the first time [s] within reach.")
     if kind == "validation":
         return ("recorded trajectories of the first samples against the scene's closed form, and the error over "
                 "time, in the stored units.")

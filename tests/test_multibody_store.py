@@ -1,0 +1,82 @@
+"""Multibody stores describe themselves: joints by name and unit (views of the packed joint
+columns), code arrays with CF flags, and the capture outcome in final/ — each checked against the
+store's own raw columns or an independent computation from them."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from components.multibody import JOINT_KINDS, Joint
+from scenes.station import ARM_JOINTS
+from tumble import plots, run_batch
+
+
+@pytest.fixture(scope="module")
+def station_store(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mb") / "station.zarr"
+    return run_batch("station", samples=3, out=out, params={"environment": "central", "t_end": 60.0,
+                                                            "record_every": 5})
+
+
+def test_joint_angles_by_name_are_the_revolute_slots_of_joint_q(station_store):
+    """One line of xarray gives one joint's angle: joint_angle.sel(joint=...) equals slot 0 of the
+    packed joint_q of that joint's link (links 2-8 of the chain carry ARM_JOINTS), in rad; the rates
+    likewise from joint_qd, in both final/ and trajectories/."""
+    for grp in ("final", "trajectories"):
+        ds = xr.open_zarr(station_store, group=grp).load()
+        assert list(ds.joint.values) == list(ARM_JOINTS)
+        assert ds.joint_angle.attrs["units"] == "rad"
+        raw = ds.joint_q.values[..., 2:9, 0]
+        np.testing.assert_array_equal(ds.joint_angle.values, raw)
+        elbow = ds.joint_angle.sel(joint="elbow_pitch")
+        np.testing.assert_array_equal(elbow.values, ds.joint_q.values[..., 5, 0])
+    fin = xr.open_zarr(station_store, group="final").load()
+    np.testing.assert_array_equal(fin.joint_rate.values, fin.joint_qd.values[:, 2:9, 0])
+    assert fin.joint_rate.attrs["units"] == "rad/s"
+    assert fin.joint_angle.sel(joint="elbow_pitch").plot() is not None          # the README's one line
+
+
+def test_code_arrays_carry_cf_flags(tmp_path):
+    """Codes say what they mean (CF flag_values / flag_meanings): the joint kind, a deployment's
+    probe phase and the collision event kinds and vertex types."""
+    cube = run_batch("deploy-cube", samples=2, out=tmp_path / "c.zarr", params={"gravity": "point_mass"})
+    ev = xr.open_zarr(cube, group="events")
+    assert ev.kind.attrs["flag_meanings"].split() == ["unused", "bounce", "contact_entry"]
+    assert ev.vertex_type.attrs["flag_values"] == [-1, 0, 1, 2]
+    kinds = ev.kind.values[np.isfinite(ev.time.values)]
+    assert set(kinds.tolist()) <= {0, 1} and len(kinds) > 0
+    spec = next(c for c in Joint.__columns__ if c.name == "joint_kind")
+    assert spec.flags == JOINT_KINDS
+
+
+def test_capture_outcome_in_final_matches_the_points_it_checks(tmp_path):
+    """final/separation_within says captured (1) or missed (0): it equals |tip − fixture| <= reach
+    computed here from final/poi_position, the distance equals that norm, and the first time within
+    reach lies within one frame (1 s) after the latch's start event."""
+    for offset, captured in ((0.0, 1), (0.5, 0)):
+        store = run_batch("capture", samples=1, out=tmp_path / f"c{offset}.zarr",
+                          params={"t_end": 60.0, "offset": offset, "miss_spread": 0.0, "speed_spread": 0.0,
+                                  "record_every": None})
+        f = xr.open_zarr(store, group="final").load()
+        ev = xr.open_zarr(store, group="events").load()
+        names = list(f.poi_name.values)
+        d = np.linalg.norm(f.poi_position.values[0, names.index("arm.tip")]
+                           - f.poi_position.values[0, names.index("flyer.fixture")])
+        assert f.separation_distance.values[0, 0] == pytest.approx(d, rel=1e-12)
+        assert int(f.separation_within.values[0, 0]) == captured == int(d <= 0.15 + 0.05)
+        latch = (ev.contact_change.values[0] == 1) & (ev.contact_facet_a.values[0] == 0)
+        if captured:
+            t_latch = float(ev.contact_time.values[0][latch][0])
+            assert 0.0 <= f.separation_first_within.values[0, 0] - t_latch <= 1.0 + 1e-9
+        else:
+            assert not latch.any() and np.isnan(f.separation_first_within.values[0, 0])
+        assert "separation" in plots.kinds_for(store)
+
+
+def test_joint_and_separation_figures_render(station_store, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    assert "joints" in plots.kinds_for(station_store)
+    files = plots.plot(station_store, ["joints", "finals"], out_dir=tmp_path)
+    assert all(p.stat().st_size > 5_000 for p in files)
