@@ -39,7 +39,8 @@ to degree and order 20 in the Earth frame: its rotation angle from ``epoch`` (IE
 its own rate) about the pole as IAU 2006/2000A precession-nutation moves it
 (:class:`components.environment.CelestialPole`, through pyerfa; polar motion left out), each link's gravity-gradient torque, DE421 Sun and Moon, Vallado's
 exponential atmosphere turning with the Earth and cannonball solar radiation pressure with the
-cylindrical shadow, each link as if independent (seed 001) — needs the ``orbit`` extra; or
+cylindrical shadow, each link as if independent (seed 001) — needs the ``orbit`` extra;
+``"gravity"`` — the same Earth field (EGM2008 d20, turning, precessing), nothing else; or
 ``"central"`` — the point-mass Earth only. Cross-sections (``Cannonball``): the station
 ``station_area`` (1,400 m², the reference area of the ISS model of NASA's 6-DoF check cases,
 NASA/TM-2015-218675), each boom 0.35 m × its length, the payload its length × diameter.
@@ -89,7 +90,8 @@ DESCRIPTION = "ISS-like station, 7-joint arm and payload in LEO: rigid, locked o
 #: ``tumble scenes station``: each parameter's unit and meaning.
 PARAMETERS = {
     "config": "free (servo-held joints, a slew), locked (every arm joint locked) or rigid (one body)",
-    "environment": "full (EGM2008 d20, Sun/Moon, drag, SRP; orbit extra) or central (point-mass Earth)",
+    "environment": "full (EGM2008 d20, Sun/Moon, drag, SRP; orbit extra), gravity (the EGM2008 d20 Earth only) "
+                   "or central (point-mass Earth)",
     "altitude": "[m] of the circular orbit", "inclination": "[deg] of the orbit",
     "epoch": "[TDB Julian date] of t = 0 (Earth rotation angle, ephemeris)",
     "t_end": "[s] (default one orbit)", "dt": "[s] frame", "substeps": "RK steps per frame",
@@ -108,7 +110,7 @@ CONFIGS = ("free", "locked", "rigid")
 #: The free arm's parameters when not given (only config="free" takes them).
 FREE_ARM_DEFAULTS = {"joint_spread": 1.0, "servo_period": 60.0, "slew_torque": 20.0, "slew_time": 600.0,
                      "command_spread": 0.1}
-ENVIRONMENTS = ("full", "central")
+ENVIRONMENTS = ("full", "gravity", "central")
 
 #: JEOD v5 SIM_dyncomp ``set_mass_iss``: mass [kg], CoM in structural axes [m], inertia about it [kg m²].
 STATION_MASS = 400000.0
@@ -262,19 +264,17 @@ def _environment(world: World, environment: str, *, epoch: float, t_end: float) 
         world.add_resource(PointMass(mu=MU_EARTH))
         return
     try:
-        eph = Ephemeris.de421(epoch, t_end)
-    except InputError as exc:
-        raise InputError("environment", environment,
-                         f"needs the orbit extra ({exc}); or run with -p environment=central") from None
-    try:
         pole = CelestialPole.iau2006(epoch, t_end)
+        eph = Ephemeris.de421(epoch, t_end) if environment == "full" else None
     except InputError as exc:
         raise InputError("environment", environment,
                          f"needs the orbit extra ({exc}); or run with -p environment=central") from None
     earth = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=20)
-    world.add_resource(eph)
     world.add_system(GravitySystem(earth, spin=ERA_RATE, angle0=earth_rotation_angle(epoch), gradient_torque=True,
                                    pole=pole))
+    if eph is None:
+        return
+    world.add_resource(eph)
     for s in (ThirdBodyGravity(), AtmosphericDrag(), SolarRadiationPressure()):
         world.add_system(s)
 
