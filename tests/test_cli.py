@@ -202,14 +202,22 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
     dense = tmp_path / "dense.zarr"
     r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dense))
     assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
-    ds = xr.open_zarr(dense)
+    ds = xr.open_zarr(dense, group="trajectories")
     assert np.allclose(np.diff(ds.time.values[:-1]), 5.0)
-    assert ds["body_position"].dims == ("time", "entity", "xyz") and ds.time.size > 100
+    # laid out like the store's trajectories: units, frames and entity names from the source store
+    assert ds["body_position"].dims == ("sample", "time", "body", "xyz") and ds.time.size > 100
+    assert ds["body_position"].attrs["units"] == "m" and ds["body_position"].attrs["frame"] == "target"
+    assert ds.sample.values.tolist() == [1] and ds.body_name.values.tolist() == ["probe"]
     end = float(zarr.open_group(out, mode="r")["final/probe_end_time"][1, 0])
     # after the sample ended its state is frozen: the last record is the stored final position
     stored = np.asarray(zarr.open_group(out, mode="r")["final/body_position"][1, 0])
     assert ds.time.values[-1] >= end
-    assert np.array_equal(ds["body_position"].values[-1, 0], stored)
+    assert np.array_equal(ds["body_position"].values[0, -1, 0], stored)
+    # and tumble animate draws it, with the target's shape model copied from the source store
+    from tumble.animate import animate
+
+    gif = animate(dense, 1, tmp_path / "dense.gif", fps=5, max_frames=8)
+    assert gif.stat().st_size > 5_000 and "target_vertices" in xr.open_zarr(dense, group="scene")
     # the per-step trace: every accepted step, times increasing, steps summing to the time covered;
     # recording and tracing still leave the sample's finals the stored bits
     r = cli("rerun", str(out), "1", "--trace", "200000", "--out", str(tmp_path / "trace.zarr"))

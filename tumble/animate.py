@@ -36,17 +36,18 @@ def animate(store, sample: int, out=None, *, fps: int = 20, max_frames: int = 20
     if tr is None:
         raise InputError("store", os.fspath(v.path), "has no trajectories: run it with trajectories recorded "
                                                       "(e.g. -p record_every=1) to animate a sample")
-    n = int(tr.sizes["sample"])
-    if not 0 <= sample < n:
-        raise InputError("sample", sample, f"must be in [0, {n - 1}]")
+    have = [int(s) for s in tr["sample"].values]              # sample numbers (a dense rerun store has one)
+    if sample not in have:
+        raise InputError("sample", sample, f"must be one of the store's samples ({have[0]}..{have[-1]})"
+                         if len(have) > 1 else f"must be {have[0]}, the one sample this store holds")
     pos_col = next((k for k in tr.data_vars if k.endswith("_position")), None)
     if pos_col is None:
         raise InputError("store", os.fspath(v.path), "records no *_position column to animate")
     prefix = pos_col[: -len("_position")]
     att_col = next((k for k in (f"{prefix}_attitude",) if k in tr), None)
     t = np.asarray(tr["time"].values)
-    x = np.asarray(tr[pos_col].isel(sample=sample).values)                  # time, entity, xyz
-    q = np.asarray(tr[att_col].isel(sample=sample).values) if att_col else None
+    x = np.asarray(tr[pos_col].sel(sample=sample).values)                   # time, entity, xyz
+    q = np.asarray(tr[att_col].sel(sample=sample).values) if att_col else None
     ok = np.isfinite(x).all(axis=(1, 2))
     moving = np.flatnonzero(np.any(np.diff(x, axis=0) != 0.0, axis=(1, 2)))
     if len(moving):             # stop one record after the last motion (a settled row is frozen)

@@ -533,7 +533,7 @@ def rerun(path: pathlib.Path = typer.Argument(..., help="A store written by `tum
         r = rerun_sample(path, sample, loader=load_scene, every=every, record=tuple(record) if record else None,
                          trace=trace)
         if dest is not None:
-            _write_dense(dest, r)
+            _write_dense(dest, r, path)
             if every is not None:
                 typer.echo(f"dense trajectory: {len(r['times'])} records every {every:g} s of "
                            f"{', '.join(r['trajectory'])} -> {dest}")
@@ -590,37 +590,71 @@ def _check_dense_dest(dest: pathlib.Path, source: pathlib.Path, overwrite: bool)
         raise InputError("--out", str(dest), "exists (a dense store of an earlier rerun): add --overwrite to replace it")
 
 
-def _write_dense(dest: pathlib.Path, r: dict) -> None:
-    """A rerun's dense trajectory as a Zarr store xarray opens (dims: time, entity, component)."""
+def _write_dense(dest: pathlib.Path, r: dict, source: pathlib.Path) -> None:
+    """A rerun's dense trajectory as a store of its own, laid out like the source's: group
+    ``trajectories/`` with dims (sample, time, entity, component), each column's units, long name
+    and frame and the entity ids and names taken from the source store (so ``tumble animate`` and
+    ``tumble plot`` read it), the source's ``scene/`` group (the target's shape model) copied, and the
+    step trace (``--trace``) at the root."""
     import shutil
 
     import numpy as np
     import xarray as xr
+    import zarr
 
-    names = {3: "xyz", 4: "quat"}
-    data = {}
-    coords = {}
-    for c, a in r.get("trajectory", {}).items():
-        a = np.asarray(a)
-        dims = ["time", "entity"] + [names.get(n, f"{c}_{k}") for k, n in enumerate(a.shape[2:])]
-        data[c] = (dims, a)
+    src = zarr.open_group(os.fspath(source), mode="r")
+
+    def described(c):           # the source's array of column c (trajectories/ first, then final/)
+        for grp in ("trajectories", "final"):
+            if f"{grp}/{c}" in src:
+                return src[f"{grp}/{c}"], grp
+        return None, None
+
+    sample = int(r["sample"])
+    data, coords = {}, {"sample": ("sample", np.array([sample], np.int64))}
     if "times" in r:
         coords["time"] = ("time", np.asarray(r["times"]))
+    for c, a in r.get("trajectory", {}).items():
+        a = np.asarray(a)[None]                                     # sample, time, entity, ...
+        arr, grp = described(c)
+        tail = list(arr.metadata.dimension_names[1:]) if arr is not None else []
+        if grp == "trajectories":
+            tail = tail[1:]                                         # drop its time axis
+        dims = ["sample", "time"] + (tail if len(tail) == a.ndim - 2 else
+                                     ["entity"] + [f"{c}_axis{k}" for k in range(a.ndim - 3)])
+        attrs = {k: arr.attrs[k] for k in ("units", "long_name", "frame") if arr is not None and k in arr.attrs}
+        data[c] = (dims, a, attrs or {"units": "1"})
+        ent = dims[2]
+        for name in (ent, f"{ent}_name"):
+            if grp and f"{grp}/{name}" in src and name not in coords:
+                coords[name] = (ent, np.asarray(src[f"{grp}/{name}"][...]))
+        for lab in dims[3:]:
+            if grp and f"{grp}/{lab}" in src and lab not in coords:
+                coords[lab] = (lab, np.asarray(src[f"{grp}/{lab}"][...]))
+    if dest.exists():
+        shutil.rmtree(dest)
+    root = {DENSE_MARK: True, "sample": sample, "source": os.fspath(source),
+            "scene": dict(src.attrs.get("scene", {})), "seed": src.attrs.get("seed")}
     if "trace" in r:
         tr = r["trace"]
         kept = int(min(np.max(tr["count"], initial=0), tr["time"].shape[1]))
-        data["trace_time"] = (("entity", "step"), tr["time"][:, :kept])
-        data["trace_step"] = (("entity", "step"), tr["step"][:, :kept])
-        data["trace_phase"] = (("entity", "step"), tr["phase"][:, :kept])
-        data["trace_state"] = (("entity", "step", "state"), tr["state"][:, :kept])
-        data["trace_count"] = (("entity",), tr["count"])
-    ds = xr.Dataset(data, coords=coords,
-                    attrs={DENSE_MARK: True, "sample": int(r["sample"]), "units": "SI (time [s]); frames as in the store",
-                           "trace_state": "x, y, z [m], vx, vy, vz [m/s], q0..q3 (scalar-first), wx, wy, wz "
-                                          "[rad/s]: the deployment state (target frame, body rates)"})
-    if dest.exists():
-        shutil.rmtree(dest)
-    ds.to_zarr(dest, mode="w")
+        trace = xr.Dataset({
+            "trace_time": (("entity", "step"), tr["time"][:, :kept], {"units": "s", "long_name": "end of the step"}),
+            "trace_step": (("entity", "step"), tr["step"][:, :kept], {"units": "s", "long_name": "step size"}),
+            "trace_phase": (("entity", "step"), tr["phase"][:, :kept], {"units": "1", "long_name": "probe phase"}),
+            "trace_state": (("entity", "step", "state"), tr["state"][:, :kept],
+                            {"units": "SI", "long_name": "x, y, z [m], vx, vy, vz [m/s], q0..q3 (scalar-first), "
+                                                         "wx, wy, wz [rad/s]: the deployment state (target frame, "
+                                                         "body rates)"}),
+            "trace_count": (("entity",), tr["count"], {"units": "1", "long_name": "steps taken"})})
+        trace.attrs.update(root)
+        trace.to_zarr(dest, mode="w")
+    else:
+        zarr.open_group(os.fspath(dest), mode="w").attrs.update(root)
+    if data:
+        xr.Dataset(data, coords=coords).to_zarr(dest, group="trajectories", mode="a")
+    if "scene" in src:
+        xr.open_zarr(os.fspath(source), group="scene").to_zarr(dest, group="scene", mode="a")
 
 
 def np_size(v) -> int:
