@@ -599,7 +599,7 @@ def _not_done_runs(done: np.ndarray, a: int, b: int) -> list[tuple[int, int]]:
     return runs
 
 
-def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: str = "cpu", block: int | None = None,
+def run_batch(scene_or_builder, *, samples: int | None = None, out, seed: int = 0, backend: str = "cpu", block: int | None = None,
               resume: bool = False, overwrite: bool = False, workers: int | None = None, scheduler: str | None = None,
               progress: ProgressFn | None = None, command_line: str | list[str] | None = None,
               params: dict[str, Any] | None = None, shard_samples: int | None = None,
@@ -610,7 +610,8 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     Args:
         scene_or_builder: a scene name or a ``.py`` path (built by ``loader``), a builder
             ``build(**params) -> Scene``, or a built :class:`~ecs.scene.Scene` (in-process only).
-        samples: number of samples (>= 1).
+        samples: number of samples (>= 1); ``None``: the scene's
+            (:attr:`ecs.scene.Scene.samples_when_not_told`: 100 with dispersions, 1 without).
         out: store path (a directory).
         seed: base seed (>= 0); sample ``s`` uses ``SeedSequence(seed, spawn_key=(s,))``.
         backend: ``"cpu"`` or ``"gpu"``.
@@ -644,7 +645,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
     """
     t0 = time.perf_counter()
     params = dict(params or {})
-    _check_int("samples", samples, 1)
+    _check_int("samples", samples, 1, allow_none=True)
     _check_int("seed", seed, 0)
     _check_int("block", block, 1, allow_none=True)
     _check_int("workers", workers, 1, allow_none=True)
@@ -673,7 +674,7 @@ def run_batch(scene_or_builder, *, samples: int, out, seed: int = 0, backend: st
                       loader=loader, event_capacity=event_capacity, active=active or default_active(backend))
 
 
-def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, backend: str, block: int | None,
+def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: int, backend: str, block: int | None,
            resume: bool, overwrite: bool, workers: int | None, scheduler: str | None, progress, command_line: str,
            params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock,
            loader: Callable[..., Scene] | None, event_capacity: int | None, active: int) -> pathlib.Path:
@@ -700,6 +701,8 @@ def _drive(scene_or_builder, *, samples: int, path: pathlib.Path, seed: int, bac
     if workers is not None or scheduler is not None:
         source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
     scene = source.build()
+    if samples is None:
+        samples = scene.samples_when_not_told
     scene.world.compile(samples=1, backend=backend)  # schema probe: tables, entity dims, event fields
     # schedule errors once, here, not as every sample failing with 'raised' after the store exists
     check_derivatives(scene.world, scene.world.systems)

@@ -89,6 +89,9 @@ class Scene:
         final: columns saved into ``final/``.
         dispersions: per-sample draws.
         params: the parameters ``build`` was called with (stored in the store's attributes).
+        default_samples: samples a run takes when not told (``tumble run`` without ``-n``); default
+            :data:`DEFAULT_SAMPLES` for a scene with dispersions (a Monte-Carlo study), 1 without
+            (every sample would be the same).
     """
 
     name: str
@@ -101,12 +104,27 @@ class Scene:
     final: tuple[str, ...] = ()
     dispersions: list[Dispersion] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    default_samples: int | None = None
 
     def __post_init__(self) -> None:
         # a bad end time, frame or recording interval is refused where the scene is made: before a
         # batch creates its store (ecs.world.check_run_times)
         check_run_times(self.t_end, self.dt, self.record_every)
+        n = self.default_samples
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+            raise InputError("Scene.default_samples", n, "must be an integer >= 1 (or None)")
 
+    @property
+    def samples_when_not_told(self) -> int:
+        """:attr:`default_samples`, else :data:`DEFAULT_SAMPLES` with dispersions and 1 without."""
+        if self.default_samples is not None:
+            return int(self.default_samples)
+        return DEFAULT_SAMPLES if self.dispersions else 1
+
+
+#: samples of a run of a dispersed scene when none are asked for: enough for a first look at the
+#: spread (a 5-95 % band from 100 samples is good to about ±2 percentile points)
+DEFAULT_SAMPLES = 100
 
 _EMPTY = inspect.Parameter.empty
 _NUMBER_WORDS = {"float": "a number", "int": "an integer", "bool": "true or false", "str": "a string"}

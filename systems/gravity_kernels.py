@@ -654,7 +654,7 @@ def _harmonics_gradient(x, y, z, mu, rad, nmax, cs):
         for nt in range(mt, top + 1):
             n = nt - 2
             if n >= 0:
-                m = mt - 2                     # L+L+ of source (n, mt - 2)
+                m = mt - 2                     # L+L+ of source (n, mt - 2); m <= n as nt >= mt
                 if m >= 0:
                     c, sn = cs[n, m, 0, 0], cs[n, m, 1, 0]
                     ppr += c * av + sn * aw
@@ -663,8 +663,8 @@ def _harmonics_gradient(x, y, z, mu, rad, nmax, cs):
                     c, sn = cs[n, mt, 0, 0], cs[n, mt, 1, 0]
                     f = (n - mt + 1) * (n - mt + 2)
                     pmr -= f * (c * av + sn * aw)
-                m = mt - 1                     # dz L+ of source (n, mt - 1)
-                if m >= 0:
+                m = mt - 1                     # dz L+ of source (n, mt - 1), a real term only for m <= n
+                if 0 <= m <= n:
                     c, sn = cs[n, m, 0, 0], cs[n, m, 1, 0]
                     f = n - m + 1
                     zpr += f * (c * av + sn * aw)

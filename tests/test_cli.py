@@ -295,3 +295,17 @@ def test_rerun_runs_the_very_scene_file_the_store_was_written_from(tmp_path):
         f.write("\n# edited after the run\n")
     r = cli("rerun", str(a / "s.zarr"), "0", cwd=b)
     assert r.returncode == 1 and "has changed since the run" in one_error_line(r), r.stderr
+
+
+def test_a_run_without_a_sample_count_takes_the_scenes(tmp_path):
+    """Not told how many: a scene with dispersions runs a first Monte-Carlo look
+    (ecs.scene.DEFAULT_SAMPLES), one without runs once (every sample would be the same)."""
+    import zarr
+
+    from ecs.scene import DEFAULT_SAMPLES
+    from tumble import run_batch
+
+    mc = run_batch(DRIFT, out=tmp_path / "mc.zarr", params={"t_end": 0.2})
+    assert zarr.open_group(mc, mode="r").attrs["samples"] == DEFAULT_SAMPLES == 100
+    one = run_batch("free_fall", out=tmp_path / "one.zarr")
+    assert zarr.open_group(one, mode="r").attrs["samples"] == 1

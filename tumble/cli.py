@@ -189,7 +189,9 @@ def run(
     scene: str = typer.Argument(..., help="Built-in scene name (see `tumble scenes`) or path to a .py file exposing "
                                           "build(). A scene file is Python run with your rights: run only files "
                                           "you trust."),
-    samples: Optional[int] = typer.Option(None, "--samples", "-n", min=1, help="Number of samples [default: 1, or the store's with --resume]."),
+    samples: Optional[int] = typer.Option(None, "--samples", "-n", min=1, help="Number of samples [default: the "
+                                          "store's with --resume; else the scene's: 100 for a scene with dispersions, "
+                                          "1 without]."),
     out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Store path [default: runs/<scene>-<seed>.zarr]."),
     seed: Optional[int] = typer.Option(None, "--seed", "-s", min=0, help="Base seed [default: 0, or the store's with --resume]."),
     backend: Backend = typer.Option(Backend.cpu, "--backend", help="Kernel backend."),
@@ -239,7 +241,6 @@ def run(
             seed = seed if seed is not None else attrs.get("seed")
             event_capacity = event_capacity if event_capacity is not None else attrs.get("event_capacity")
         seed = 0 if seed is None else seed
-        samples = 1 if samples is None else samples
         if not out.exists() and not resume:
             out.parent.mkdir(parents=True, exist_ok=True)
 
