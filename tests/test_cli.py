@@ -257,11 +257,12 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
 
 
 def test_a_10_h_bouncy_study_keeps_every_event_or_reports_the_overflow(tmp_path):
-    """restitution 0.95 over the 10 h cap: the default 64 slots overflow and run/inspect say so;
-    --event-capacity keeps every collision (one event each: event_count == probe_collisions)."""
+    """restitution 0.95 over the 10 h cap: 16 slots overflow and run/inspect say so; --event-capacity
+    keeps every collision (one event each: event_count == probe_collisions), more than the
+    deployment's default 256 slots would (scenes.deploy.DEPLOY_EVENT_CAPACITY)."""
     args = ["run", "deploy-cube", "--samples", "8", "-p", "restitution=0.95", "-p", "gravity=point_mass",
             "--no-progress"]
-    r = cli(*args, "--out", str(tmp_path / "a.zarr"))
+    r = cli(*args, "--out", str(tmp_path / "a.zarr"), "--event-capacity", "16")
     assert r.returncode == 0, r.stderr
     assert "samples produced more events than the event log holds" in r.stdout
     r2 = cli("inspect", str(tmp_path / "a.zarr"))

@@ -205,7 +205,7 @@ def run(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
     event_capacity: Optional[int] = typer.Option(None, "--event-capacity", min=1, help="Events kept per sample "
-                                                 "[default: the scene's, 64]; more are counted as overflow."),
+                                                 "[default: the scene's: 256 for a deployment, else 64]; more are counted as overflow."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
 ):
@@ -321,8 +321,10 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     warm = (summary or {}).get("warm") or {}
     if warm.get("compiled"):
         shared = f", {len(warm['helper'])} of them in a helper process" if warm.get("helper") else ""
+        names = [*warm.get("here", []), *warm.get("helper", [])]
         out.append(f"note     compiled {warm['compiled']} kernels before the first frame in {warm['seconds']:.1f} s "
-                   f"(numba's cache was cold{shared})")
+                   f"({', '.join(names[:6])}{' ...' if len(names) > 6 else ''}: numba had none cached for this "
+                   f"code, a new force or changed file, or a first run{shared}; later runs load them)")
     if warm.get("helper_error"):
         out.append(f"warning  compile helper: {_one_line(warm['helper_error'])}; its kernels were compiled in this "
                    f"process instead (a slower cold start, the same results)")
