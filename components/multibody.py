@@ -498,14 +498,16 @@ class JointNames:
         from ecs.store import ColumnView
 
         views = []
-        for t in world.tables_with("joint_kind", "joint_q", "joint_qd"):
+        tables = world.tables_with("joint_kind", "joint_q", "joint_qd")
+        for k, t in enumerate(tables):
             ents = [int(e) for e in t.entities]
             kind = np.asarray(t["joint_kind"][:len(ents)])
+            tag = f"_{k}" if len(tables) > 1 else ""     # trees in several tables: one set of views each
             for kinds, vname, col, units, doc, dim in self.VIEWS:
-                sel = [e for e, k in zip(ents, kind) if int(k) in kinds and e in self.names]
+                sel = [e for e, kd in zip(ents, kind) if int(kd) in kinds and e in self.names]
                 if sel:
-                    views.append(ColumnView(vname, col, tuple(sel), 0, dim, tuple(self.names[e] for e in sel), units,
-                                            doc))
+                    views.append(ColumnView(vname + tag, col, tuple(sel), 0, dim + tag,
+                                            tuple(self.names[e] for e in sel), units, doc))
         return views
 
 

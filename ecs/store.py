@@ -317,7 +317,7 @@ class Layout:
                 add(ArraySpec(f"{grp}/{c}", dims, tail, cs.storage_dtype, cs.unit or "1", cs.doc or c,
                               fill=fill_for(cs.storage_dtype), attrs=attrs,
                               time_axis=0 if grp == "trajectories" else None))
-        views = []
+        views, view_dims = [], {}
         for v in _resource_views(world):
             if v.column not in col_dim:
                 continue
@@ -328,11 +328,20 @@ class Layout:
                 raise InputError(f"store view {v.name}", list(v.labels),
                                  f"must name distinct entities of the table holding {v.column}, one label each")
             rows = np.array([ents.index(e) for e in v.entities], np.int64)
+            width = int(np.prod(table.specs[v.column].shape, dtype=np.int64))
+            if not 0 <= v.slot < width:
+                raise InputError(f"store view {v.name}.slot", v.slot, f"must index the {width} values of a {v.column} row")
             for grp, cols in (("trajectories", record), ("final", final)):
                 if v.column not in cols:
                     continue
                 dims = ("sample", "time", v.dim) if grp == "trajectories" else ("sample", v.dim)
                 tail = (T, len(rows)) if grp == "trajectories" else (len(rows),)
+                same_dim = view_dims.get((grp, v.dim))
+                if f"{grp}/{v.name}" in specs or (same_dim is None and f"{grp}/{v.dim}" in specs) or \
+                        (same_dim is not None and same_dim != tuple(v.labels)):
+                    raise InputError(f"store view {v.name}", f"{grp}/{v.name} over {v.dim}",
+                                     "must be a new array name, over a new dimension or one with the same labels")
+                view_dims[(grp, v.dim)] = tuple(v.labels)
                 add(ArraySpec(f"{grp}/{v.name}", dims, tail, np.float64, v.units, v.long_name, fill=np.nan,
                               time_axis=0 if grp == "trajectories" else None))
                 add(ArraySpec(f"{grp}/{v.dim}", (v.dim,), (len(rows),), "str", "1", f"{v.dim} name (coordinate)",
