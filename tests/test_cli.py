@@ -151,7 +151,8 @@ def test_help_shows_defaults():
     r = cli("run", "--help")
     assert r.returncode == 0
     text = " ".join(r.stdout.split())
-    assert "[default: 1, or the store's with --resume]" in text and "[default: cpu]" in text
+    assert "[default: the store's with --resume; else the scene's: 100 for a scene with dispersions, 1 without]" in text \
+        and "[default: cpu]" in text
     assert "trust" in text     # scene files are trusted code
 
 
