@@ -106,6 +106,30 @@ def build():
 """
 
 
+TREE = """
+import numpy as np
+from components.multibody import PointOfInterest, Separation, spawn_tree, tree_spec
+from ecs import Scene, World
+from systems.multibody import MultibodyDynamics, SeparationSensor
+
+def build():
+    w = World("tree")
+    spec = tree_spec(parents=[-1, 0], kinds=["free", "revolute"], mass=[10.0, 1.0], inertia=[[1, 1, 1], [0.1, 0.1, 0.1]],
+                     offset=[[0, 0, 0], [1.0, 0, 0]])
+    links = spawn_tree(w, spec, names=["base", "arm"], joint_names={joint_names})
+    a = w.spawn(PointOfInterest(link=links[0], offset=(0.0, 0.0, 0.0)), name="a")
+    b = w.spawn(PointOfInterest(link=links[1], offset=(0.5, 0.0, 0.0)), name="b")
+    w.spawn(Separation(a=a, b=b, reach={reach}), name="gap")
+    w.add_system(MultibodyDynamics("rk4"))
+    w.add_system(SeparationSensor())
+    return Scene("tree", "bad input", w, 1.0, 0.1, final=("joint_q", "separation_distance"))
+"""
+
+
+def tree_file(tmp, *, joint_names="None", reach="0.1"):
+    return scene_file(tmp, "tree_scene.py", TREE.format(joint_names=joint_names, reach=reach))
+
+
 def scene_file(tmp, name: str, text: str) -> str:
     """A scene file ``name`` holding ``text`` in ``tmp``."""
     f = tmp / name
@@ -136,6 +160,14 @@ CASES = [
     ("param-capture-flyer-length", "capture", ["-p", "flyer_length=4"], ["flyer_length", "4", "diameter 4.4 m"]),
     ("param-capture-offset", "capture", ["-p", "offset=nan"], ["offset", "nan", "finite distance"]),
     ("param-capture-environment", "capture", ["-p", "environment=vacuum"], ["environment", "'vacuum'", "'central'"]),
+    ("param-station-environment", "station", ["-p", "environment=moon"], ["environment", "'moon'", "'gravity'"]),
+    # multibody trees: joint names and separation checks
+    ("tree-joint-names-length", lambda t: tree_file(t, joint_names="['one']"), [],
+     ["spawn_tree.joint_names", "['one']", "must have 2 entries"]),
+    ("tree-joint-names-repeated", lambda t: tree_file(t, joint_names="['j', 'j']"), [],
+     ["spawn_tree.joint_names[1]", "'j'", "not used before"]),
+    ("tree-separation-reach-negative", lambda t: tree_file(t, reach="-0.5"), [],
+     ["separation_reach of gap", "-0.5", ">= 0"]),
     # the scene's times and recording, refused where the scene is made (ecs.world.check_run_times)
     ("scene-t-end-negative", DRIFT, ["-p", "t_end=-1"], ["t_end", "-1", "non-negative finite time"]),
     ("scene-dt-zero", DRIFT, ["-p", "dt=0"], ["dt", "0", "positive finite time step"]),

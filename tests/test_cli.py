@@ -74,6 +74,11 @@ def test_inspect(run_store):
                       ("inputs/probe_velocity", "(sample, xyz)")):
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(arr + " "))
         assert dims in line and "stored" in line
+    # what the run found: the summary in words and the outputs of the finished (not failed) samples
+    assert f"Of 12 finished samples, {(status == 1).sum()} done" in " ".join(out.split())
+    fails = (status == 9).sum()
+    assert (f"Failed samples: {fails} by " in " ".join(out.split())) if fails else "No sample failed." in out
+    assert any(ln.startswith("outputs") and "median" in ln and "95 %" in ln for ln in out.splitlines())
 
 
 def test_inspect_not_a_store(tmp_path):

@@ -249,7 +249,7 @@ def plain_summary(v: plots.StoreView) -> str:
     fails = failure_summary(v)
     if fails:
         parts.append("Failed samples: " + ", ".join(f"{n} by {r.replace('_', ' ')}" for r, n, _, _ in fails)
-                     + " (each listed under Failures, with the command that re-runs it).")
+                     + " (why in final/failure_code and failure_message; tumble rerun STORE SAMPLE re-runs one).")
     elif "failed" not in counts:
         parts.append("No sample failed.")
     if not (set(counts) - {"failed"}):
