@@ -71,6 +71,12 @@ def test_capture_outcome_in_final_matches_the_points_it_checks(tmp_path):
         else:
             assert not latch.any() and np.isnan(f.separation_first_within.values[0, 0])
         assert "separation" in plots.kinds_for(store)
+        from tumble import findings
+
+        meaning = "within" if captured else "apart"
+        assert findings.code_counts(plots.StoreView.open(store)) == [
+            ("separation_within", f.separation_within.attrs["long_name"], {meaning: 1})]
+        assert f"separation_within: 1 {meaning}." in findings.plain_summary(plots.StoreView.open(store))
 
 
 def test_joint_and_separation_figures_render(station_store, tmp_path):

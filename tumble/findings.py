@@ -12,6 +12,7 @@ with or without the scene's code, and a test can recompute each number independe
   (east, north): 1σ semi-axes in metres, the azimuth of the major axis (degrees east of north), the
   95 % containment ellipse (k = √χ²₂(0.95) = 2.448 under a normal spread) and a bootstrap 90 %
   interval of each semi-axis (400 resamples, fixed seed, so the report is reproducible).
+* :func:`code_counts` — samples by meaning of every coded output (CF flags: a capture's outcome).
 * :func:`failure_summary` — failed samples by reason, with example samples and the command that
   re-runs one.
 * :func:`plain_summary` — a paragraph in words built from the numbers above.
@@ -123,6 +124,27 @@ def outcome_statistics(v: plots.StoreView) -> list[OutputStat]:
             p5, med, p95 = (float(q) for q in np.percentile(x, [5, 50, 95]))
             rows.append(OutputStat(outcome, name, long_name, units, len(x), float(x.mean()), sem, med, p5, p95))
     return rows
+
+
+def code_counts(v: plots.StoreView) -> list[tuple[str, str, dict[str, int]]]:
+    """``(output, long_name, {meaning: samples})`` for every coded scalar output of ``final/`` (CF
+    flags, e.g. a capture's ``separation_within``) over the finished samples that did not fail."""
+    f = v.group("final")
+    if f is None:
+        return []
+    done = f.done.values if "done" in f else np.ones(f.sizes["sample"], bool)
+    keep = done & (f.status.values != 9)
+    out = []
+    for k in sorted(f.data_vars):
+        da = f[k]
+        if k in SKIP or "flag_values" not in da.attrs or int(np.prod([da.sizes[d] for d in da.dims[1:]])) != 1:
+            continue
+        meaning = dict(zip(da.attrs["flag_values"], str(da.attrs.get("flag_meanings", "")).split()))
+        vals = np.asarray(da.values).reshape(len(keep))[keep]
+        codes, counts = np.unique(vals, return_counts=True)
+        out.append((k, str(da.attrs.get("long_name", "")),
+                    {meaning.get(int(c), str(int(c))): int(n) for c, n in zip(codes, counts)}))
+    return out
 
 
 @dataclass(frozen=True)
@@ -246,6 +268,8 @@ def plain_summary(v: plots.StoreView) -> str:
                      f"the major axis {disp.azimuth:.0f}° east of north; 95 % of them lie within an ellipse of "
                      f"{fmt(disp.area95, 3)} m² around latitude {disp.latitude:.2f}°, longitude "
                      f"{disp.longitude:.2f}°.")
+    for name, _, counts in code_counts(v):
+        parts.append(f"{name}: " + ", ".join(f"{n} {m.replace('_', ' ')}" for m, n in counts.items()) + ".")
     fails = failure_summary(v)
     if fails:
         parts.append("Failed samples: " + ", ".join(f"{n} by {r.replace('_', ' ')}" for r, n, _, _ in fails)

@@ -372,8 +372,9 @@ def energy(store, ax=None):
         ax.plot(np.flatnonzero(ok), row[ok], color="tab:blue", alpha=0.15, lw=0.8)
     pos = np.where(ea > 0, ea, np.nan)
     count = np.isfinite(pos).sum(axis=0)
-    with np.errstate(all="ignore"):
-        med = np.nanmedian(pos, axis=0)
+    med = np.full(pos.shape[1], np.nan)
+    reached = count > 0                                    # slots no sample reached have no median
+    med[reached] = np.nanmedian(pos[:, reached], axis=0)
     ok = np.isfinite(med)
     ax.plot(np.flatnonzero(ok), med[ok], color="k", lw=2, label="median over the samples reaching it")
     ax.set_yscale("log")

@@ -59,6 +59,11 @@ def _findings(v: plots.StoreView) -> list[str]:
         out.append(f"<h3>{html.escape(outcome.replace('_', ' '))} ({counts.get(outcome, 0)} samples)</h3>"
                    + _table(rows, ("output", "units", "samples", "mean", "std. error of mean", "median", "5 %",
                                    "95 %", "what"), f"stats {outcome}"))
+    codes = findings.code_counts(v)
+    if codes:
+        out.append("<h3>Coded outcomes</h3>" + _table(
+            [(name, m, n, 100.0 * n / max(1, sum(c.values())), long_name) for name, long_name, c in codes
+             for m, n in c.items()], ("output", "meaning", "samples", "share [%]", "what"), "codes"))
     d = findings.dispersion(v)
     if d is not None:
         out.append(f"<h3>Dispersion of the {d.n} settling points</h3>"
