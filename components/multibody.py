@@ -495,13 +495,14 @@ class JointNames:
              ((PRISMATIC,), "joint_speed", "joint_qd", "m/s", "joint speed (prismatic joints)", "prismatic_joint"))
 
     def store_views(self, world) -> list:
+        from ecs.kernels import to_host
         from ecs.store import ColumnView
 
         views = []
         tables = world.tables_with("joint_kind", "joint_q", "joint_qd")
         for k, t in enumerate(tables):
             ents = [int(e) for e in t.entities]
-            kind = np.asarray(t["joint_kind"][:len(ents)])
+            kind = to_host(t["joint_kind"])[:len(ents)]     # a device column on the GPU backend
             tag = f"_{k}" if len(tables) > 1 else ""     # trees in several tables: one set of views each
             for kinds, vname, col, units, doc, dim in self.VIEWS:
                 sel = [e for e, kd in zip(ents, kind) if int(kd) in kinds and e in self.names]

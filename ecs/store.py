@@ -83,10 +83,9 @@ from typing import Any
 import numpy as np
 import zarr
 
-from .status import REASON_MESSAGES, STATUS_LEGEND, Reason, Status
-
 from .component import flag_attrs
 from .errors import InputError, TumbleError
+from .status import REASON_MESSAGES, STATUS_LEGEND, Reason, Status
 
 #: Version of this layout (root attribute ``tumble.format``). 2: CRC-32C checksums, empty chunks
 #: written, ``final/failure_code`` and ``final/failure_message``.

@@ -79,10 +79,20 @@ def test_capture_outcome_in_final_matches_the_points_it_checks(tmp_path):
         assert f"separation_within: 1 {meaning}." in findings.plain_summary(plots.StoreView.open(store))
 
 
-def test_joint_and_separation_figures_render(station_store, tmp_path):
+def test_joint_figure_draws_each_joint_by_name_with_its_recorded_median(station_store, tmp_path):
+    """One panel per revolute joint, titled by its name; the black median line of each panel is the
+    across-sample median of trajectories/joint_angle in degrees (numpy, independent of the figure)."""
     import matplotlib
 
     matplotlib.use("Agg")
     assert "joints" in plots.kinds_for(station_store)
+    fig = plots.joints(plots.StoreView.open(station_store))
+    tr = xr.open_zarr(station_store, group="trajectories").load()
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in panels] == list(ARM_JOINTS)
+    for k, ax in enumerate(panels):
+        med = next(line for line in ax.get_lines() if line.get_label() == "median")
+        np.testing.assert_allclose(med.get_ydata(), np.degrees(np.median(tr.joint_angle.values[:, :, k], axis=0)),
+                                   rtol=1e-12)
     files = plots.plot(station_store, ["joints", "finals"], out_dir=tmp_path)
     assert all(p.stat().st_size > 5_000 for p in files)

@@ -92,14 +92,6 @@ def _is_longitude(name: str, units: str) -> bool:
     return units == "deg" and name.endswith("longitude")
 
 
-def _unwrap_about_circular_mean(x: np.ndarray) -> np.ndarray:
-    """Longitudes [deg] moved by whole turns to within ±180° of their circular mean, so that points
-    either side of the ±180° meridian are not averaged to the far side of the body."""
-    r = np.radians(x)
-    c = math.degrees(math.atan2(np.sin(r).mean(), np.cos(r).mean()))
-    return (x - c + 180.0) % 360.0 - 180.0 + c
-
-
 def outcome_statistics(v: plots.StoreView) -> list[OutputStat]:
     """Every scalar output's statistics for each outcome other than ``failed`` (and ``running``)."""
     f = v.group("final")
@@ -119,7 +111,7 @@ def outcome_statistics(v: plots.StoreView) -> list[OutputStat]:
             if len(x) == 0:
                 continue
             if _is_longitude(name, units):
-                x = _unwrap_about_circular_mean(x)
+                x = plots.unwrap_about(x, plots.circular_mean_deg(x))
             sem = float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
             p5, med, p95 = (float(q) for q in np.percentile(x, [5, 50, 95]))
             rows.append(OutputStat(outcome, name, long_name, units, len(x), float(x.mean()), sem, med, p5, p95))

@@ -169,6 +169,18 @@ def status(store, ax=None):
     return fig
 
 
+def circular_mean_deg(lon: np.ndarray) -> float:
+    """Circular mean [deg] of longitudes [deg] (finite values)."""
+    r = np.radians(lon)
+    return math.degrees(math.atan2(np.sin(r).mean(), np.cos(r).mean()))
+
+
+def unwrap_about(lon: np.ndarray, centre: float) -> np.ndarray:
+    """Longitudes [deg] moved by whole turns to within ±180° of ``centre``, so that points either side
+    of the ±180° meridian are not drawn or averaged on the far side of the body."""
+    return (lon - centre + 180.0) % 360.0 - 180.0 + centre
+
+
 def _latlon(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Latitude and longitude [deg] of target-frame positions (rows of x, y, z)."""
     r = np.linalg.norm(p, axis=1)
@@ -186,15 +198,15 @@ def settling_map(store, ax=None):
     t = _scalar(f.probe_settle_time) / 3600.0
     ok = np.isfinite(lon) & np.isfinite(lat)
     if ok.any():                                     # longitudes within ±180° of their circular mean
-        c = math.degrees(math.atan2(np.sin(np.radians(lon[ok])).mean(), np.cos(np.radians(lon[ok])).mean()))
-        lon = (lon - c + 180.0) % 360.0 - 180.0 + c
+        c = circular_mean_deg(lon[ok])
+        lon = unwrap_about(lon, c)
     sc = ax.scatter(lon, lat, c=t, s=12, cmap="viridis", label=f"settling point ({int(ok.sum())} samples)")
     fig.colorbar(sc, ax=ax, label="settling time [h]")
     inp = v.group("inputs")
     pts = [lon[ok], lat[ok]]
     if inp is not None and "release_position" in inp and ok.any():
         rlat, rlon = _latlon(np.asarray(inp.release_position.values).reshape(-1, 3))
-        rlon = (rlon - c + 180.0) % 360.0 - 180.0 + c
+        rlon = unwrap_about(rlon, c)
         ax.scatter(rlon, rlat, marker="x", s=14, color="tab:red", alpha=0.5, label="release point (radial projection)")
         pts = [np.concatenate([pts[0], rlon]), np.concatenate([pts[1], rlat])]
     if ok.any():
