@@ -128,9 +128,16 @@ class Joint:
     rotation: np.ndarray = column("1", shape=4, frame="joint->parent", default=[1.0, 0.0, 0.0, 0.0],
                                   doc="unit quaternion, scalar-first, rotating joint-frame into parent-frame components",
                                   check=unit_quaternion())
-    q: np.ndarray = column("1", shape=Q_SLOTS, doc="generalised position (units by kind: rad, m, quaternion)")
-    qd: np.ndarray = column("1", shape=QD_SLOTS, doc="generalised velocity (units by kind: rad/s, m/s)")
-    tau: np.ndarray = column("1", shape=QD_SLOTS, doc="applied generalised force (units by kind: N m, N)")
+    q: np.ndarray = column("1", shape=Q_SLOTS, dims=("q_slot",),
+                           doc="generalised position, packed by kind: revolute rad / prismatic m in slot 0; "
+                               "spherical quaternion w x y z in 0-3; free position m in 0-2 and quaternion in 3-6; "
+                               "unused slots 0 (joint_angle, joint_displacement: the named views)")
+    qd: np.ndarray = column("1", shape=QD_SLOTS, dims=("qd_slot",),
+                            doc="generalised velocity, packed by kind: revolute rad/s / prismatic m/s in slot 0; "
+                                "spherical body rate rad/s in 0-2; free velocity m/s in 0-2 and rate rad/s in 3-5; "
+                                "unused slots 0 (joint_rate, joint_speed: the named views)")
+    tau: np.ndarray = column("1", shape=QD_SLOTS, dims=("qd_slot",),
+                             doc="applied generalised force, packed as joint_qd: N m for rotations, N for translations")
     locked: bool = column("1", dtype=np.bool_, default=False, doc="treated as fixed at run time (q frozen)")
 
 

@@ -36,6 +36,8 @@ class ColumnSpec:
         check: validity rule (:class:`ecs.rules.Rule`) every packed value must satisfy, or ``None``.
         flags: for a code column, ``{meaning: value}`` (an ``enum.IntEnum`` is accepted): the store
             writes them as the CF attributes ``flag_values`` and ``flag_meanings``.
+        dims: names of the per-row axes in the store (``("q_slot",)``), or ``None`` for the
+            defaults of :func:`ecs.store.component_dims` (``xyz``, ``quat``, ``row``/``col``).
     """
 
     name: str
@@ -47,6 +49,7 @@ class ColumnSpec:
     default: Any
     check: Any = None
     flags: Any = None
+    dims: tuple[str, ...] | None = None
 
     @property
     def storage_dtype(self) -> np.dtype:
@@ -68,7 +71,8 @@ def flag_attrs(flags) -> dict[str, Any]:
 
 
 def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = np.float64,
-           frame: str | None = None, doc: str = "", default: Any = None, check: Any = None, flags: Any = None):
+           frame: str | None = None, doc: str = "", default: Any = None, check: Any = None, flags: Any = None,
+           dims: tuple[str, ...] | None = None):
     """Declare a component field: dtype, per-row shape, unit, frame, doc and validity rule.
 
     ``default`` may be a scalar or array (it is copied per instance); ``None`` means zeros.
@@ -76,8 +80,10 @@ def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = n
     every row, and for every sample's dispersed value before a batch creates its store).
     """
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if dims is not None and len(dims) != len(shape):
+        raise ValueError(f"column dims {dims!r} must name each of the {len(shape)} per-row axes of shape {shape}")
     meta = {"unit": unit, "shape": shape, "dtype": dtype, "frame": frame, "doc": doc, "default": default,
-            "check": check, "flags": flag_map(flags)}
+            "check": check, "flags": flag_map(flags), "dims": None if dims is None else tuple(dims)}
     if default is None:
         fill = 0 if dtype != ENTITY else -1
         factory = (lambda: fill) if shape == () else (lambda: np.full(shape, fill, dtype=np.dtype(np.int64 if dtype == ENTITY else dtype)))
@@ -101,7 +107,8 @@ def component(prefix: str):
                 raise TypeError(f"{cls.__name__}.{f.name}: declare every component field with column(...)")
             specs.append(ColumnSpec(name=f"{prefix}_{f.name}", dtype=meta["dtype"], shape=meta["shape"],
                                     unit=meta["unit"], frame=meta["frame"], doc=meta["doc"],
-                                    default=meta["default"], check=meta.get("check"), flags=meta.get("flags")))
+                                    default=meta["default"], check=meta.get("check"), flags=meta.get("flags"),
+                                    dims=meta.get("dims")))
         cls.__prefix__ = prefix
         cls.__columns__ = tuple(specs)
         cls.__fieldnames__ = tuple(f.name for f in dataclasses.fields(cls))

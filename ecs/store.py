@@ -123,8 +123,11 @@ def _pow2_ceil(x: int) -> int:
     return 1 << max(0, int(math.ceil(math.log2(max(1, x)))))
 
 
-def component_dims(shape: tuple[int, ...], column: str) -> tuple[str, ...]:
-    """Dimension names of a per-row shape: ``xyz``, ``quat``, ``row``/``col``, else ``<column>_axis<k>``."""
+def component_dims(shape: tuple[int, ...], column: str, dims: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Dimension names of a per-row shape: the column's declared ``dims``, else ``xyz``, ``quat``,
+    ``row``/``col``, else ``<column>_axis<k>``."""
+    if dims is not None:
+        return tuple(dims)
     if shape == ():
         return ()
     if shape == (3,):
@@ -304,7 +307,7 @@ class Layout:
                 dim, table = col_dim[c]
                 cs = table.specs[c]
                 E = table.entity_count
-                cdims = component_dims(cs.shape, c)
+                cdims = component_dims(cs.shape, c, cs.dims)
                 dims = ("sample", "time", dim, *cdims) if grp == "trajectories" else ("sample", dim, *cdims)
                 tail = (T, E, *cs.shape) if grp == "trajectories" else (E, *cs.shape)
                 attrs = {**coords_attr((dim,))}
@@ -404,7 +407,7 @@ class Layout:
                                      "must be another column of the same entity, dispersed by no other dispersion")
                 seen[(eid, col)] = name
             slots.append(DispersionSlot(name, eid, d.column, cs.shape, cs.storage_dtype, d.draw, dict(d.derive)))
-            add(ArraySpec(f"inputs/{name}", ("sample", *component_dims(cs.shape, d.column)), cs.shape,
+            add(ArraySpec(f"inputs/{name}", ("sample", *component_dims(cs.shape, d.column, cs.dims)), cs.shape,
                           cs.storage_dtype, d.unit or cs.unit or "1",
                           f"{d.column} of {world.name_of(eid)} (dispersed)" + (f": {cs.doc}" if cs.doc else ""),
                           fill=fill_for(cs.storage_dtype), attrs={"entity": eid, "column": d.column}))
