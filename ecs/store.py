@@ -261,6 +261,8 @@ class Layout:
     event_capacity: int
     #: ``(view path, column path, row indices in the column's entity axis, slot)`` per stored view
     views: list = field(default_factory=list)
+    #: ``(path, EventSummary)`` of every ``final/`` number reduced from the sample's events
+    event_summaries: list = field(default_factory=list)
 
     # ------------------------------------------------------------------ derivation
     @classmethod
@@ -379,6 +381,18 @@ class Layout:
         add(ArraySpec("events/event_overflow", ("sample",), (), np.int8, "1",
                       f"1 when the sample produced more than {cap} events (the first {cap} are kept)", fill=0,
                       attrs={"capacity": cap}))
+        summaries = []
+        for name, sm in ev.summaries.items():
+            path = f"final/{name}"
+            if path in specs:
+                raise ValueError(f"event summary {name!r}: final/{name} is already a stored column")
+            count = sm.reduce == "count"
+            add(ArraySpec(path, ("sample",), (), np.int32 if count else np.float64, sm.unit,
+                          sm.doc or f"{sm.reduce} of events/{sm.field}", fill=-1 if count else np.nan,
+                          attrs={"event_summary": f"{sm.reduce} of events/{sm.field}" +
+                                 (f" where {sm.where[0]} == {sm.where[1]}" if sm.where else "") +
+                                 " over the logged events (see events/event_overflow)"}))
+            summaries.append((path, sm))
 
         # inputs
         add(ArraySpec("inputs/seed", ("sample",), (), np.int64, "1",
@@ -439,7 +453,7 @@ class Layout:
             shard_samples = choose_shard_samples(samples, [s.sample_bytes for s in specs.values()])
         return cls(samples=samples, shard_samples=int(shard_samples), specs=specs, times=times,
                    dispersions=slots, record=record, final=final, event_fields=event_fields, event_capacity=cap,
-                   views=views)
+                   views=views, event_summaries=summaries)
 
     # ------------------------------------------------------------------ blocks
     def sampled_paths(self) -> list[str]:
@@ -527,6 +541,10 @@ class Layout:
             out[f"events/{f}"] = result.events[f]
         ov = result.events.get("event_overflow")
         out["events/event_overflow"] = ov if ov is not None and np.size(ov) else np.zeros(n, np.int8)
+        if self.event_summaries:
+            evs = {f: np.asarray(out[f"events/{f}"]) for f in self.event_fields}
+            for path, sm in self.event_summaries:
+                out[path] = sm.of(evs, out["final/event_count"])
         for path, src, rows, slot in self.views:
             a = np.asarray(out[src])
             lead = 2 if src.startswith("trajectories/") else 1           # (sample[, time]) before the entity axis

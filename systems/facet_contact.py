@@ -591,6 +591,20 @@ CONTACT_EVENT_FIELDS = {
 }
 
 
+#: The contact summary of each sample in ``final/`` (``EventLog.summarize``): name -> (event field,
+#: reduction, selected events, doc).
+CONTACT_SUMMARIES = {
+    "contact_starts": ("contact_change", "count", ("contact_change", 1),
+                       "number of times a facet pair came into contact"),
+    "contact_first_time": ("contact_time", "first", ("contact_change", 1), "time of the first contact start"),
+    "contact_last_end_time": ("contact_time", "last", ("contact_change", 2), "time of the last contact end"),
+    "contact_min_normal_speed": ("contact_normal_speed", "min", ("contact_change", 1),
+                                 "v·n at the fastest-closing contact start (negative: closing)"),
+    "contact_max_penetration": ("contact_penetration", "max", None,
+                                "largest penetration seen at a contact start or end"),
+}
+
+
 def _log_one(s, change, t, t_prev, fa, fb, ba, bb, x, px, py, pz, nx, ny, nz, vn, F, B, ev, ev_count, ev_overflow):
     (e_change, e_time, e_before, e_fa, e_fb, e_ba, e_bb, e_x, e_p, e_n, e_vn) = ev
     k = ev_count[s]
@@ -884,6 +898,8 @@ class FacetContact(System):
         if self.events:
             for name, (shape, dtype, unit, doc, *flags) in CONTACT_EVENT_FIELDS.items():
                 events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc, flags=flags[0] if flags else None)
+            for name, (field, reduce, where, doc) in CONTACT_SUMMARIES.items():
+                events.summarize(name, field, reduce, where=where, doc=doc)
 
     # ------------------------------------------------------------------ bind
     def bind(self, world) -> None:
@@ -1157,4 +1173,4 @@ class FacetContact(System):
                  f"{material_name(mat[i])}/{material_name(mat[j])}") for i, j in zip(a, b)]
 
 
-__all__ = ["CONTACT_EVENT_FIELDS", "FacetContact", "apply_contacts", "find_contacts", "spring_force", "static_pairs"]
+__all__ = ["CONTACT_EVENT_FIELDS", "CONTACT_SUMMARIES", "FacetContact", "apply_contacts", "find_contacts", "spring_force", "static_pairs"]
