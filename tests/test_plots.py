@@ -63,6 +63,28 @@ def test_every_deployment_kind_renders_with_units(deploy_store, tmp_path):
         _check_figure_file(f)
 
 
+def test_settling_map_shows_the_shape_model_around_the_landing_area(deploy_store):
+    """The map's grey relief is the shape model's vertex distance from the target origin (numpy
+    from scene/target_vertices): its levels span the distances of the vertices in view, and it lies
+    under the settling points, whose axes it does not widen."""
+    import xarray as xr
+    from matplotlib.contour import ContourSet
+
+    fig = plots.settling_map(plots.StoreView.open(deploy_store))
+    ax = fig.axes[0]
+    relief = [c for c in ax.collections if isinstance(c, ContourSet)]
+    assert len(relief) == 1 and relief[0].get_zorder() < min(c.get_zorder() for c in ax.collections
+                                                              if not isinstance(c, ContourSet))
+    v = xr.open_zarr(deploy_store, group="scene").target_vertices.values
+    lat = np.degrees(np.arcsin(v[:, 2] / np.linalg.norm(v, axis=1)))
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    in_view = (lat > y0) & (lat < y1)
+    r = np.linalg.norm(v, axis=1)
+    levels = relief[0].levels
+    assert levels[0] <= r[in_view].min() + 1e-9 and levels[-1] >= r[in_view].max() * 0.97
+    matplotlib.pyplot.close(fig)
+
+
 def test_generic_store_kinds_and_a_physical_sensitivity(drift_store, tmp_path):
     kinds = plots.kinds_for(drift_store)
     assert "finals" in kinds and "trajectories" in kinds and "sensitivity" in kinds and "ellipses" not in kinds

@@ -21,6 +21,8 @@ scene's code. Which kinds apply depends on what the store holds (:func:`kinds_fo
 * ``contact-forces`` — contact force and torque histories of each body of a sample (JEOD facet
   contact stores).
 * ``joints`` — joint angles over time by joint name, median and 5–95 % band (multibody stores).
+* ``end-effector`` — each point of interest (an arm's tip) relative to the tree's base link, in
+  its axes, and its distance from it, over time (multibody stores).
 * ``separation`` — captured/docked or apart at the end, and when first within reach (stores with a
   :class:`components.multibody.Separation`, e.g. the capture scene).
 * ``validation`` — recorded trajectories against the scene's closed form and the error over time
@@ -36,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+
+from ecs.attitude import quat_rotate_inverse
 
 
 def _mpl():
@@ -141,6 +145,8 @@ def kinds_for(store) -> list[str]:
         kinds.append("contact-forces")
     if tr is not None and "joint_angle" in tr and "time" in tr.coords:
         kinds.append("joints")
+    if tr is not None and {"poi_position", "link_position", "link_attitude"} <= set(tr.data_vars) and "time" in tr.coords:
+        kinds.append("end-effector")
     f = v.group("final")
     if f is not None and "separation_within" in f:
         kinds.append("separation")
@@ -213,14 +219,34 @@ def settling_map(store, ax=None):
         lo = np.nanmin(pts[0]), np.nanmax(pts[0])
         la = np.nanmin(pts[1]), np.nanmax(pts[1])
         m = max(2.0, 0.08 * max(lo[1] - lo[0], la[1] - la[0]))
-        ax.set_xlim(max(lo[0] - m, c - 180.0), min(lo[1] + m, c + 180.0))
-        ax.set_ylim(max(la[0] - m, -90.0), min(la[1] + m, 90.0))
+        xlim = max(lo[0] - m, c - 180.0), min(lo[1] + m, c + 180.0)
+        ylim = max(la[0] - m, -90.0), min(la[1] + m, 90.0)
+        _shape_relief(ax, v, c, xlim, ylim)
+        ax.set_xlim(*xlim)
+        ax.set_ylim(*ylim)
         ax.legend(loc="best", fontsize=8)
     ax.set_xlabel("longitude [deg]")
     ax.set_ylabel("latitude [deg]")
     ax.grid(alpha=0.3)
     ax.set_title(f"settling points — {v.title}")
     return fig
+
+
+def _shape_relief(ax, v: StoreView, centre: float, xlim, ylim) -> None:
+    """The target's shape model under a latitude/longitude map: its vertices' distance from the
+    target origin [m], filled grey contours over the visible window (nothing without ``scene/``)."""
+    verts, _ = _target_mesh(v)
+    if verts is None:
+        return
+    lat, lon = _latlon(verts)
+    lon = unwrap_about(lon, centre)
+    wx, wy = 0.25 * (xlim[1] - xlim[0]), 0.25 * (ylim[1] - ylim[0])
+    near = (lon > xlim[0] - wx) & (lon < xlim[1] + wx) & (lat > ylim[0] - wy) & (lat < ylim[1] + wy)
+    if near.sum() < 8:
+        return
+    r = np.linalg.norm(verts[near], axis=1)
+    cs = ax.tricontourf(lon[near], lat[near], r, levels=12, cmap="Greys", alpha=0.45, zorder=0)
+    ax.figure.colorbar(cs, ax=ax, label="shape model: distance from the target origin [m]", pad=0.01)
 
 
 def _target_mesh(v: StoreView):
@@ -252,6 +278,10 @@ def settling_3d(store, ax=None):
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_zlim(-lim, lim)
+    ok = np.isfinite(p).all(axis=1)
+    if ok.any():                                    # look at the landing area from above its mean point
+        lat, lon = _latlon(p[ok])
+        ax.view_init(elev=float(np.clip(np.mean(lat), -89.0, 89.0)), azim=circular_mean_deg(lon))
     ax.set_title("settling points on the target (target frame)")
     return fig
 
@@ -519,6 +549,17 @@ def finals(store):
     return fig
 
 
+def _band(ax, t: np.ndarray, y: np.ndarray, samples: int) -> None:
+    """``y[sample, time]`` over ``t``: the first ``samples`` rows thin, the across-sample median
+    (label ``median``) and the 5–95 % band."""
+    for row in y[:samples]:
+        ax.plot(t, row, color="tab:blue", alpha=0.15, lw=0.7)
+    with np.errstate(all="ignore"):
+        lo, med, hi = np.nanpercentile(y, [5, 50, 95], axis=0)
+    ax.fill_between(t, lo, hi, color="tab:orange", alpha=0.3, lw=0, label="5–95 %")
+    ax.plot(t, med, color="k", lw=1.4, label="median")
+
+
 def joints(store, samples: int = 200):
     """Joint angles over time (``trajectories/joint_angle``, one panel per joint, by name): every
     sample thin, the median and the 5–95 % band across samples."""
@@ -535,13 +576,7 @@ def joints(store, samples: int = 200):
     deg = np.degrees(np.asarray(da.values)) if da.attrs.get("units") == "rad" else np.asarray(da.values)
     unit = "deg" if da.attrs.get("units") == "rad" else da.attrs.get("units", "1")
     for k, (ax, name) in enumerate(zip(axes.ravel(), names)):
-        y = deg[:, :, k]
-        for row in y[:samples]:
-            ax.plot(t, row, color="tab:blue", alpha=0.15, lw=0.7)
-        with np.errstate(all="ignore"):
-            lo, med, hi = np.nanpercentile(y, [5, 50, 95], axis=0)
-        ax.fill_between(t, lo, hi, color="tab:orange", alpha=0.3, lw=0, label="5–95 %")
-        ax.plot(t, med, color="k", lw=1.5, label="median")
+        _band(ax, t, deg[:, :, k], samples)
         ax.set_title(name, fontsize=9)
         ax.set_ylabel(f"angle [{unit}]", fontsize=8)
     for ax in axes[-1]:
@@ -579,6 +614,43 @@ def separation(store, ax=None):
         axes[1].legend(fontsize=8)
     axes[1].set_title("first time within reach")
     fig.suptitle(v.title)
+    return fig
+
+
+def end_effector_offsets(store) -> tuple[np.ndarray, list[str], str]:
+    """Every point of interest relative to the tree's first link (``body`` 0, the base), in the base's
+    axes [m]: ``(x[sample, time, poi, xyz], poi names, base name)`` from ``trajectories/poi_position``,
+    ``link_position`` and ``link_attitude`` (link→inertial, scalar-first)."""
+    v = _view(store)
+    tr = v.group("trajectories")
+    d = np.asarray(tr.poi_position.values) - np.asarray(tr.link_position.values)[:, :, :1, :]
+    q = np.broadcast_to(np.asarray(tr.link_attitude.values)[:, :, :1, :], d.shape[:-1] + (4,))
+    names = [str(x) for x in tr["poi_name"].values] if "poi_name" in tr.coords else [str(i) for i in range(d.shape[2])]
+    base = str(tr["body_name"].values[0]) if "body_name" in tr.coords else "body 0"
+    return quat_rotate_inverse(q, d), names, base
+
+
+def end_effector(store, samples: int = 200):
+    """Where each point of interest (an arm's tip, a docking fixture) goes relative to the base link,
+    in the base's axes: one row per point, x y z over time, every sample thin with the median and
+    the 5–95 % band; the last column is its distance from the base origin."""
+    v = _view(store)
+    plt = _mpl()
+    tr = v.group("trajectories")
+    x, names, base = end_effector_offsets(v)
+    t = np.asarray(tr["time"].values)
+    n = len(names)
+    fig, axes = plt.subplots(n, 4, figsize=(13, 2.5 * n), layout="constrained", squeeze=False, sharex=True)
+    for r, name in enumerate(names):
+        cols = [x[:, :, r, k] for k in range(3)] + [np.linalg.norm(x[:, :, r, :], axis=-1)]
+        for c, (ax, y, lab) in enumerate(zip(axes[r], cols, ("x", "y", "z", "distance"))):
+            _band(ax, t, y, samples)
+            ax.set_ylabel(f"{lab} [m]", fontsize=8)
+            ax.set_title(f"{name}: {lab}" + (f" ({base} axes)" if c < 3 else f" from {base}"), fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("time [s]")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"points of interest relative to {base} — {v.title}")
     return fig
 
 
@@ -662,7 +734,7 @@ KINDS: dict[str, Callable[..., Any]] = {
     "status": status, "settling-map": settling_map, "settling-3d": settling_3d, "distributions": distributions,
     "ellipses": ellipses, "energy": energy, "trajectories": trajectories, "sensitivity": sensitivity,
     "finals": finals, "validation": validation, "contact-forces": contact_forces, "joints": joints,
-    "separation": separation,
+    "separation": separation, "end-effector": end_effector,
 }
 
 
@@ -679,10 +751,11 @@ def caption(store, kind: str) -> str:
     if kind == "settling-map":
         return (f"where the {n_done} finished samples ended: latitude and longitude of the CoM in the target frame "
                 f"[deg], coloured by settling time [h]; red crosses are the release points projected radially onto "
-                f"the map.")
+                f"the map; grey contours, where the store has the target's shape model, are its surface's distance "
+                f"from the target origin [m].")
     if kind == "settling-3d":
         return (f"end points of the {n_done} finished samples on the target's shape model (target frame, x y z [m]), "
-                f"coloured by settling time [h].")
+                f"coloured by settling time [h], seen from above their mean point.")
     if kind == "distributions":
         name, _, _ = _split_input(v)
         split = f", and both split by {name}" if name else " (no scalar dispersed input to split them by)"
@@ -709,6 +782,10 @@ def caption(store, kind: str) -> str:
     if kind == "joints":
         return (f"joint angles [deg] of each revolute joint (trajectories/joint_angle, by name) over time [s]: up to 200 "
                 f"of the {n_done} samples thin, their median and 5–95 % band.")
+    if kind == "end-effector":
+        base = str(tr["body_name"].values[0]) if "body_name" in tr.coords else "body 0"
+        return (f"each point of interest relative to {base} (the tree's base), in its axes [m], and its distance "
+                f"from it [m] over time [s]: up to 200 of the {n_done} samples thin, their median and 5–95 % band.")
     if kind == "separation":
         return (f"outcome of each Separation check (a capture, a docking) over the {n_done} finished samples: "
                 f"within reach or apart at the end, and the first time [s] within reach.")
