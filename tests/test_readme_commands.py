@@ -48,6 +48,9 @@ def test_the_commands_are_found_and_only_the_named_one_is_left_out():
     cmds = readme_commands()
     assert len(cmds) >= 8, cmds
     assert set(LEFT_OUT) <= set(cmds), "a left-out command is no longer in the README: update LEFT_OUT"
+    snippets = re.findall(r'`(xr\.open_zarr\("([^"]+)"[^`]*)`', README)
+    assert snippets and all(any(_store_of(c) == st for c in cmds if c.split()[1] == "run") for _, st in snippets), \
+        "every one-line xarray snippet opens the store of a README command (run after it)"
 
 
 @pytest.mark.parametrize("cmd", [c for c in readme_commands() if c not in LEFT_OUT])
@@ -66,6 +69,13 @@ def test_readme_command_runs_verbatim(cmd, tmp_path):
     assert "more events than the event log" not in r.stdout, (cmd, r.stdout)
     if args[1] == "run":
         assert "samples done" in r.stdout and list((tmp_path / "runs").glob("*.zarr")), r.stdout
+        # the README's one-line xarray snippets on this command's store, verbatim
+        for code, store in re.findall(r'`(xr\.open_zarr\("([^"]+)"[^`]*)`', README):
+            if store == _store_of(cmd):
+                prog = f"import matplotlib\nmatplotlib.use('Agg')\nimport xarray as xr\nprint({code})"
+                r = subprocess.run([sys.executable, "-c", prog], cwd=tmp_path, env=env, capture_output=True,
+                                   text=True, timeout=120)
+                assert r.returncode == 0, (code, r.stderr[-2000:])
 
 
 def _store_of(cmd: str) -> str:
