@@ -744,6 +744,7 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
                            f"'{zstore.RUN_ATTR}'",
     }
     run_history: list[dict[str, Any]] = []
+    rewritten: list[str] = []
     if resume:
         attrs = zstore.read_attrs(path)
         if not zstore.is_complete(attrs):     # its root attributes come last: killed while being created
@@ -759,6 +760,7 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
             raise InputError("--resume", os.fspath(path), f"this run differs from the store in {shown}{more}; use "
                                                           f"the store's values, --overwrite or another --out")
         zstore.check_layout(path, layout)
+        rewritten = zstore.repair_driver_arrays(path, layout)     # coordinates, record times, scene/
         if shard_samples is not None and shard_samples != attrs.get("shard_samples"):
             raise InputError("--resume", os.fspath(path), f"the store has {attrs.get('shard_samples')} samples per "
                                                           f"shard, this run asks for {shard_samples}")
@@ -791,7 +793,8 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
                                                       f"dask scheduler {scheduler}" if scheduler else "in-process"),
                       "resumed": bool(resume), "blocks_run": sum(len(r) for r in todo), "complete": False,
                       "repaired_shards": [f"{d.array} shard {d.shard} (samples {d.start}:{d.stop}): {d.problem}"
-                                          for d in repaired]}
+                                          for d in repaired],
+                      "rewritten_arrays": rewritten}
         if lock.took_over:
             invocation["stale_lock"] = lock.took_over
         run_history.append(invocation)
@@ -830,7 +833,7 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
     _SUMMARY.update({"path": os.fspath(path), "samples": samples, "samples_run": invocation["samples_run"],
                      "samples_skipped": int(already), "samples_raised": int(raised), "first_error": first,
                      "seconds": time.perf_counter() - t0, "block": int(blk), "repaired": len(repaired),
-                     "stale_lock": lock.took_over, "warm": warm})
+                     "rewritten": rewritten, "stale_lock": lock.took_over, "warm": warm})
     return path
 
 

@@ -70,6 +70,7 @@ No timestamps are written anywhere.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import math
 import os
@@ -1006,12 +1007,56 @@ def _verify_outside_shards(path, n: int | None) -> list[Damage]:
         if empty:
             damage.append(Damage(p, NOT_A_SHARD, 0, 0, os.fspath(empty[0]), "empty chunk (0 bytes)"))
             continue
+        missing = _missing_chunks(path, p, arr)
+        if missing:         # written whole by the driver (write_empty_chunks): zarr would read fill values
+            damage.append(Damage(p, NOT_A_SHARD, 0, 0, os.fspath(missing[0]), f"{len(missing)} chunk file(s) missing"))
+            continue
         try:
             arr[...]
         except Exception as exc:  # noqa: BLE001 - any decode failure is damage
             damage.append(Damage(p, NOT_A_SHARD, 0, 0, os.fspath(root / p),
                                  _oneline(f"{type(exc).__name__}: {exc}")))
     return damage
+
+
+def _missing_chunks(path, array_path: str, arr) -> list[pathlib.Path]:
+    """The chunk (or shard) files of an array written whole that are not there."""
+    if not arr.shape or 0 in arr.shape:
+        return []
+    step = arr.shards if arr.shards else arr.chunks
+    grid = itertools.product(*(range(math.ceil(n / c)) for n, c in zip(arr.shape, step)))
+    files = (pathlib.Path(path, *array_path.split("/"), *arr.metadata.encode_chunk_key(k).split("/")) for k in grid)
+    return [f for f in files if not f.is_file()]
+
+
+def repair_driver_arrays(path: str | os.PathLike, layout: "Layout") -> list[str]:
+    """``--resume``: rewrite, from this run's layout, every array the driver writes whole
+    (coordinates, record times, the ``scene/`` group) whose stored values cannot be read or differ
+    from the layout's (the resume has checked that scene, parameters and layout match, so the data
+    are the same). Metadata damage was refused before (:func:`refuse_unrepairable`). Returns the
+    repaired array paths."""
+    root_dir = pathlib.Path(path)
+    g = open_root(path, "r+")
+    fixed = []
+    for p, spec in layout.specs.items():
+        if spec.sampled or spec.data is None or not np.size(spec.data):
+            continue
+        want = np.asarray(spec.data, dtype=object if spec.dtype == "str" else spec.dtype)
+        try:
+            have = np.asarray(g[p][...])
+            ok = have.shape == want.shape and bool(np.all(have.astype(want.dtype) == want)) and \
+                not _missing_chunks(path, p, g[p]) and \
+                not any(f.stat().st_size == 0 for f in (root_dir / p).rglob("*") if f.is_file())
+        except Exception:  # noqa: BLE001 - unreadable: rewrite it
+            ok = False
+        if ok:
+            continue
+        for f in (root_dir / p).rglob("*"):
+            if f.is_file() and f.name != "zarr.json":
+                f.unlink()
+        g[p].with_config(_ARRAY_CONFIG)[...] = spec.data
+        fixed.append(p)
+    return fixed
 
 
 def _refuse(fixed: list[Damage], path) -> None:
@@ -1023,13 +1068,14 @@ def _refuse(fixed: list[Damage], path) -> None:
 
 
 def refuse_unrepairable(path: str | os.PathLike) -> None:
-    """Refuse (``--resume``), in one line naming it, damage that recomputing samples cannot repair:
-    metadata, coordinates, the scene group (:func:`verify_store`)."""
+    """Refuse (``--resume``), in one line naming it, damage that neither recomputing samples nor
+    rewriting the driver's arrays (:func:`repair_driver_arrays`) can repair: group and array
+    metadata."""
     try:
         n = int(read_attrs(path).get("samples"))
     except (TypeError, ValueError):
         n = None
-    _refuse(_verify_outside_shards(path, n), path)
+    _refuse([d for d in _verify_outside_shards(path, n) if d.problem.startswith("metadata")], path)
 
 
 def verify_store(path: str | os.PathLike) -> list[Damage]:

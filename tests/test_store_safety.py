@@ -146,12 +146,10 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     ("final/status/zarr.json", "delete"),           # an array's metadata
     ("final/zarr.json", "empty"),
     ("inputs/zarr.json", "flip"),
-    ("final/body/c/0", "empty"),                    # a coordinate written by the driver
-    ("final/body/c/0", "flip"),
 ])
-def test_damage_outside_the_sample_shards_is_found_and_refused_by_name(tmp_path, reference, target, damage):
-    """Metadata and driver-written arrays cannot be recomputed from samples: verify names them,
-    inspect --verify exits 4, and --resume refuses in one line instead of keeping the store."""
+def test_damaged_metadata_is_found_and_refused_by_name(tmp_path, reference, target, damage):
+    """Group and array metadata cannot be recomputed from samples: verify names them, inspect
+    --verify exits 4, and --resume refuses in one line instead of keeping the store."""
     out = tmp_path / "m.zarr"
     run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
     f = out / target
@@ -164,6 +162,24 @@ def test_damage_outside_the_sample_shards_is_found_and_refused_by_name(tmp_path,
     assert r.returncode == 4 and node in r.stdout and "--overwrite" in r.stdout, (r.stdout, r.stderr)
     r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
     assert r.returncode == 1 and node in one_line(r) and "--overwrite" in one_line(r), (r.stdout, r.stderr)
+
+
+def test_a_damaged_coordinate_is_rewritten_on_resume(tmp_path, reference):
+    """Arrays the driver writes whole (here the entity names of final/) are found by inspect
+    --verify when a chunk is emptied, flipped or missing, and --resume rewrites them from the scene
+    to the bytes of an undamaged run, saying so in one line."""
+    for damage in ("empty", "flip", "delete"):
+        out = tmp_path / f"{damage}.zarr"
+        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+        f = out / "final/body/c/0"
+        {"delete": lambda p: p.unlink(), "empty": lambda p: p.write_bytes(b""), "flip": _flip}[damage](f)
+        assert [d.array for d in zstore.verify_store(out)] == ["final/body"]
+        r = cli("inspect", str(out), "--verify")
+        assert r.returncode == 4 and "final/body" in r.stdout, (r.stdout, r.stderr)
+        r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+        assert r.returncode == 3 and "repaired 1 damaged arrays" in r.stdout and "final/body" in r.stdout, r.stdout
+        a = store_files(out)
+        assert [k for k in a if a[k] != reference.get(k)] == [] and sorted(a) == sorted(reference)
 
 
 def test_overwrite_deletes_only_tumble_stores(tmp_path):

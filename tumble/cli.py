@@ -318,6 +318,9 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     if summary and summary.get("repaired"):
         out.append(f"repaired {summary['repaired']} damaged shards (missing, truncated or failing their checksums): "
                    f"their samples were recomputed (listed in the root attribute run)")
+    if summary and summary.get("rewritten"):
+        out.append(f"repaired {len(summary['rewritten'])} damaged arrays the run writes whole, rewritten from the "
+                   f"scene: {', '.join(summary['rewritten'][:5])}")
     warm = (summary or {}).get("warm") or {}
     if warm.get("compiled"):
         shared = f", {len(warm['helper'])} of them in a helper process" if warm.get("helper") else ""
