@@ -688,6 +688,8 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
     if exists and overwrite and path.is_dir() and not zstore.is_tumble_store(path) and any(path.iterdir()):
         raise InputError("out", os.fspath(path), "exists and is not a tumble store; refusing to delete it with "
                                                  "--overwrite")
+    if exists and path.is_dir():
+        lock.hold_store()       # a writer whose lock file was deleted still holds the store itself
     if backend == "gpu":
         from .errors import BackendError
         from .kernels import gpu_backend_error
@@ -775,6 +777,7 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
             if exists:
                 zstore.remove_store(path)
             zstore.create_store(path, layout, stable_attrs)
+            lock.hold_store()
         n_workers = workers or (len(client.scheduler_info().get("workers", {})) if scheduler else 1) or 1
         blk = _default_block(layout, samples, block, distributed, n_workers, backend)
         done = zstore.read_done(path) if resume else np.zeros(samples, bool)

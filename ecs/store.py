@@ -764,6 +764,9 @@ class StoreLock:
     left behind by a killed run (stale) is simply taken over; :attr:`took_over` then holds what it
     said. A live writer's lock is refused with a :class:`StoreLockedError` naming its PID and host.
     On a shared file system whose ``flock`` is not shared between hosts, run one writer per store.
+
+    Once the store exists the writer also holds a ``flock`` on the store's directory itself
+    (:meth:`hold_store`), so a second writer is refused even when the lock file was deleted.
     """
 
     def __init__(self, path: str | os.PathLike, command: str = ""):
@@ -772,8 +775,10 @@ class StoreLock:
         p = pathlib.Path(path).resolve()
         self.path = p.with_name(p.name + ".lock")
         self.command = command
+        self.store = p
         self.took_over: dict[str, Any] | None = None
         self._fd: int | None = None
+        self._dir_fd: int | None = None
 
     def acquire(self) -> "StoreLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -806,7 +811,28 @@ class StoreLock:
             return self
         raise StoreLockedError(f"store {os.fspath(self.path)[:-5]}: could not take its lock file {self.path}")
 
+    def hold_store(self) -> None:
+        """Hold an exclusive ``flock`` on the store's directory (call once it exists, again after it
+        was replaced): a writer that took a fresh lock file because this one's was deleted is
+        refused here."""
+        self._drop_store()
+        fd = os.open(self.store, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreLockedError(f"store {self.store} is being written by another process (which holds the "
+                                   f"store itself; its lock file {self.path.name} was removed): one writer at a "
+                                   f"time. Wait for it to finish (or stop it), then --resume") from None
+        self._dir_fd = fd
+
+    def _drop_store(self) -> None:
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+
     def release(self) -> None:
+        self._drop_store()
         if self._fd is None:
             return
         try:

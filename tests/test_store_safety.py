@@ -129,6 +129,31 @@ def test_one_writer_per_store_whatever_its_name(tmp_path):
     assert not pathlib.Path(str(out) + ".lock").exists()
 
 
+def test_a_writer_whose_lock_file_was_deleted_still_holds_the_store(tmp_path, reference):
+    """Deleting <store>.lock while a run writes does not let a second writer in: the first also
+    holds a flock on the store directory, so --resume and --overwrite are refused in one line and the
+    first run finishes to the reference bytes."""
+    out = tmp_path / "d.zarr"
+    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--out", str(out),
+                "--no-progress", *params(SLOW), wait=False)
+    try:
+        wait_for_lock(out, first)
+        deadline = time.monotonic() + 60           # the run attribute is set after the store is held
+        while "\"run\"" not in (out / "zarr.json").read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pathlib.Path(str(out) + ".lock").unlink()
+        for extra in (["--resume"], ["--overwrite"]):
+            r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress",
+                    *params(SLOW), *extra)
+            assert r.returncode == 1 and "lock file d.zarr.lock was removed" in one_line(r), (extra, r.stderr)
+        assert first.poll() is None, "the second writer must not have disturbed the first"
+    finally:
+        rc = first.wait(timeout=300)
+    assert rc == 3, first.stderr.read()
+    a = store_files(out)
+    assert sorted(a) == sorted(reference) and [k for k in a if a[k] != reference[k]] == []
+
+
 def test_a_stale_lock_is_taken_over(tmp_path):
     out = tmp_path / "c.zarr"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
