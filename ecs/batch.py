@@ -853,7 +853,10 @@ def _dask_client(workers: int | None, scheduler: str | None):
 
         # single-threaded worker processes; numba's threads split the cores between them
         threads = max(1, (os.cpu_count() or 1) // workers)
+        # no dashboard, and the scheduler's own HTTP endpoint (health, metrics: distributed starts it
+        # even without a dashboard, on 8787 unless told) on an ephemeral loopback port
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                           silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": str(threads)}) as cluster, \
                 Client(cluster) as client:
             yield client

@@ -56,3 +56,20 @@ def test_a_built_scene_cannot_go_to_workers(tmp_path):
     with pytest.raises(InputError, match="workers"):
         run_batch(scene, samples=4, out=tmp_path / "x.zarr", workers=2)
     assert not (tmp_path / "x.zarr").exists()
+
+
+def test_local_workers_open_no_dashboard_and_no_well_known_port():
+    """--workers starts no Bokeh dashboard, and the scheduler's HTTP endpoint (which distributed
+    starts regardless) listens on an ephemeral loopback port, not on 127.0.0.1:8787."""
+    import urllib.error
+    import urllib.request
+
+    from ecs.batch import _dask_client
+
+    with _dask_client(1, None) as client:
+        info = client.scheduler_info()
+        port = int(info["services"]["dashboard"])
+        assert port != 8787
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10)
+        assert err.value.code == 404                      # the dashboard's page is not served
