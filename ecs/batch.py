@@ -841,6 +841,23 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
 
 
 @contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored in this process (main thread only) while the block runs: processes started
+    meanwhile inherit it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
 def _dask_client(workers: int | None, scheduler: str | None):
     """A Dask client: a fresh LocalCluster of ``workers`` processes, or one connected to ``scheduler``."""
     try:
@@ -855,10 +872,14 @@ def _dask_client(workers: int | None, scheduler: str | None):
         threads = max(1, (os.cpu_count() or 1) // workers)
         # no dashboard, and the scheduler's own HTTP endpoint (health, metrics: distributed starts it
         # even without a dashboard, on 8787 unless told) on an ephemeral loopback port
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                          scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                          silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": str(threads)}) as cluster, \
-                Client(cluster) as client:
+        # worker processes start with SIGINT ignored (inherited through exec): a Ctrl-C at the terminal
+        # reaches the whole process group, and only the driver answers it, in one line; the workers
+        # end with the driver (distributed's processes exit when their parent's pipe closes)
+        with _sigint_ignored():
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                                   silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": str(threads)})
+        with cluster, Client(cluster) as client:
             yield client
     else:
         try:

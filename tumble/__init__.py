@@ -14,29 +14,47 @@ below imports it.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from components.status import Reason, Status
-from ecs import (BackendError, Dispersion, InputError, Phase, Scene, System, TumbleError, World, __version__, column,
-                 component)
-from ecs.batch import last_summary
-from ecs.batch import run_batch as _run_batch
-from ecs.scene import lognormal, normal, uniform, uniform_quaternion
-from ecs.store import summarize, verify_store
-from scenes.mission import box_probe, deployment, mesh_probe, release_above, small_body, solid_probe
-from scenes.registry import describe_scenes, load_scene, scene_names
+#: public name -> (module, attribute): imported on first use (PEP 562), so that ``import tumble``
+#: and the command line start without loading numba, the scenes or the kernels they compile,
+#: and a Ctrl-C while the command line starts up can be answered in one line (:mod:`tumble.cli`)
+_LAZY = {
+    "Reason": ("components.status", "Reason"), "Status": ("components.status", "Status"),
+    **{n: ("ecs", n) for n in ("BackendError", "Dispersion", "InputError", "Phase", "Scene", "System",
+                              "TumbleError", "World", "__version__", "column", "component")},
+    "last_summary": ("ecs.batch", "last_summary"),
+    **{n: ("ecs.scene", n) for n in ("lognormal", "normal", "uniform", "uniform_quaternion")},
+    "summarize": ("ecs.store", "summarize"), "verify_store": ("ecs.store", "verify_store"),
+    **{n: ("scenes.mission", n) for n in ("box_probe", "deployment", "mesh_probe", "release_above", "small_body",
+                                          "solid_probe")},
+    **{n: ("scenes.registry", n) for n in ("describe_scenes", "load_scene", "scene_names")},
+}
 
-__all__ = ["BackendError", "Dispersion", "InputError", "Phase", "Reason", "Scene", "Status", "System", "TumbleError",
-           "World", "__version__", "box_probe", "column", "component", "deployment", "describe_scenes", "last_summary",
-           "load_scene", "lognormal", "mesh_probe", "normal", "release_above", "run_batch", "scene_names", "small_body",
-           "solid_probe", "summarize", "uniform", "uniform_quaternion", "verify_store"]
+__all__ = sorted([*_LAZY, "run_batch"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(mod), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tumble' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def run_batch(scene_or_builder, **kwargs: Any):
     """:func:`ecs.batch.run_batch` with scene names and ``.py`` paths resolved by
-    :func:`scenes.registry.load_scene` (same arguments; returns the store path)."""
+    :func:`scenes.registry.load_scene` (same arguments; returns the store path).
+
+    See :func:`ecs.batch.run_batch` for every argument."""
+    from ecs.batch import run_batch as _run_batch
+    from scenes.registry import load_scene
+
     kwargs.setdefault("loader", load_scene)
     return _run_batch(scene_or_builder, **kwargs)
-
-
-run_batch.__doc__ = (run_batch.__doc__ or "") + "\n\n" + (_run_batch.__doc__ or "")

@@ -31,19 +31,24 @@ you trust.
 
 from __future__ import annotations
 
-import enum
-import importlib
-import json
-import os
-import pathlib
-import pkgutil
 import sys
-import time
-from typing import List, Optional
 
-import typer
+try:        # Ctrl-C while the command line starts up (numpy, matplotlib...): one line, exit 130
+    import enum
+    import importlib
+    import json
+    import os
+    import pathlib
+    import pkgutil
+    import time
+    from typing import List, Optional
 
-from .plots import KINDS as _PLOT_FUNCTIONS
+    import typer
+
+    from .plots import KINDS as _PLOT_FUNCTIONS
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted while starting up\n")
+    raise SystemExit(130) from None
 
 #: every figure ``tumble plot`` knows (tumble.plots.KINDS)
 PLOT_KINDS = tuple(_PLOT_FUNCTIONS)
@@ -713,7 +718,17 @@ def bench(ctx: typer.Context, name: str = typer.Argument(..., help="Benchmark na
 
 def main() -> None:
     """Entry point of the ``tumble`` script."""
-    app(prog_name="tumble")
+    try:
+        app(prog_name="tumble")
+    except SystemExit as exc:
+        # typer turns a Ctrl-C outside a command's error handler (while it parses arguments or
+        # imports what a command needs) into a silent exit 130: say it, in the same one line
+        if exc.code == EXIT_INTERRUPTED:
+            sys.stderr.write("error: interrupted\n")
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        raise SystemExit(EXIT_INTERRUPTED) from None
 
 
 if __name__ == "__main__":
