@@ -272,9 +272,12 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
                         ProbeRecord(), ProbeInertial(), name="probe")
     world.add_system(DeploymentLoop())
     disp = []
-    if check_spread("position_sigma3", max(np.max(position_sigma3), 0)) > 0:
+    for name, spread in (("position_sigma3", position_sigma3), ("velocity_sigma3", velocity_sigma3)):
+        for v in np.ravel(np.asarray(spread, dtype=object)):      # every axis: a negative one is refused
+            check_spread(name, v)
+    if np.max(position_sigma3) > 0:
         disp.append(Dispersion(probe, "body_position", normal(pos, position_sigma3), name="release_position"))
-    if check_spread("velocity_sigma3", max(np.max(velocity_sigma3), 0)) > 0:
+    if np.max(velocity_sigma3) > 0:
         disp.append(Dispersion(probe, "body_velocity", normal(vel, velocity_sigma3), name="release_velocity"))
     if random_attitude:
         disp.append(Dispersion(probe, "body_attitude", uniform_quaternion(), name="release_attitude"))

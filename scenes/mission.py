@@ -95,6 +95,8 @@ def small_body(shape: str = "ellipsoid", *, radii=None, mesh=None, mesh_units: s
     mu = positive("gm", gm, "m^3/s^2")
     if gravity not in ("polyhedron", "voxel", "point_mass"):
         raise InputError("gravity", gravity, "must be 'polyhedron', 'voxel' or 'point_mass'")
+    if mesh is None and mesh_units is not None:            # a parameter that would do nothing
+        raise InputError("mesh_units", mesh_units, "does nothing without mesh= (a shape-model file or trimesh.Trimesh)")
     if mesh is not None:
         from scenes.assets.mesh_io import load_mesh
 
@@ -214,6 +216,8 @@ def release_above(target: DeployTarget, *, latitude: float, longitude: float, al
     lat, lon = math.radians(float(latitude)), math.radians(float(longitude))
     if not -90.0 <= float(latitude) <= 90.0:
         raise InputError("latitude", latitude, "must be in [-90, 90] deg")
+    if not math.isfinite(float(longitude)):
+        raise InputError("longitude", longitude, "must be a finite angle [deg]")
     alt = float(altitude)
     if not (math.isfinite(alt) and alt > 0.0):
         raise InputError("altitude", altitude, "must be > 0 [m] (above the surface)")

@@ -237,6 +237,89 @@ CASES = [
     ("deployment-beside-integrator", lambda t: deploy_file(
         t, extra="from systems.integration import Integrator; scene.world.add_system(Integrator('rk4'))"), [],
      ["write-write conflict", "DeploymentLoop and Integrator", "body_position"]),
+    # the batch's own options: refused by tumble's one line (field, value, rule), not typer's usage box
+    ("samples-zero", DRIFT, ["--samples", "0"], ["samples", "0", ">= 1"]),
+    ("samples-negative", DRIFT, ["--samples", "-5"], ["samples", "-5", ">= 1"]),
+    ("seed-negative", DRIFT, ["--seed", "-1"], ["seed", "-1", ">= 0"]),
+    ("block-zero", DRIFT, ["--block", "0"], ["block", "0", ">= 1"]),
+    ("active-zero", DRIFT, ["--active", "0"], ["active", "0", ">= 1"]),
+    ("workers-zero", DRIFT, ["--workers", "0"], ["workers", "0", ">= 1"]),
+    ("event-capacity-zero", DRIFT, ["--event-capacity", "0"], ["event_capacity", "0", ">= 1"]),
+    ("event-capacity-negative", DRIFT, ["--event-capacity", "-3"], ["event_capacity", "-3", ">= 1"]),
+    # scene times through -p
+    ("scene-t-end-inf", DRIFT, ["-p", "t_end=inf"], ["t_end", "inf", "finite time"]),
+    ("scene-t-end-nan", DRIFT, ["-p", "t_end=nan"], ["t_end", "nan", "finite time"]),
+    ("scene-dt-negative", DRIFT, ["-p", "dt=-0.1"], ["dt", "-0.1", "positive finite time step"]),
+    ("scene-record-every-negative", DRIFT, ["-p", "record_every=-1"], ["record_every", "-1", ">= 1"]),
+    ("param-list-for-a-number", DRIFT, ["-p", "t_end=[1,2]"], ["t_end", "[1, 2]", "must be a number"]),
+    # deploy-cube
+    ("cube-level-negative", "deploy-cube", ["-p", "level=-1"], ["level", "-1", ">= 0"]),
+    ("cube-level-absurd", "deploy-cube", ["-p", "level=9"], ["level", "9", "1,582,092 surface points", "level <= 6"]),
+    ("cube-restitution-negative", "deploy-cube", ["-p", "restitution=-0.1"], ["restitution", "-0.1", "[0.0, 1.0]"]),
+    ("cube-restitution-nan", "deploy-cube", ["-p", "restitution=nan"], ["restitution", "nan", "finite"]),
+    ("cube-friction-nan", "deploy-cube", ["-p", "friction=nan"], ["friction", "nan", "finite"]),
+    ("cube-mass-zero", "deploy-cube", ["-p", "mass=0"], ["mass", "0", "> 0 [kg]"]),
+    ("cube-density-negative", "deploy-cube", ["-p", "density=-1"], ["density", "-1", "> 0 [kg/m^3]"]),
+    ("cube-rocks-unknown", "deploy-cube", ["-p", "rocks=granite"], ["rocks", "'granite'", "'polyhedral'"]),
+    ("cube-restitution-spread-negative", "deploy-cube", ["-p", "restitution_sigma3=-0.1"],
+     ["restitution_sigma3", "-0.1", "spread >= 0"]),
+    ("cube-rock-density-negative", "deploy-cube", ["-p", "rocks=polyhedral", "-p", "rocks_per_m2=-1"],
+     ["rocks_per_m2", "-1", "> 0 [1/m^2]"]),
+    ("cube-rock-region-zero", "deploy-cube", ["-p", "rocks=polyhedral", "-p", "rock_region=0"],
+     ["rock_region", "0", "> 0 [m]"]),
+    ("cube-t-cap-nan", "deploy-cube", ["-p", "t_cap=nan"], ["t_cap", "nan", "> 0 [s]"]),
+    ("cube-frame-inf", "deploy-cube", ["-p", "frame=inf"], ["frame", "inf", "finite"]),
+    # deploy (any mission from -p)
+    ("mission-latitude-out-of-range", "deploy", ["-p", "latitude=100"], ["latitude", "100", "[-90, 90]"]),
+    ("mission-latitude-nan", "deploy", ["-p", "latitude=nan"], ["latitude", "nan", "[-90, 90]"]),
+    ("mission-longitude-inf", "deploy", ["-p", "longitude=inf"], ["longitude", "inf", "finite angle"]),
+    ("mission-altitude-negative", "deploy", ["-p", "altitude=-10"], ["altitude", "-10", "above the surface"]),
+    ("mission-friction-range-reversed", "deploy", ["-p", "friction_range=[0.8,0.4]"],
+     ["friction_range", "[0.8, 0.4]", "low <= high"]),
+    ("mission-restitution-range-one-value", "deploy", ["-p", "restitution_range=[0.5]"],
+     ["restitution_range", "[0.5]", "[low, high]"]),
+    ("mission-body-unknown", "deploy", ["-p", "body=banana"], ["'banana'", "spinning-top"]),
+    ("mission-radii-two", "deploy", ["-p", "radii=[1,2]"], ["radii", "[1, 2]", "three semi-axes"]),
+    ("mission-radii-negative", "deploy", ["-p", "radii=[-100,100,100]"], ["radii[0]", "-100", "> 0 [m]"]),
+    ("mission-gm-zero", "deploy", ["-p", "gm=0"], ["gm", "0", "> 0 [m^3/s^2]"]),
+    ("mission-period-zero", "deploy", ["-p", "period_h=0"], ["period_h", "0", "> 0 [h]"]),
+    ("mission-probe-unknown", "deploy", ["-p", "probe=cylinder"], ["'cylinder'", "dodecahedron"]),
+    ("mission-size-two", "deploy", ["-p", "size=[0.3,0.2]"], ["size", "[0.3, 0.2]", "three edge lengths"]),
+    ("mission-size-negative", "deploy", ["-p", "size=[0.3,-0.2,0.1]"], ["size.b", "-0.2", "> 0 [m]"]),
+    ("mission-mesh-missing", "deploy", ["-p", "mesh=/nonexistent.obj", "-p", "mesh_units=m"],
+     ["mesh file", "/nonexistent.obj", "does not exist"]),
+    ("mission-mesh-units-without-mesh", "deploy", ["-p", "mesh_units=furlong"],
+     ["mesh_units", "'furlong'", "does nothing without mesh"]),
+    ("mission-resolution-coarse", "deploy", ["-p", "resolution=2"], ["resolution", "2", ">= 8"]),
+    ("mission-rolling-resistance-negative", "deploy", ["-p", "rolling_resistance=-1"],
+     ["rolling_resistance", "-1", ">= 0"]),
+    ("mission-position-spread-negative", "deploy", ["-p", "position_sigma3=-1"],
+     ["position_sigma3", "-1", "spread >= 0"]),
+    ("mission-velocity-spread-negative", "deploy", ["-p", "velocity_sigma3=-1"],
+     ["velocity_sigma3", "-1", "spread >= 0"]),
+    ("mission-polyhedral-rocks", "deploy", ["-p", "rocks=polyhedral"], ["rocks", "'polyhedral'", "itokawa_target"]),
+    # station and capture
+    ("station-t-end-negative", "station", ["-p", "t_end=-1"], ["t_end", "-1", "> 0 [s]"]),
+    ("station-payload-mass-negative", "station", ["-p", "payload_mass=-1"], ["payload_mass", "-1", ">= 0"]),
+    ("station-altitude-negative", "station", ["-p", "altitude=-100"], ["altitude", "-100", "> 0 [m]"]),
+    ("station-inclination", "station", ["-p", "inclination=200"], ["inclination", "200", "[-180, 180]"]),
+    ("station-servo-period-zero", "station", ["-p", "servo_period=0"], ["servo_period", "0", "> 0 [s]"]),
+    ("station-method-unknown", "station", ["-p", "method=euler2"], ["method", "'euler2'", "'kuo_nguyen'"]),
+    ("station-substeps-zero", "station", ["-p", "substeps=0"], ["substeps", "0", ">= 1"]),
+    ("station-joint-spread-negative", "station", ["-p", "joint_spread=-1"], ["joint_spread", "-1", "spread >= 0"]),
+    ("capture-miss-spread-negative", "capture", ["-p", "miss_spread=-1"], ["miss_spread", "-1", "spread >= 0"]),
+    ("capture-latch-stiffness-negative", "capture", ["-p", "latch_stiffness=-1"],
+     ["latch_stiffness", "-1", "> 0 [N/m]"]),
+    ("capture-snare-radius-zero", "capture", ["-p", "snare_radius=0"], ["snare_radius", "0", "> 0 [m]"]),
+    ("capture-flyer-mass-zero", "capture", ["-p", "flyer_mass=0"], ["flyer_mass", "0", "> 0 [kg]"]),
+    ("capture-gap-negative", "capture", ["-p", "gap=-1"], ["gap", "-1", ">= 0"]),
+    # facet contact and rigid-body validation scenes
+    ("jeod-method-unknown", "jeod-point", ["-p", "method=euler2"], ["method", "'euler2'", "'dp54'"]),
+    ("jeod-law-unknown", "jeod-point", ["-p", "law=hooke"], ["law", "'hooke'", "'momentum'"]),
+    ("jeod-mode-unknown", "jeod-point", ["-p", "mode=x"], ["mode", "'x'", "'clamp'"]),
+    ("precession-inertia-negative", "precession", ["-p", "i_axial=-1"], ["i_axial", "-1", "> 0 [kg m^2]"]),
+    ("precession-rtol-zero", "precession", ["-p", "rtol=0"], ["rtol", "0", "positive finite tolerance"]),
+    ("precession-period-zero", "precession", ["-p", "period=0"], ["period", "0", "> 0 [s]"]),
     ("restitution-dispersion-out-of-range", lambda t: deploy_file(
         t, extra="scene.dispersions.append(Dispersion('probe', 'probe_terrain_pair', lambda rng: [1.5, 0.5, 0, 0, "
                   "1.5, 1.5, 1.5], name='pair'))"),
@@ -268,7 +351,7 @@ def test_bad_input_is_refused_before_the_store_exists(tmp_path, case):
 
 
 def test_the_catalogue_is_large_enough():
-    assert len(CASES) >= 25
+    assert len(CASES) >= 100 and len({c[0] for c in CASES}) == len(CASES)
 
 
 def test_resume_with_a_changed_parameter_names_that_key_only(tmp_path):

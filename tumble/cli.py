@@ -194,22 +194,22 @@ def run(
     scene: str = typer.Argument(..., help="Built-in scene name (see `tumble scenes`) or path to a .py file exposing "
                                           "build(). A scene file is Python run with your rights: run only files "
                                           "you trust."),
-    samples: Optional[int] = typer.Option(None, "--samples", "-n", min=1, help="Number of samples [default: the "
+    samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Number of samples [default: the "
                                           "store's with --resume; else the scene's: 100 for a scene with dispersions, "
                                           "1 without]."),
     out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Store path [default: runs/<scene>-<seed>.zarr]."),
-    seed: Optional[int] = typer.Option(None, "--seed", "-s", min=0, help="Base seed [default: 0, or the store's with --resume]."),
+    seed: Optional[int] = typer.Option(None, "--seed", "-s", help="Base seed [default: 0, or the store's with --resume]."),
     backend: Backend = typer.Option(Backend.cpu, "--backend", help="Kernel backend."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out (finished samples are kept)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
-    block: Optional[int] = typer.Option(None, "--block", min=1, help="Samples per block [default: whole shards, up to 4096 samples; with Dask, 2 tasks per worker]."),
-    active: Optional[int] = typer.Option(None, "--active", min=1, help="Streaming active set: sample slots in memory "
+    block: Optional[int] = typer.Option(None, "--block", help="Samples per block [default: whole shards, up to 4096 samples; with Dask, 2 tasks per worker]."),
+    active: Optional[int] = typer.Option(None, "--active", help="Streaming active set: sample slots in memory "
                                          "at once in a world that streams (deployment) [default: 512 on the CPU, 65,536 on the GPU]; the stored "
                                          "bytes do not depend on it."),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run blocks on a local Dask cluster of N worker processes."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
-    event_capacity: Optional[int] = typer.Option(None, "--event-capacity", min=1, help="Events kept per sample "
+    event_capacity: Optional[int] = typer.Option(None, "--event-capacity", help="Events kept per sample "
                                                  "[default: the scene's: 256 for a deployment, else 64]; more are counted as overflow."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),

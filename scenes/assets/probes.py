@@ -257,6 +257,18 @@ def mesh_probe(vertices, faces, *, level: int = 0, name: str = "mesh", feature_a
 # --------------------------------------------------------------------------------------------------
 
 
+#: The most surface points a tessellated probe may have (a cube at level 6 has about 26,000; the
+#: collision and contact phases visit every point at every check).
+MAX_TESSELLATION_POINTS = 100_000
+
+
+def _tessellation_points(polygons, level: int) -> int:
+    """Upper estimate of the points of ``polygons`` tessellated to ``level``: each polygon as a fan
+    of triangles, each split into N² with (N + 1)(N + 2)/2 points, N = 2^level."""
+    n = 2 ** max(level, 0)
+    return sum((len(p) - 2) * (n + 1) * (n + 2) // 2 for p in polygons)
+
+
 def tessellate(corners, polygons, level: int, *, corner_types=None, feature_edges=None):
     """Midpoint tessellation of a polyhedron with planar polygonal faces (see the module doc).
 
@@ -274,6 +286,13 @@ def tessellate(corners, polygons, level: int, *, corner_types=None, feature_edge
     if int(level) != level or level < 0:
         raise InputError("tessellate.level", level, "must be an integer >= 0")
     level = int(level)
+    est = _tessellation_points(polygons, level)
+    if est > MAX_TESSELLATION_POINTS:           # absurd work: refused before anything is built
+        raise InputError("tessellate.level", level,
+                         f"gives about {est:,} surface points, more than {MAX_TESSELLATION_POINTS:,} (every contact "
+                         f"check visits each point): use level <= "
+                         f"{max(k for k in range(level) if _tessellation_points(polygons, k) <= MAX_TESSELLATION_POINTS)}"
+                         f" for this shape")
     P = np.asarray(corners, dtype=np.float64)
     N = 2 ** level
     pts = [p for p in P]
