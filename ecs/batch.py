@@ -71,8 +71,12 @@ from .scene import Scene, coerce_params
 from .system import check_derivatives, check_events
 from .world import STREAM_WINDOW
 
-#: progress(done_samples: float, total_samples: int) -> None
+#: progress(done_samples: float, total_samples: int) -> None; it may also have a method
+#: ``stage(what: str, done: int, total: int)``, called during long preparations (the input checks
+#: of a large batch) so that minutes of preparation are not silent
 ProgressFn = Callable[[float, int], None]
+#: samples from which the input checks report their progress (about a second of drawing)
+STAGE_REPORT_SAMPLES = 50_000
 
 _SUMMARY: dict[str, Any] = {}
 
@@ -620,7 +624,8 @@ def run_batch(scene_or_builder, *, samples: int | None = None, out, seed: int = 
         overwrite: delete an existing store at ``out`` first.
         workers: start a Dask ``LocalCluster`` with this many worker processes.
         scheduler: address of an existing Dask scheduler (``tcp://host:port``).
-        progress: ``progress(done_samples, total)`` called as samples complete (fractional within a block).
+        progress: ``progress(done_samples, total)`` called as samples complete (fractional within a block);
+            its optional ``stage(what, done, total)`` reports the input checks of a large batch.
         command_line: stored in the root attribute ``run`` (default: ``sys.argv``).
         params: keyword arguments for the scene builder.
         shard_samples: samples per shard, a power of two (default: chosen from the sample count and
@@ -715,7 +720,9 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
                  _default_block(layout, samples, block, distributed, workers or 1, backend), workers or 1,
                  active=active)
     # every sample's draws, each column's rule and each system's input checks: before any work
-    layout.check_inputs(scene.world, seed, samples)
+    stage = getattr(progress, "stage", None) if samples >= STAGE_REPORT_SAMPLES else None
+    layout.check_inputs(scene.world, seed, samples,
+                        on_chunk=(lambda done: stage("checking every sample's inputs", done, samples)) if stage else None)
 
     from . import __version__
 

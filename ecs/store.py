@@ -475,10 +475,12 @@ class Layout:
                                      f"draw must give a value of shape {d.shape} (dtype {d.dtype})") from None
         return out
 
-    def check_inputs(self, world, seed: int, samples: int, chunk: int = 4096) -> None:
+    def check_inputs(self, world, seed: int, samples: int, chunk: int = 4096, on_chunk=None) -> None:
         """Draw every sample's dispersions and check them before any work (the driver, before the
         store is created): shapes, finiteness, each column's rule (:mod:`ecs.rules`) on drawn and
         derived values, and each system's ``check_inputs`` (e.g. a release point inside the target).
+
+        ``on_chunk(samples_checked)`` is called after every chunk (progress of a large batch).
 
         Raises:
             InputError: naming the dispersion, the sample, the value and the rule.
@@ -511,6 +513,8 @@ class Layout:
                 check = getattr(system, "check_inputs", None)
                 if check is not None:
                     check(world, ov, a, b - a)
+            if on_chunk is not None:
+                on_chunk(b)         # samples checked so far
 
     def overrides(self, inputs: dict[str, np.ndarray]) -> dict[tuple[int, str], np.ndarray]:
         """``World.compile`` overrides from drawn inputs."""

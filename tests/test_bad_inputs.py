@@ -374,3 +374,35 @@ def test_api_arguments_are_checked_too(tmp_path):
             run_batch(DRIFT, out=tmp_path / "x.zarr", **kw)
         assert not (tmp_path / "x.zarr").exists()
     assert zarr is not None
+
+
+def test_the_input_checks_of_a_large_batch_report_progress(tmp_path):
+    """A batch of >= STAGE_REPORT_SAMPLES samples reports its input checks (every sample's draws,
+    before the store) through progress.stage, chunk by chunk, so minutes of checking are not silent;
+    a small batch does not."""
+    from ecs.batch import STAGE_REPORT_SAMPLES
+
+    class Stop(Exception):
+        pass
+
+    class Progress:
+        def __init__(self):
+            self.stages = []
+
+        def __call__(self, done, total):
+            pass
+
+        def stage(self, what, done, total):
+            self.stages.append((what, done, total))
+            if len(self.stages) == 3:
+                raise Stop
+
+    p = Progress()
+    with pytest.raises(Stop):
+        run_batch(DRIFT, samples=STAGE_REPORT_SAMPLES, out=tmp_path / "big.zarr", progress=p)
+    assert [d for _, d, _ in p.stages] == [4096, 8192, 12288]
+    assert all(t == STAGE_REPORT_SAMPLES and "inputs" in w for w, _, t in p.stages)
+    assert not (tmp_path / "big.zarr").exists()
+    small = Progress()
+    run_batch(DRIFT, samples=8, out=tmp_path / "small.zarr", progress=small)
+    assert small.stages == []

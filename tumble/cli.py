@@ -164,16 +164,28 @@ def _progress_bar(enabled: bool):
 
         task = None
         started = False
+        check_task = None
+
+        def stage(self, what: str, done: int, total: int):
+            """A long preparation (the input checks of a large batch), on a bar of its own."""
+            if self.check_task is None:
+                prog.start()
+                self.check_task = prog.add_task(what, total=total, completed=done)
+            else:
+                prog.update(self.check_task, completed=done)
 
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
-            if self.task is not None:
+            if self.task is not None or self.check_task is not None:
                 prog.stop()
             return False
 
         def __call__(self, done: float, total: int):
+            if self.check_task is not None:
+                prog.remove_task(self.check_task)
+                self.check_task = None
             if self.task is None:
                 prog.start()
                 self.task = prog.add_task("preparing (building the scene, compiling kernels on a first run)",
