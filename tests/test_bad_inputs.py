@@ -130,6 +130,14 @@ def tree_file(tmp, *, joint_names="None", reach="0.1"):
     return scene_file(tmp, "tree_scene.py", TREE.format(joint_names=joint_names, reach=reach))
 
 
+def readme_block(marker: str) -> str:
+    """The README's Python block that contains ``marker``, verbatim."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    return next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if marker in b)
+
+
 def scene_file(tmp, name: str, text: str) -> str:
     """A scene file ``name`` holding ``text`` in ``tmp``."""
     f = tmp / name
@@ -252,6 +260,11 @@ CASES = [
     ("scene-dt-negative", DRIFT, ["-p", "dt=-0.1"], ["dt", "-0.1", "positive finite time step"]),
     ("scene-record-every-negative", DRIFT, ["-p", "record_every=-1"], ["record_every", "-1", ">= 1"]),
     ("param-list-for-a-number", DRIFT, ["-p", "t_end=[1,2]"], ["t_end", "[1, 2]", "must be a number"]),
+    # the README's thruster kick, through its own build(t_end, dt)
+    ("readme-kick-t-end-negative", lambda t: scene_file(t, "kick.py", readme_block("def build")), ["-p", "t_end=-1"],
+     ["t_end", "-1", "non-negative finite time"]),
+    ("readme-kick-dt-zero", lambda t: scene_file(t, "kick.py", readme_block("def build")), ["-p", "dt=0"],
+     ["dt", "0", "positive finite time step"]),
     # deploy-cube
     ("cube-level-negative", "deploy-cube", ["-p", "level=-1"], ["level", "-1", ">= 0"]),
     ("cube-level-absurd", "deploy-cube", ["-p", "level=9"], ["level", "9", "1,582,092 surface points", "level <= 6"]),
