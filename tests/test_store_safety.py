@@ -154,6 +154,36 @@ def test_a_writer_whose_lock_file_was_deleted_still_holds_the_store(tmp_path, re
     assert sorted(a) == sorted(reference) and [k for k in a if a[k] != reference[k]] == []
 
 
+def test_a_second_writer_through_a_bind_mount_is_refused(tmp_path, reference):
+    """The store directory mounted at a second path (a bind mount: for a directory, the equivalent
+    of a hard link) has a second lock-file name beside it, but it is one directory: the flock the
+    writer holds on it refuses the second writer. Skipped where mounting is not allowed."""
+    out, other = tmp_path / "s.zarr", tmp_path / "other" / "s.zarr"
+    other.mkdir(parents=True)
+    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--out", str(out),
+                "--no-progress", *params(SLOW), wait=False)
+    mounted = False
+    try:
+        wait_for_lock(out, first)
+        deadline = time.monotonic() + 60
+        while "\"run\"" not in (out / "zarr.json").read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mounted = subprocess.run(["mount", "--bind", str(out), str(other)], capture_output=True).returncode == 0
+        if mounted:
+            assert other.resolve() != out.resolve() and (other / "zarr.json").is_file()
+            r = cli("run", DRIFT, "--out", str(other), "--resume", "--no-progress", *params(SLOW))
+            assert r.returncode == 1 and "being written by another process" in one_line(r), r.stderr
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(other)], capture_output=True)
+        rc = first.wait(timeout=300)
+    assert rc == 3, first.stderr.read()
+    got = store_files(out)
+    assert [k for k in got if got[k] != reference[k]] == []
+    if not mounted:
+        pytest.skip("bind mounts are not allowed here (the first writer's run was still checked)")
+
+
 def test_a_stale_lock_is_taken_over(tmp_path):
     out = tmp_path / "c.zarr"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
