@@ -14,7 +14,7 @@ Built-in scenes (parameters are keyword-only; ``tumble run NAME --param key=valu
 * ``deploy-cube`` — Table 4.6: 5 kg cube of 500 kg/m³, e = f = 0.5, release [0, 0, 200] m ± 15 m,
   [0, 0, −0.05] m/s ± 0.01 m/s, random attitude. The README's main job.
 * Every scene takes ``restitution_sigma3`` / ``friction_sigma3`` (3σ of a normal draw per sample,
-  clipped to [0, 1] / [0, ∞), stored as ``inputs/contact_terrain``), ``t_cap`` [s], ``frame`` [s]
+  truncated to [0, 1] / [0, ∞) by drawing again, stored as ``inputs/contact_terrain``), ``t_cap`` [s], ``frame`` [s]
   (default :data:`DEFAULT_FRAME`) and ``record_every`` [frames] (trajectories; default: finals and
   events only).
 * ``deploy-shapes`` — the six shapes of Table 4.7 (sphere and the five platonic solids, 5 kg,
@@ -81,8 +81,8 @@ PARAMETERS = {
     "restitution": "[1] probe-terrain restitution e in [0, 1]",
     "friction": "[1] probe-terrain friction coefficient f >= 0",
     "rolling_resistance": "[1] rolling-resistance coefficient C_RR >= 0",
-    "restitution_sigma3": "[1] 3-sigma of a per-sample normal spread of e (clipped to [0, 1])",
-    "friction_sigma3": "[1] 3-sigma of a per-sample normal spread of f (clipped to >= 0)",
+    "restitution_sigma3": "[1] 3-sigma of a per-sample normal spread of e (truncated to [0, 1]: redrawn, never clipped)",
+    "friction_sigma3": "[1] 3-sigma of a per-sample normal spread of f (truncated to >= 0: redrawn, never clipped)",
     "mass": "[kg] probe mass",
     "density": "[kg/m^3] probe density (sets a solid's size, eq 4.8)",
     "level": "tessellation level of the probe's polyhedra (0: corners only; N = 2^level segments per edge)",
@@ -426,19 +426,33 @@ def _rock_params(rocks, rocks_per_m2, rock_region) -> dict:
 
 
 def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
-    """Normal draws of e and f (3σ spreads; 0: not dispersed), clipped to their valid ranges: the
-    documented model of these parameters (a user's own dispersion is refused when it leaves them)."""
+    """Normal draws of e and f (3σ spreads; 0: not dispersed) truncated to their valid ranges: a
+    draw outside is drawn again, so no probability piles up at a bound (clipping put every draw
+    beyond e = 1 at exactly 1). A user's own dispersion is refused when it leaves the range."""
     out = {}
     if check_spread("restitution_sigma3", e_sigma3) > 0:
-        out["restitution"] = _clipped(normal(e, e_sigma3), 1.0)
+        out["restitution"] = _truncated("restitution_sigma3", normal(e, e_sigma3), 1.0)
     if check_spread("friction_sigma3", f_sigma3) > 0:
-        out["friction"] = _clipped(normal(f, f_sigma3), math.inf)
+        out["friction"] = _truncated("friction_sigma3", normal(f, f_sigma3), math.inf)
     return out
 
 
-def _clipped(draw, top: float):
-    """``draw(rng)`` clipped to [0, top]."""
-    return lambda rng: float(np.clip(draw(rng), 0.0, top))
+#: Draws a truncated normal may take before its spread is refused (the mean lies in the range, so
+#: at least about a quarter of the draws land inside: 200 misses in a row have probability < 1e-24).
+TRUNCATION_TRIES = 200
+
+
+def _truncated(name: str, draw, top: float):
+    """``draw(rng)`` truncated to [0, top] by rejection (the truncated normal)."""
+
+    def truncated(rng):
+        for _ in range(TRUNCATION_TRIES):
+            v = float(draw(rng))
+            if 0.0 <= v <= top:
+                return v
+        raise InputError(name, "(its draws)", f"leave [0, {top:g}] {TRUNCATION_TRIES} times in a row: the mean "
+                                              f"must lie in the range")
+    return truncated
 
 
 #: Table 4.7's shapes, in its order.
