@@ -272,9 +272,9 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
                         ProbeRecord(), ProbeInertial(), name="probe")
     world.add_system(DeploymentLoop())
     disp = []
-    for name, spread in (("position_sigma3", position_sigma3), ("velocity_sigma3", velocity_sigma3)):
+    for spread_name, spread in (("position_sigma3", position_sigma3), ("velocity_sigma3", velocity_sigma3)):
         for v in np.ravel(np.asarray(spread, dtype=object)):      # every axis: a negative one is refused
-            check_spread(name, v)
+            check_spread(spread_name, v)
     if np.max(position_sigma3) > 0:
         disp.append(Dispersion(probe, "body_position", normal(pos, position_sigma3), name="release_position"))
     if np.max(velocity_sigma3) > 0:
