@@ -614,7 +614,7 @@ GPU_SCRIPT = textwrap.dedent(
     from scipy.spatial.transform import Rotation
     from systems.collision import resolve_impacts
     rng = np.random.default_rng(21)
-    n = 24
+    n = 12
     dims = rng.uniform(0.1, 1.0, (n, 3)); m = rng.uniform(1, 5, n); d2 = dims ** 2
     I = np.zeros((n, 3, 3))
     I[:, 0, 0] = m * (d2[:, 1] + d2[:, 2]) / 12; I[:, 1, 1] = m * (d2[:, 0] + d2[:, 2]) / 12
@@ -630,7 +630,7 @@ GPU_SCRIPT = textwrap.dedent(
     from components.contact_params import ContactParams
     from ecs.kernels import launch_rows
     from systems.collision import WORK_SIZE, vertex_impacts_row, vertex_impacts_rows
-    k = 6
+    k = 3
     verts = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
     common = [np.full(k, 5.0), np.tile(np.eye(3) / 30.0, (k, 1, 1)),
               Rotation.random(k, random_state=4).as_quat(scalar_first=True)]
