@@ -67,7 +67,8 @@ class ProbeContact:
     :class:`components.contact_params.ContactPairs` registry (pair probe–terrain).
     """
 
-    terrain_pair: np.ndarray = column("1", shape=PAIR_FIELD_COUNT,
+    terrain_pair: np.ndarray = column("1", shape=PAIR_FIELD_COUNT, dims=("pair_field",),
+                                      labels={"pair_field": PAIR_FIELDS},
                                       doc="restitution, friction, rolling_resistance, regolith, e_floor, e_max, "
                                           "critical_angle (components.contact_params.PAIR_FIELDS)",
                                       check=elementwise({0: (0.0, 1.0), 1: (0.0, np.inf), 2: (0.0, np.inf),

@@ -38,6 +38,8 @@ class ColumnSpec:
             writes them as the CF attributes ``flag_values`` and ``flag_meanings``.
         dims: names of the per-row axes in the store (``("q_slot",)``), or ``None`` for the
             defaults of :func:`ecs.store.component_dims` (``xyz``, ``quat``, ``row``/``col``).
+        labels: ``{dim: names}``: a label per index of a declared axis, written as that axis's
+            coordinate (``inputs/contact_terrain.sel(pair_field="restitution")``).
     """
 
     name: str
@@ -50,6 +52,7 @@ class ColumnSpec:
     check: Any = None
     flags: Any = None
     dims: tuple[str, ...] | None = None
+    labels: dict[str, tuple[str, ...]] | None = None
 
     @property
     def storage_dtype(self) -> np.dtype:
@@ -72,7 +75,7 @@ def flag_attrs(flags) -> dict[str, Any]:
 
 def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = np.float64,
            frame: str | None = None, doc: str = "", default: Any = None, check: Any = None, flags: Any = None,
-           dims: tuple[str, ...] | None = None):
+           dims: tuple[str, ...] | None = None, labels: dict[str, Any] | None = None):
     """Declare a component field: dtype, per-row shape, unit, frame, doc and validity rule.
 
     ``default`` may be a scalar or array (it is copied per instance); ``None`` means zeros.
@@ -82,8 +85,14 @@ def column(unit: str = "1", *, shape: tuple[int, ...] | int = (), dtype: Any = n
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if dims is not None and len(dims) != len(shape):
         raise ValueError(f"column dims {dims!r} must name each of the {len(shape)} per-row axes of shape {shape}")
+    if labels:
+        for dim, names in labels.items():
+            if dims is None or dim not in dims or len(names) != shape[dims.index(dim)]:
+                raise ValueError(f"column labels of {dim!r} must name each index of a declared axis "
+                                 f"(dims {dims!r}, shape {shape})")
+        labels = {str(d): tuple(str(x) for x in names) for d, names in labels.items()}
     meta = {"unit": unit, "shape": shape, "dtype": dtype, "frame": frame, "doc": doc, "default": default,
-            "check": check, "flags": flag_map(flags), "dims": None if dims is None else tuple(dims)}
+            "check": check, "flags": flag_map(flags), "dims": None if dims is None else tuple(dims), "labels": labels or None}
     if default is None:
         fill = 0 if dtype != ENTITY else -1
         factory = (lambda: fill) if shape == () else (lambda: np.full(shape, fill, dtype=np.dtype(np.int64 if dtype == ENTITY else dtype)))
@@ -108,7 +117,7 @@ def component(prefix: str):
             specs.append(ColumnSpec(name=f"{prefix}_{f.name}", dtype=meta["dtype"], shape=meta["shape"],
                                     unit=meta["unit"], frame=meta["frame"], doc=meta["doc"],
                                     default=meta["default"], check=meta.get("check"), flags=meta.get("flags"),
-                                    dims=meta.get("dims")))
+                                    dims=meta.get("dims"), labels=meta.get("labels")))
         cls.__prefix__ = prefix
         cls.__columns__ = tuple(specs)
         cls.__fieldnames__ = tuple(f.name for f in dataclasses.fields(cls))

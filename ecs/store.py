@@ -298,6 +298,14 @@ class Layout:
             specs[spec.path] = spec
             groups_dims[spec.path.split("/")[0]].update(spec.dims)
 
+        declared_labels: dict[str, tuple[str, ...]] = {}
+
+        def note_labels(cs):    # a column's named axes get their labels as coordinates (below)
+            for dim, names in (cs.labels or {}).items():
+                if declared_labels.setdefault(dim, names) != names:
+                    raise StoreError(f"axis {dim!r} is labelled {declared_labels[dim]} by one column and {names} "
+                                     f"by {cs.name}: one axis name, one set of labels")
+
         def coords_attr(dims):
             names = [f"{d}_name" for d in dims if any(d == v for v in entity_dims.values())]
             return {"coordinates": " ".join(names)} if names else {}
@@ -311,6 +319,7 @@ class Layout:
                 cs = table.specs[c]
                 E = table.entity_count
                 cdims = component_dims(cs.shape, c, cs.dims)
+                note_labels(cs)
                 dims = ("sample", "time", dim, *cdims) if grp == "trajectories" else ("sample", dim, *cdims)
                 tail = (T, E, *cs.shape) if grp == "trajectories" else (E, *cs.shape)
                 attrs = {**coords_attr((dim,))}
@@ -422,6 +431,7 @@ class Layout:
                                      "must be another column of the same entity, dispersed by no other dispersion")
                 seen[(eid, col)] = name
             slots.append(DispersionSlot(name, eid, d.column, cs.shape, cs.storage_dtype, d.draw, dict(d.derive)))
+            note_labels(cs)
             add(ArraySpec(f"inputs/{name}", ("sample", *component_dims(cs.shape, d.column, cs.dims)), cs.shape,
                           cs.storage_dtype, d.unit or cs.unit or "1",
                           f"{d.column} of {world.name_of(eid)} (dispersed)" + (f": {cs.doc}" if cs.doc else ""),
@@ -444,7 +454,7 @@ class Layout:
                                   sampled=False, data=np.array(ents, np.int64)))
                     add(ArraySpec(f"{grp}/{dim}_name", (dim,), (len(ents),), "str", "1", f"{prefix} entity name",
                                   sampled=False, data=np.array([world.name_of(e) for e in ents], dtype=object)))
-        for lab, values in _COMPONENT_LABELS.items():
+        for lab, values in {**_COMPONENT_LABELS, **declared_labels}.items():
             for grp in (*GROUPS, SCENE_GROUP):
                 if lab in groups_dims[grp]:
                     add(ArraySpec(f"{grp}/{lab}", (lab,), (len(values),), "str", "1", f"{lab} component label",
