@@ -293,6 +293,16 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
     """``deploy``: any mission from ``-p`` (defaults: a 10 kg 0.3 × 0.28 × 0.2 m box 40 m above a
     500 × 440 m spinning-top body at latitude −22°, GM 30 m³/s², 7.6 h retrograde spin).
     ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample."""
+    params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
+    return mission_scene("deploy", "a mission set up from -p (tumble scenes deploy lists them)", **params)
+
+
+def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units, gm, period_h, retrograde, gravity,
+                  resolution, rocks, fbm, latitude, longitude, altitude, descent_speed, position_sigma3,
+                  velocity_sigma3, probe, size, mass, density, level, restitution, friction, restitution_range,
+                  friction_range, rolling_resistance, t_cap, frame, record_every) -> Scene:
+    """The scene of :func:`build_mission` under another name (a named mission such as
+    :mod:`scenes.mascot`); every argument as there."""
     from ecs.scene import uniform
 
     def spread(name, rng_range, value, top):
@@ -319,9 +329,9 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
                         descent_speed=descent_speed, position_sigma3=position_sigma3,
                         velocity_sigma3=velocity_sigma3)
     params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
-    return deployment("deploy", target, pr, rel, restitution=e_draw, friction=f_draw,
+    return deployment(name, target, pr, rel, restitution=e_draw, friction=f_draw,
                       rolling_resistance=rolling_resistance, t_cap=t_cap, frame=frame, record_every=record_every,
-                      description="a mission set up from -p (tumble scenes deploy lists them)", params=params)
+                      description=description, params=params)
 
 
 _MISSION_PARAMS = ("body", "radii", "mesh", "mesh_units", "gm", "period_h", "retrograde", "gravity", "resolution",

@@ -38,6 +38,9 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
                     "5 kg cube released 200 m over an Itokawa-like asteroid (seed 004 Table 4.6): bounces, settling"),
     "deploy-sphere": ("scenes.deploy:build_sphere",
                       "5 kg sphere released over an Itokawa-like asteroid (seed 004 Tables 4.2-4.3)"),
+    "mascot": ("scenes.mascot",
+               "MASCOT released 41 m over Ryugu (Scholten et al. 2019): a flown landing to validate and calibrate "
+               "against"),
     "deploy": ("scenes.mission:build_mission",
                "any mission from -p: body by radii or shape file, GM, spin, release lat/lon/altitude, probe, spreads"),
     "deploy-box": ("scenes.deploy:build_box",

@@ -501,6 +501,55 @@ def report(path: pathlib.Path = typer.Argument(..., help="A store written by `tu
         typer.echo(os.fspath(build_report(path, out)))
 
 
+def _parse_observed(items: list[str]) -> dict:
+    from ecs.errors import InputError
+
+    out = {}
+    for it in items or []:
+        name, eq, vs = it.partition("=")
+        value, colon, sigma = vs.partition(":")
+        if not eq or not colon:
+            raise InputError("--observe", it, "must be NAME=VALUE:SIGMA (e.g. bounce_time=663:60)")
+        try:
+            out[name.strip()] = (float(value), float(sigma))
+        except ValueError:
+            raise InputError("--observe", it, "VALUE and SIGMA must be numbers") from None
+    return out
+
+
+@app.command()
+def calibrate(path: pathlib.Path = typer.Argument(..., help="A store whose scene draws the unknown parameters per "
+                                                            "sample (the prior), e.g. `tumble run deploy -p "
+                                                            "restitution_range=[0.05,0.9] ...`."),
+              observe: List[str] = typer.Option(..., "--observe", help="NAME=VALUE:SIGMA, repeatable: an observed "
+                                                                       "quantity and its standard uncertainty. NAME: "
+                                                                       "fall_time, bounce_time, contacts, bounces, "
+                                                                       "displacement, path_length, or a scalar "
+                                                                       "final/ output."),
+              param: List[str] = typer.Option(None, "--param", help="A drawn parameter to report, repeatable "
+                                                                    "[default: every parameter drawn per sample]."),
+              credible: float = typer.Option(0.9, "--credible", help="Mass of the credible intervals and "
+                                                                     "predictive bands."),
+              out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Folder for calibration.json "
+                                                                                 "and the figures [default: "
+                                                                                 "<store>-calibration/]."),
+              allow_few: bool = typer.Option(False, "--allow-few", help="Report even when fewer than 30 effective "
+                                                                         "samples match the observation."),
+              debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    """Infer the drawn parameters' posterior from an observed landing (ABC over the store's batch)."""
+    with _Errors(debug):
+        from .calibrate import calibrate as infer
+        from .calibrate import write_calibration
+
+        _require(path)
+        cal = infer(path, _parse_observed(observe), parameters=list(param) if param else None, credible=credible,
+                    allow_few=allow_few)
+        typer.echo("\n".join(cal.lines()))
+        dest = out or path.with_name(path.name.removesuffix(".zarr") + "-calibration")
+        for f in write_calibration(cal, dest):
+            typer.echo(os.fspath(f))
+
+
 @app.command()
 def animate(path: pathlib.Path = typer.Argument(..., help="A store written by `tumble run` with trajectories."),
             sample: int = typer.Argument(..., help="The sample to animate."),
