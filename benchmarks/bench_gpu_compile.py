@@ -181,6 +181,14 @@ def ptxas_path() -> str | None:
     return None
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes (ptxas)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def compile_one(key: str, entry: tuple, ptxas: str | None) -> dict:
     """PTX (NVVM) and SASS (ptxas) of one recorded launch, timed and measured."""
     import numba
@@ -188,18 +196,20 @@ def compile_one(key: str, entry: tuple, ptxas: str | None) -> dict:
 
     driver, row, n, args, nargs = entry
     sig = tuple(numba.typeof(a) for a in (n,) + tuple(args))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     k = driver(row, nargs)
     ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))
-    res = {"kernel": key, "ptx_bytes": len(ptx), "nvvm_s": time.perf_counter() - t0}
+    res = {"kernel": key, "ptx_bytes": len(ptx), "nvvm_s": time.perf_counter() - t0,
+           "nvvm_cpu_s": time.process_time() - c0}
     if ptxas:
         with tempfile.TemporaryDirectory() as d:
             src = Path(d) / "k.ptx"
             src.write_text(ptx)
-            t0 = time.perf_counter()
+            t0, u0 = time.perf_counter(), _children_cpu()
             proc = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
                                   capture_output=True, text=True)
             res["ptxas_s"] = time.perf_counter() - t0
+            res["ptxas_cpu_s"] = _children_cpu() - u0
             if proc.returncode != 0:
                 res["ptxas_error"] = proc.stderr.strip()[-400:]
             else:
@@ -260,10 +270,12 @@ def main(argv=None) -> int:
         print(f"compiled {key}: {r}", flush=True)
     print(format_table(rows))
     total = sum(r["nvvm_s"] + r.get("ptxas_s", 0.0) for r in rows)
-    print(f"NVVM + ptxas of {len(rows)} kernels: {total:.1f} s (ptxas: {ptxas or 'not found'})")
+    total_cpu = sum(r["nvvm_cpu_s"] + r.get("ptxas_cpu_s", 0.0) for r in rows)
+    print(f"NVVM + ptxas of {len(rows)} kernels: {total:.1f} s wall, {total_cpu:.1f} s CPU "
+          f"(ptxas: {ptxas or 'not found'})")
     from benchmarks._common import save
 
-    save("gpu-compile", {"scenes": args.scenes, "kernels": rows, "total_s": total, "recorded": sorted(calls)},
+    save("gpu-compile", {"scenes": args.scenes, "kernels": rows, "total_s": total, "total_cpu_s": total_cpu, "recorded": sorted(calls)},
          path=args.out)
     bad = []
     for r in rows:

@@ -42,7 +42,10 @@ BUDGETS = {
 }
 DEFAULT_BUDGET = (128, 0)
 
-#: NVVM + ptxas of every deploy-cube GPU kernel, one process on 2 cores [s] (issue 33).
+#: NVVM + ptxas of every deploy-cube GPU kernel on this 2-core machine [CPU s] (issue 33). Held in
+#: CPU seconds: NVVM runs in the bench's process and ptxas in a child, one thread each, one kernel
+#: after the other, so on an idle machine the wall time is the same figure; CPU seconds do not grow
+#: when the other test process shares the cores.
 DEPLOY_COMPILE_BUDGET_S = 60.0
 
 
@@ -99,14 +102,14 @@ def test_deploy_cube_device_loop_compiles_within_budget(tmp_path):
     """deploy-cube's whole device loop: the fly, collide and contact phase kernels (the run reaches
     contact motion), the collide span over a device list, the mode loop's compaction kernels and its
     end rules with the voxel field and grid terrain; registers and spills per kernel and their
-    total compile time within budget (NVVM + ptxas <= 60 s on 2 cores)."""
+    total compile time within budget (NVVM + ptxas <= 60 CPU s on 2 cores)."""
     r = _compile(tmp_path, "deploy-cube@20000")
     names = {k["kernel"] for k in r["kernels"]}
     for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows", "compact:_in_mode",
               "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
         assert k in names, (k, sorted(names))
     _check_budgets(r)
-    assert r["total_s"] <= DEPLOY_COMPILE_BUDGET_S, r["total_s"]
+    assert r["total_cpu_s"] <= DEPLOY_COMPILE_BUDGET_S, (r["total_cpu_s"], r["total_s"])
 
 
 @pytest.mark.slow
