@@ -231,7 +231,7 @@ def _overrides(scene, states) -> dict:
 def _run_engine(scene, overrides, n, active=None):
     """Compile and run the batch (``active``: streaming slots); returns (wall seconds, process CPU
     seconds, RunResult, phase timings)."""
-    from systems.deployment import DeploymentLoop
+    from systems.deployment.loop import DeploymentLoop
 
     w = scene.world
     t0, c0 = time.perf_counter(), time.process_time()

@@ -5,8 +5,8 @@ Two vehicles with ``--facets`` (default 1,000) facets each dock: box-shaped hull
 face), the chaser closing at 0.1 m/s with a small lateral offset and tumble rate, face to face, so
 that about a hundred facet pairs touch at once. The same world runs twice:
 
-* **broadphase** — :class:`systems.facet_contact.FacetContact` with bounding spheres per facet
-  and body and a sort-and-sweep per sample (:mod:`systems.facet_broadphase`);
+* **broadphase** — :class:`systems.facets.contact.FacetContact` with bounding spheres per facet
+  and body and a sort-and-sweep per sample (:mod:`systems.facets.broadphase`);
 * **all-pairs** (the named peer, JEOD's ``Contact::check_contact``, seed 000 §3.4.2) — the static
   list of every matched, non-excluded facet pair (10⁶ for 2 × 1,000 facets) built at bind,
   checked at every derivative evaluation with a bounding-sphere test before the exact one.
@@ -29,8 +29,8 @@ from components.contact import (LBF_PER_IN, LBF_S_PER_IN, PairInteractions, Spri
                                 line_facet, point_facet)
 from components.rigid import rigid_body
 from ecs import World
-from systems.facet_contact import FacetContact
-from systems.integration import Integrator
+from systems.facets.contact import FacetContact
+from systems.dynamics.integration import Integrator
 
 HALF = 1.0          # hull half-size [m]
 MASS = 1000.0       # [kg]

@@ -99,7 +99,7 @@ def record_launches(specs: list[str]) -> dict:
                 patched.append((mod, attr))
     try:
         from scenes.registry import load_scene
-        from systems.modes import ModeLoop, in_mode, running_row, stop_stuck
+        from systems.deployment.modes import ModeLoop, in_mode, running_row, stop_stuck
 
         for spec in specs:
             name, _, t_end = spec.partition("@")

@@ -26,7 +26,7 @@ from benchmarks._common import machine_info, results_dir, median_time, save
 from components.gravity import Polyhedron
 from scenes.assets.star_meshes import bumpy_mesh, sphere_mesh
 from scenes.assets.voxel import build_voxel_field, choose_voxel_size, relative_errors
-from systems.gravity_kernels import (contains, eval_polyhedron_points, eval_polyhedron_points_rowwise, eval_voxel_points,
+from systems.gravity.kernels import (contains, eval_polyhedron_points, eval_polyhedron_points_rowwise, eval_voxel_points,
                                      evaluate)
 
 RHO = 2000.0

@@ -2,7 +2,7 @@
 
 10⁶ random single-vertex impacts (random boxes in random attitudes hitting at a corner, random
 normals and velocities — every contact approaching —, e ∈ [0, 1], f ∈ [0, 2]) go through the
-row kernel of :mod:`systems.collision` in one batch (``impact_rows``, all numba threads). The
+row kernel of :mod:`systems.probe_contact.collision` in one batch (``impact_rows``, all numba threads). The
 named peer, measured in the same run on a subset: a straightforward per-impact integration of the
 same impulse equations with scipy's ``solve_ivp`` (RK45 at the same relative tolerance, events for
 sliding stop, compression end and the energetic end; stick solved directly, the reversal direction
@@ -21,7 +21,7 @@ from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
 
 from benchmarks._common import machine_info, median_time, save
-from systems.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_RESOLVED, WORK_SIZE, impact_rows)
+from systems.probe_contact.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_RESOLVED, WORK_SIZE, impact_rows)
 
 
 def random_impacts(n: int, seed: int = 0) -> dict:

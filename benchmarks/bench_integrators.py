@@ -2,7 +2,7 @@
 
 1. **Table 1** (seed 002 §2.5): free precession of the symmetric top (§2.4.1, ``I = diag(1, 1,
    32/17)``, ``ω₀ = [1, 0, ω_z]``, 5 s as Script 2-1), step 0.001 s, quaternion and Euler-angle
-   attitude modes. For every method of :class:`systems.integration.Integrator` — euler,
+   attitude modes. For every method of :class:`systems.dynamics.integration.Integrator` — euler,
    semi_implicit_euler, rk4, bs32, dp54 — the MSE of ω in body axes and in inertial axes against
    the closed form (:func:`scenes.precession.closed_form`), computed as the thesis does (mean
    over every output step and all three components), and the median wall time of ``World.run``.
@@ -197,7 +197,7 @@ def numpy_rk4(state: np.ndarray, h: float, steps: int, inertia: np.ndarray) -> n
 def _batch_world(method: str, n: int):
     from components.rigid import rigid_body
     from ecs import World
-    from systems.integration import Integrator
+    from systems.dynamics.integration import Integrator
 
     w = World(f"bench-{method}")
     body = w.spawn(*rigid_body(mass=1.0, inertia=BATCH_INERTIA, omega=(0.1, 0.2, 0.3)))

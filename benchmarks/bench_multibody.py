@@ -9,7 +9,7 @@ random joint rates (seed 0) and a base on a circular 420 km orbit.
 What is timed (wall time of the stepping only; models, tables and warm-ups untimed):
 
 * **tumble**: ``World.run`` of ``--samples`` samples for ``--steps`` RK4 steps of ``--dt`` s
-  (:class:`systems.multibody.MultibodyDynamics`, one frame of all steps), in orbit: each link
+  (:class:`systems.multibody.dynamics.MultibodyDynamics`, one frame of all steps), in orbit: each link
   feels the point-mass Earth at its own CoM and its gravity-gradient torque. All numba threads.
 * **MuJoCo** (``mujoco.rollout``): the same chain from the same states, RK4 at the same step,
   *without* the orbital environment (no gravity: MuJoCo has none of the orbital kind), contacts
@@ -41,7 +41,7 @@ from benchmarks._common import machine_info, save
 from components.gravity import PointMass
 from components.multibody import spawn_tree, tree_spec
 from ecs import World
-from systems.multibody import MultibodyDynamics
+from systems.multibody.dynamics import MultibodyDynamics
 
 MU_EARTH = 3.986004418e14
 R_ORBIT = 6378137.0 + 420e3

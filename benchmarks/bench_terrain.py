@@ -1,6 +1,6 @@
 """``tumble bench terrain``: SDF query throughput and mesh-to-SDF build time.
 
-1. Queries: trilinear SDF value + gradient (:func:`systems.sdf.eval_terrain`, one thread) at random
+1. Queries: trilinear SDF value + gradient (:func:`systems.terrain.sdf.eval_terrain`, one thread) at random
    points near a ~100k-face body, against ``trimesh.proximity.signed_distance`` (the named peer, value
    only) on the same mesh and points. Goal: >= 10⁴× per core.
 2. Build: :func:`scenes.assets.sdf_build.sdf_from_mesh` of a 256³ grid from a ~100k-face mesh (the
@@ -36,7 +36,7 @@ def main(argv=None) -> dict:
     from components.terrain import TerrainSDF
     from scenes.assets import bodies
     from scenes.assets.sdf_build import mesh_signed_distance, sdf_from_mesh
-    from systems import sdf
+    from systems.terrain import sdf
 
     body = bodies.small_body("itokawa", resolution=a.mesh_resolution)
     V, F = body.vertices, body.faces

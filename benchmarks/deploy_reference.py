@@ -1,13 +1,13 @@
 """A straightforward scipy reference for probe deployment (the peer of ``tumble bench deploy``).
 
 One trajectory at a time, in plain Python: the rotating-frame equations of motion of
-:mod:`systems.deploy_physics` (seed 004 eqs 2.2–2.5) written again in numpy/float arithmetic and
+:mod:`systems.deployment.physics` (seed 004 eqs 2.2–2.5) written again in numpy/float arithmetic and
 integrated with :func:`scipy.integrate.solve_ivp`; gravity through the sources' numpy API
-(:func:`systems.gravity_kernels.acceleration`), the terrain through :func:`systems.sdf.eval_terrain`; collisions
-through the numpy API :func:`systems.collision.resolve_impacts` (one single-vertex Stronge impact
-per call); contact forces through the row kernel :func:`systems.contact_motion.contact_forces_rows`
+(:func:`systems.gravity.kernels.acceleration`), the terrain through :func:`systems.terrain.sdf.eval_terrain`; collisions
+through the numpy API :func:`systems.probe_contact.collision.resolve_impacts` (one single-vertex Stronge impact
+per call); contact forces through the row kernel :func:`systems.probe_contact.contact_motion.contact_forces_rows`
 called for one row. None of the engine's phase kernels (fly / collide / contact / end) is used:
-this module re-implements the phase logic of :mod:`systems.deployment` the way one would write it
+this module re-implements the phase logic of :mod:`systems.deployment.loop` the way one would write it
 without the project, so that the benchmark compares like with like and a test can hold the
 engine against it.
 
@@ -77,10 +77,10 @@ from components.deploy import DeploySettings, DeployTarget, ProbeContact
 from components.rigid import MassProps, RigidState
 from components.probe import ProbeShape, ProbeShapes, ShapeKind
 from components.status import Status
-from systems.collision import IMPACT_RESOLVED, resolve_impacts
-from systems.contact_motion import CONTACT_ACTIVE, contact_forces_rows, contact_work_size
-from systems.gravity_kernels import acceleration, potential
-from systems.sdf import eval_terrain
+from systems.probe_contact.collision import IMPACT_RESOLVED, resolve_impacts
+from systems.probe_contact.contact_motion import CONTACT_ACTIVE, contact_forces_rows, contact_work_size
+from systems.gravity.kernels import acceleration, potential
+from systems.terrain.sdf import eval_terrain
 
 __all__ = ["ReferenceProbe", "ReferenceResult", "run_reference", "sample_states", "single_numba_thread"]
 
@@ -89,7 +89,7 @@ NORMAL_RATE_STEP = 1e-3
 #: Contact slots solved together (the engine's CONTACT_SLOTS).
 MAX_SLOTS = 8
 #: An active vertex sinking faster than this [m/s] at a contact segment's start goes back through a
-#: collision (the engine's ``systems.deploy_contact.SINK_SPEED``: the force law holds the normal
+#: collision (the engine's ``systems.deployment.contact.SINK_SPEED``: the force law holds the normal
 #: acceleration at zero, so a normal velocity left by round-off would otherwise sink it).
 SINK_SPEED = 1e-5
 #: Slip-integration step cap of one Stronge impact (the engine's collide kernel passes 100 000).
@@ -225,8 +225,8 @@ class ReferenceProbe:
         return d[3:6], d[10:13]
 
     def jacobi(self, y) -> float:
-        """Jacobi integral per unit mass [m²/s²] (``systems.deploy_physics.jacobi_integral``'s C)."""
-        from systems.deploy_physics import jacobi_integral
+        """Jacobi integral per unit mass [m²/s²] (``systems.deployment.physics.jacobi_integral``'s C)."""
+        from systems.deployment.physics import jacobi_integral
 
         u = potential(self.gravity, y[:3]).reshape(())
         return float(jacobi_integral(y[:3], y[3:6], self.Omega, u))
@@ -538,7 +538,7 @@ def _terrain_radius(target: DeployTarget) -> float:
         lo, hi = base.origin, base.upper
         corners = np.array([[a, b, c] for a in (lo[0], hi[0]) for b in (lo[1], hi[1]) for c in (lo[2], hi[2])])
         return float(np.max(np.linalg.norm(corners, axis=1)))
-    from systems.deployment import _terrain_radius as engine_radius   # analytic terrains: the engine's rule
+    from systems.deployment.loop import _terrain_radius as engine_radius   # analytic terrains: the engine's rule
 
     return engine_radius(target)
 

@@ -19,7 +19,7 @@ What JEOD calls a class hierarchy is data here (seed 000 §3.4):
 
   Both kinds live in one table (one component type with a ``facet_kind`` column), so one kernel
   loops over every facet pair of a sample. A new facet kind adds a :class:`FacetKind` value and
-  its pair geometry in :mod:`systems.facet_geometry` (seed 000 §4.3.2).
+  its pair geometry in :mod:`systems.facets.geometry` (seed 000 §4.3.2).
 * **ContactSurface** (§3.4.4) — the per-body sum of its facets' forces and torques — is the
   optional :class:`ContactSurface` component on the body (``contact_force``, ``contact_torque``,
   logged like JEOD's ``contact_surface.contact_force``). Its ``contact_tree`` column carries the
@@ -65,7 +65,7 @@ PARAM_SIZE = 8
 
 
 class FacetKind(enum.IntEnum):
-    """Facet shapes (closed category; a new kind needs its pair geometry in systems.facet_geometry)."""
+    """Facet shapes (closed category; a new kind needs its pair geometry in systems.facets.geometry)."""
 
     POINT = 0  #: sphere of radius r about facet_point
     LINE = 1   #: capsule: segment of length L centred on facet_point along facet_axis, radius r
@@ -212,7 +212,7 @@ class FrictionModel(enum.IntEnum):
 
 
 class ContactLaw(enum.IntEnum):
-    """Where the pair's force acts and which relative velocity it sees (:mod:`systems.facet_contact`)."""
+    """Where the pair's force acts and which relative velocity it sees (:mod:`systems.facets.contact`)."""
 
     MOMENTUM = 0  #: ±F at one common contact point (the midpoint): momentum and angular momentum exact
     JEOD = 1      #: JEOD's SpringPairInteraction: each body's force at its own surface point, JEOD friction
@@ -235,7 +235,7 @@ class SpringInteraction:
       body's force acts at its OWN facet surface point (the points are ``x·n`` apart, so the pair
       exerts a net moment ``x n × F_t`` and angular momentum is not conserved), JEOD's friction
       ``−μ|F_N| v_t/|v|`` with the relative velocity taken where JEOD takes it
-      (:mod:`systems.facet_contact`). Use it to reproduce JEOD's runs (the ``jeod-*`` scenes).
+      (:mod:`systems.facets.contact`). Use it to reproduce JEOD's runs (the ``jeod-*`` scenes).
 
     Args:
         k: spring constant [N/m], >= 0.
@@ -499,8 +499,8 @@ class SdfGround:
     distance [m] of the inertial point (x, y, z) to the terrain (> 0 outside), ``g`` its gradient
     (the outward normal; normalised by the contact kernel, so a trilinear grid's approximate
     gradient is fine). ``data`` is passed through unchanged — a float64 array, or a tuple of
-    arrays and numbers such as :func:`systems.sdf.terrain_args` (see
-    :func:`systems.facet_contact.terrain_ground`) — so one compiled sampler serves many terrains.
+    arrays and numbers such as :func:`systems.terrain.sdf.terrain_args` (see
+    :func:`systems.facets.contact.terrain_ground`) — so one compiled sampler serves many terrains.
     The facet's lowest point is found by a golden-section search of ``d`` along its segment (exact
     for convex terrain, a local minimum otherwise; the end points are always checked).
 

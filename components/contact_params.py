@@ -1,7 +1,7 @@
 """Contact parameters per material pair: restitution, friction, rolling resistance, regolith.
 
-Seed 004 §2.5–2.6. The impact and contact-motion systems (:mod:`systems.collision`,
-:mod:`systems.contact_motion`) take, for every touching vertex, the parameters of the *pair* of
+Seed 004 §2.5–2.6. The impact and contact-motion systems (:mod:`systems.probe_contact.collision`,
+:mod:`systems.probe_contact.contact_motion`) take, for every touching vertex, the parameters of the *pair* of
 materials in contact (probe skin on terrain, probe skin on a rock, ...), so terrain and rocks can
 behave differently. In the spirit of JEOD's named pair interactions (seed 000, the facet-contact
 issue, :mod:`components.contact`), the parameters are registered once per **unordered** pair of
@@ -51,7 +51,7 @@ PAIR_E, PAIR_F, PAIR_CRR, PAIR_REGOLITH, PAIR_E0, PAIR_E1, PAIR_THETA_C = range(
 PAIR_FIELD_COUNT = len(PAIR_FIELDS)
 
 #: Default rate β [1/s] of the contacts' velocity-level constraint stabilisation,
-#: N·v̇ + v·Ṅ = −β N·v (:mod:`systems.contact_motion`).
+#: N·v̇ + v·Ṅ = −β N·v (:mod:`systems.probe_contact.contact_motion`).
 BAUMGARTE_RATE = 0.5
 
 

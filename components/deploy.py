@@ -45,9 +45,9 @@ __all__ = ["DeployPhase", "DeploySettings", "DeployTarget", "ProbeContact", "Pro
 class DeployPhase(enum.IntEnum):
     """Which system advances a probe row (``probe_phase``)."""
 
-    FLY = 0       #: ballistic flight above the surface (:mod:`systems.deploy_fly`)
-    COLLIDE = 1   #: a collision is pending at ``row_time`` (:mod:`systems.deploy_collide`)
-    CONTACT = 2   #: continued contact motion (:mod:`systems.deploy_contact`)
+    FLY = 0       #: ballistic flight above the surface (:mod:`systems.deployment.fly`)
+    COLLIDE = 1   #: a collision is pending at ``row_time`` (:mod:`systems.deployment.collide`)
+    CONTACT = 2   #: continued contact motion (:mod:`systems.deployment.contact`)
     ENDED = 3     #: the row has an end state in ``row_status`` (settled, escaped, timed out, failed)
 
 
@@ -188,7 +188,7 @@ class DeploySettings:
             regularised friction, active-set changes; a step of contact_h_min is always accepted).
         vstar, wstar: stick/slip and rolling regularisation (eqs 2.105, 2.87) [m/s], [rad/s].
         contact_baumgarte: β [1/s] of the contacts' velocity-level constraint stabilisation,
-            N·v̇ + v·Ṅ = −β N·v (:mod:`systems.contact_motion`; 0: eq 2.92 as printed).
+            N·v̇ + v·Ṅ = −β N·v (:mod:`systems.probe_contact.contact_motion`; 0: eq 2.92 as printed).
         max_collision_iterations: cap of the multi-vertex collision policy.
         steps_per_launch: integration steps a fly/contact kernel takes per row before returning
             (the seed's k_fly / k_contact).

@@ -9,14 +9,14 @@
   2.0: a whole-atmosphere empirical model of temperature and neutral species densities", Earth and
   Space Science 8, 2021; 2.1 adds NO), evaluated through the ``pymsis`` package (the ``orbit``
   extra; its compiled model and parameter file install with it, nothing is downloaded) by
-  :class:`systems.drag.MsisDensity`, with the solar and geomagnetic indices passed in: F10.7 of the
+  :class:`systems.forces.drag.MsisDensity`, with the solar and geomagnetic indices passed in: F10.7 of the
   previous day, its 81-day centred mean, the daily Ap. The Earth-fixed frame turns about the
   inertial z axis at ω from the Earth rotation angle at the epoch (:func:`earth_rotation_angle`).
 * :class:`CelestialPole` — the Earth's pole in the celestial frame over a run (IAU 2006/2000A
   precession-nutation through ``pyerfa``), for a gravity field in the Earth-fixed frame.
 * :class:`Cannonball` (component, ``body_*`` columns) — a body seen as a sphere: its cross-section
   A, drag coefficient C_D and radiation-pressure coefficient C_R, used by
-  :class:`systems.drag.AtmosphericDrag` and :class:`systems.solar_pressure.SolarRadiationPressure`,
+  :class:`systems.forces.drag.AtmosphericDrag` and :class:`systems.forces.solar_pressure.SolarRadiationPressure`,
   and the density at its CoM when an MsisAtmosphere supplies it.
 """
 
@@ -106,7 +106,7 @@ class CelestialPole:
     the IERS bulletins) and UT1 − UTC.
 
     Build it with :meth:`iau2006` (needs the ``pyerfa`` package of the ``orbit`` extra: the IAU SOFA
-    routines). Pass it to :class:`systems.gravity_fields.GravitySystem` (``pole=``).
+    routines). Pass it to :class:`systems.gravity.fields.GravitySystem` (``pole=``).
 
     Attributes:
         table: ``[k, 10]`` rows ``(t [s from the run's t = 0], Q row-major)``, nodes evenly spaced.
@@ -190,7 +190,7 @@ class Cannonball:
                                  check=nonnegative())
     density: float = column("kg/m^3", default=0.0,
                             doc="output: atmospheric density at the CoM, written at every frame start by "
-                                "systems.drag.MsisDensity (NRLMSIS); unused by the exponential atmosphere")
+                                "systems.forces.drag.MsisDensity (NRLMSIS); unused by the exponential atmosphere")
 
 
 #: Flat plates per body (:class:`Plates`): a box's six faces and the two sides of a solar array.
@@ -211,7 +211,7 @@ def _unit_or_zero() -> Rule:
 @component("plate")
 class Plates:
     """A body's outer surface as up to :data:`PLATES` flat plates, for solar radiation pressure
-    (:class:`systems.solar_pressure.SolarRadiationPressure`; a body with plates takes its radiation
+    (:class:`systems.forces.solar_pressure.SolarRadiationPressure`; a body with plates takes its radiation
     pressure from them, its :class:`Cannonball` then serving drag only). Plate k: area A, outward
     unit normal n̂ and centre of pressure r (body axes, from the reference point: a link's origin),
     specular and diffuse reflectivities ρs, ρd (absorbed 1 − ρs − ρd). Unused plates: area 0."""

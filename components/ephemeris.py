@@ -1,6 +1,6 @@
 """Sun and Moon ephemeris as a world resource: JPL DE421 Chebyshev records for a run's time window.
 
-The positions the third-body gravity kernels need (:mod:`systems.third_body`) are the JPL
+The positions the third-body gravity kernels need (:mod:`systems.gravity.third_body`) are the JPL
 planetary ephemeris DE421 (W. M. Folkner, J. G. Williams, D. H. Boggs, "The Planetary and Lunar
 Ephemeris DE 421", IPN Progress Report 42-178, 2009), shipped for offline use by the ``de421``
 package and read with ``jplephem`` (the ``orbit`` extra). The ephemeris stores each body's

@@ -2,18 +2,18 @@
 polyhedron, voxelised field and linearised field (seed 004 §2.4, eqs 2.40–2.45).
 
 A gravity source is a singleton resource (``world.add_resource(source)``) evaluated by
-:class:`systems.gravity_fields.GravitySystem` at the centre of mass of every row that has mass.
+:class:`systems.gravity.fields.GravitySystem` at the centre of mass of every row that has mass.
 Each source holds read-only arrays and scalars, checked when it is built, and offers
 ``kernel_params()``: the tuple of scalars/arrays its per-point kernel takes after the position.
 The kernels, and the host-side evaluation of a source at points (``evaluate(source, points) ->
 FieldValues``, ``acceleration``, ``potential``, a polyhedron's ``solid_angle`` and ``contains``,
-``linearize``), are in :mod:`systems.gravity_kernels`; the equations are written out there.
+``linearize``), are in :mod:`systems.gravity.kernels`; the equations are written out there.
 
 Conventions (those of Werner & Scheeres 1997 and of ESA's ``polyhedral-gravity``): the potential
 is positive, ``U = GM/r`` far away; ``g = ∇U`` points towards the mass; ``Γ = ∇∇U`` is symmetric
 with trace ``−4πGρ`` inside matter and 0 outside (Poisson/Laplace). The field frame is the frame
 the source's geometry is given in; the gravity system takes it to be the inertial frame turned
-about z by ``angle0 + spin · t`` (:class:`systems.gravity_fields.GravitySystem`; inertial by default).
+about z by ``angle0 + spin · t`` (:class:`systems.gravity.fields.GravitySystem`; inertial by default).
 
 Sources
 -------
@@ -29,7 +29,7 @@ Sources
 * :class:`VoxelField` — trilinear interpolation in a precomputed grid (seed 004 §2.4.4); built
   by :func:`scenes.assets.voxel.build_voxel_field`.
 * :class:`LinearizedGravity` — first-order expansion about a reference point (eq 2.43), built by
-  :func:`systems.gravity_kernels.linearize`.
+  :func:`systems.gravity.kernels.linearize`.
 * :class:`SphericalHarmonics` — a planet's exterior field as a spherical-harmonic series of fully
   normalised coefficients C̄_nm, S̄_nm (Montenbruck & Gill, *Satellite Orbits*, Springer 2000,
   §3.2), read from an ICGEM ``.gfc`` file (:meth:`SphericalHarmonics.from_gfc`); the field frame is
@@ -150,7 +150,7 @@ def resolve_mu(volume: float, *, density=None, mass=None, mu=None, field: str) -
 
 class GravitySource:
     """Base of every gravity resource. Subclasses set ``kind`` (the key of their kernels in
-    :mod:`systems.gravity_kernels` and :mod:`systems.gravity_fields`) and implement
+    :mod:`systems.gravity.kernels` and :mod:`systems.gravity.fields`) and implement
     :meth:`kernel_params`.
 
     Attributes:
@@ -414,7 +414,7 @@ class LinearizedGravity(GravitySource):
 
     ``g(x) ≈ g0 + Γ0 (x − x0)``, ``U(x) ≈ U0 + (x − x0)·g0 + ½ (x − x0)·Γ0·(x − x0)`` (the ½ the
     seed's eq 2.43 omits). Build one from an exact source with
-    :func:`systems.gravity_kernels.linearize` (which evaluates that source at x0).
+    :func:`systems.gravity.kernels.linearize` (which evaluates that source at x0).
 
     Validity radius: the neglected term of g is ``½ T:ΔΔ + O(Δ³)`` with T = ∇Γ the third-derivative
     tensor at x0; bounding it by ``½ |T|_F |Δ|²`` (Frobenius norm, an upper bound of the

@@ -1,5 +1,5 @@
 """Articulated multibody trees (seed 001): links, their joints, joint state and friction — data and
-validation only; the dynamics are in :mod:`systems.multibody_kernels`.
+validation only; the dynamics are in :mod:`systems.multibody.kernels`.
 
 A tree is a list of **links**, one entity each. Every link is a rigid body together with the joint
 that connects it to its parent link (Featherstone's numbering, *Rigid Body Dynamics Algorithms*,
@@ -107,7 +107,7 @@ class LinkWrench:
 
 @component("link")
 class LinkPose:
-    """Where a link is: written by :class:`systems.multibody.MultibodyDynamics` after every frame
+    """Where a link is: written by :class:`systems.multibody.dynamics.MultibodyDynamics` after every frame
     (and at bind time), for output and for systems that need link poses."""
 
     position: np.ndarray = column("m", shape=3, frame="inertial", doc="link origin")
@@ -191,7 +191,7 @@ class PointOfInterest:
 @component("separation")
 class Separation:
     """Two points of interest and whether they are together: a capture, docking or berthing check
-    written after every frame by :class:`systems.multibody.SeparationSensor`. ``within`` at the end
+    written after every frame by :class:`systems.multibody.dynamics.SeparationSensor`. ``within`` at the end
     and ``first_within`` are the outcome a Monte-Carlo study of a capture counts."""
 
     a: int = column("1", dtype=ENTITY, doc="first point of interest (a PointOfInterest entity)")
@@ -207,7 +207,7 @@ class Separation:
 @component("centre")
 class TreeCentre:
     """The system centre of mass and momentum of one sample's articulated tree (or forest), written
-    by :class:`systems.multibody.MultibodyDynamics` at bind time and after every frame (seed 001:
+    by :class:`systems.multibody.dynamics.MultibodyDynamics` at bind time and after every frame (seed 001:
     the system CoM its V&V compares). ``link`` names any link of the tree; the centre covers every
     link of that link's table in the sample. One centre per tree."""
 

@@ -2,7 +2,7 @@
 
 numba invalidates a cached kernel only when *its own* file changes; a caller in an unchanged file
 keeps the machine code of a callee that has since changed (measured this project: a mutation of
-``systems/deploy_physics.py`` "passed" a test in 2 s on stale kernels of ``deploy_contact.py``;
+``systems/deployment/physics.py`` "passed" a test in 2 s on stale kernels of ``deploy_contact.py``;
 after the layers move, stale entries raised ``ModuleNotFoundError: systems.attitude``). So, unless
 the user chose ``NUMBA_CACHE_DIR`` themselves, every kernel of tumble is cached under
 ``$TUMBLE_CACHE_DIR/numba/<digest>`` (default ``~/.cache/tumble``), the digest hashing every source

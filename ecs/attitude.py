@@ -77,7 +77,7 @@ from typing import Callable
 import numpy as np
 
 from ecs.errors import InputError
-from ecs.kernels import DualKernel, dual
+from ecs.kernels import DualKernel, dual, dual_call
 
 __all__ = [
     "AERODYNAMIC_SEQUENCES",
@@ -86,6 +86,7 @@ __all__ = [
     "ArrayKernel",
     "check_quaternion",
     "cross",
+    "cross_call",
     "dcm_to_euler",
     "dcm_to_quat",
     "dot3",
@@ -100,7 +101,9 @@ __all__ = [
     "quat_multiply",
     "quat_normalize",
     "quat_rotate",
+    "quat_rotate_call",
     "quat_rotate_inverse",
+    "quat_rotate_inverse_call",
     "quat_to_dcm",
     "quat_to_euler",
     "unit_quat_to_dcm",
@@ -803,3 +806,11 @@ def check_quaternion(q, *, field: str, tol: float = 1e-6) -> np.ndarray:
             f"|norm - 1| = {abs(n - 1.0):.3g} > tol = {tol:g}",
         )
     return arr
+
+
+# The vector kernels' CPU twins above are inlined at numba-IR level at every call site, which made
+# the large contact and deployment kernels take minutes to compile; their callers take these plain
+# calls instead (the same sources, ecs.kernels.dual_call).
+cross_call = dual_call(cross.py)
+quat_rotate_call = dual_call(quat_rotate.py)
+quat_rotate_inverse_call = dual_call(quat_rotate_inverse.py)

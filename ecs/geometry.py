@@ -1,7 +1,7 @@
 """Small geometry shared by component validation and the systems' kernels.
 
 * :data:`face_plane` — first vertex and outward (unnormalised) normal of a mesh triangle, a dual
-  kernel (:func:`ecs.kernels.dual`) used by the convex-rock distance of :mod:`systems.sdf`;
+  kernel (:func:`ecs.kernels.dual`) used by the convex-rock distance of :mod:`systems.terrain.sdf`;
 * :func:`convex_violation` — how far a rock's vertices stick out of its own face planes, the
   convexity check of :class:`components.terrain.RockField`.
 

@@ -389,6 +389,21 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: 
     return k
 
 
+def dual_call(fn: Callable) -> DualKernel:
+    """:func:`ecs.kernels.dual` with ``inline=False``: the CPU twin is a plain cached call.
+
+    Inlining at numba-IR level (``dual``'s default) the impact integrator (a Dormand–Prince step
+    calling the right-hand side seven times, called from event location and the phase loop)
+    multiplied the IR and took > 10 minutes and 15 GB to compile; LLVM still inlines these calls
+    where it pays.
+
+    Second pitfall (numba 0.68): a call from a jitted function with a Python-int *constant*
+    argument compiles a separate specialisation of the callee per distinct literal (and of all its
+    callees); the offsets and codes passed between these kernels are therefore ``np.int64``.
+    """
+    return dual(fn, inline=False)
+
+
 @dataclass(frozen=True)
 class CompileUnit:
     """One CPU kernel compile a bound system knows it will need: ``kernel`` (an ``njit``

@@ -1,8 +1,8 @@
 """The explicit Runge–Kutta family, written once for every integrator: Butcher tableaux and the
 step-size controller.
 
-The rigid-body integrator (:mod:`systems.integration`), the deployment's per-row steps
-(:mod:`systems.deploy_physics`) and the impact integrator (:mod:`systems.collision`) all read
+The rigid-body integrator (:mod:`systems.dynamics.integration`), the deployment's per-row steps
+(:mod:`systems.deployment.physics`) and the impact integrator (:mod:`systems.probe_contact.collision`) all read
 their coefficients and step factor here. Controller: Hairer, Nørsett & Wanner, *Solving Ordinary
 Differential Equations I* (1993) §II.4. Sources: Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321–325;
 Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (docs/references.md).
@@ -93,7 +93,7 @@ def _scaled_error_sq(e, y0, y1, rtol, atol):
     """One state component's term of the RMS error norm: ``(e / (atol + rtol·max(|y0|, |y1|)))²``,
     e the embedded error estimate of a step from y0 to y1 (Hairer, Nørsett & Wanner, *Solving
     ODEs I*, II.4, eq 4.11). Every error-controlled integrator of the engine sums these terms
-    (systems.integration, systems.deploy_physics); a component with its own scale passes it as
+    (systems.dynamics.integration, systems.deployment.physics); a component with its own scale passes it as
     y0 = y1 (a fixed reference) or divides atol (a length scale)."""
     sc = atol + rtol * max(abs(y0), abs(y1))
     r = e / sc

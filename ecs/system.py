@@ -7,7 +7,7 @@ A :class:`System` is an ``esper.Processor`` that declares the columns it ``reads
 * ``DERIVATIVE`` — at every integrator stage (gravity, contact springs, applied loads, drag);
 * ``SCHEDULED``  — once per frame, in dependency order (broadphase, the integrator, settling);
 * ``EVENT``      — when a pipeline localises an event (impulsive collision, phase switch): a
-  mode loop (:mod:`systems.modes`) hands each EVENT system the rows with an event pending;
+  mode loop (:mod:`systems.deployment.modes`) hands each EVENT system the rows with an event pending;
 * ``MODE``       — a per-row mode of a mode loop (flight, contact motion, a user's anchor): the
   loop launches it over the rows in it.
 
@@ -17,11 +17,11 @@ A DERIVATIVE system takes part in a pipeline in one of two ways, and a world ref
 that no pipeline of it can call (:func:`check_derivatives`):
 
 * **launch** — its ``process`` adds into whole columns (``body_force``) at every stage of a
-  pipeline that steps all rows together (:class:`systems.integration.Integrator`);
+  pipeline that steps all rows together (:class:`systems.dynamics.integration.Integrator`);
 * **row term** — its :meth:`System.term` returns an :class:`ecs.terms.Term`, a row kernel that a
   pipeline stepping each row on its own (per-row adaptive steps, events, modes: probe deployment)
   calls inside its right-hand side, and that the Integrator applies at every stage after the
-  launching systems (:mod:`systems.rigid_terms`). A term-only system therefore takes part in
+  launching systems (:mod:`systems.dynamics.rigid_terms`). A term-only system therefore takes part in
   every pipeline; a ``process``-only one in the Integrator's only.
 
 Within a phase the scheduler orders systems so that every writer of a column runs before its
@@ -71,7 +71,7 @@ class System(esper.Processor):
     #: how this system calls the world's DERIVATIVE systems, if it does: "launch" (their
     #: ``process`` at every stage) or "terms" (their :meth:`term` fused into its row kernels)
     derivative_pipeline: str | None = None
-    #: runs the world's EVENT and MODE systems (a mode loop, :mod:`systems.modes`)
+    #: runs the world's EVENT and MODE systems (a mode loop, :mod:`systems.deployment.modes`)
     runs_events: bool = False
     #: a "terms" pipeline that refuses every DERIVATIVE system without a term (probe deployment:
     #: its rows are the world's only bodies); otherwise a process-only system is accepted when a
@@ -159,7 +159,7 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
     if not pipes:
         raise ScheduleError(
             f"system {derivs[0].name} (phase DERIVATIVE) would never run: no system of world {world.name!r} "
-            f"integrates (add an integrator, e.g. systems.integration.Integrator, or a deployment loop)")
+            f"integrates (add an integrator, e.g. systems.dynamics.integration.Integrator, or a deployment loop)")
     launching = [p for p in pipes if p.derivative_pipeline == "launch"]
     for s in derivs:
         has_term = s.term(world) is not None
@@ -190,7 +190,7 @@ def check_events(world, systems: Sequence[System]) -> None:
         if s.phase in (Phase.EVENT, Phase.MODE):
             raise ScheduleError(
                 f"system {s.name} (phase {s.phase.name}) would never run: no system of world {world.name!r} runs "
-                f"events and modes (a mode loop, e.g. systems.deployment.DeploymentLoop)")
+                f"events and modes (a mode loop, e.g. systems.deployment.loop.DeploymentLoop)")
 
 
 def _matches(ref, system: System) -> bool:

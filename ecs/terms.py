@@ -46,7 +46,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numba
 import numpy as np
@@ -84,6 +84,12 @@ class Term:
         inertial: the kernel takes the integration frame to be inertial (Earth-centred, ICRF axes,
             time = TDB seconds since the ephemeris epoch: the orbital environment). A pipeline that
             integrates in a rotating frame (probe deployment) refuses it.
+        turning_refusal: ``(field, value, rule)`` when the term cannot be evaluated in a turning
+            integration frame for a reason of its own (a field that turns relative to the inertial
+            frame at its own rate): a pipeline integrating in a turning frame raises
+            :class:`InputError` with these, ``{frame}`` in the rule naming that frame.
+        source: the model the term evaluates (a gravity source), for a pipeline that must tell
+            one field from another (the multibody solve's central field); ``None`` otherwise.
         modes: the modes of a mode loop the term acts in (values of its mode column, e.g.
             ``DeployPhase.CONTACT``: a hold-down thruster that fires in contact only); empty (the
             default): every mode. A pipeline without modes refuses a term that names some
@@ -101,6 +107,8 @@ class Term:
     inertial: bool = False
     optional_columns: dict[str, tuple] = field(default_factory=dict)
     modes: tuple[int, ...] = ()
+    turning_refusal: tuple | None = None
+    source: Any = field(default=None, compare=False)
 
     def __post_init__(self):
         if not self.name.isidentifier() or keyword.iskeyword(self.name):
@@ -159,27 +167,33 @@ class SampleTerm:
     """A force on the coupled rows of one sample that no row can compute on its own — facet contact
     between the links of a sample's trees — returned by :meth:`ecs.System.sample_term`.
 
-    A pipeline that steps a sample's rows together (:class:`systems.multibody.MultibodyDynamics`)
+    A pipeline that steps a sample's rows together (:class:`systems.multibody.dynamics.MultibodyDynamics`)
     calls ``kernel`` once per sample and stage, after its row terms and before its solve, in place
     of :func:`sample_terms_none` (its kernels are copied with the swap: :func:`specialise`)::
 
-        kernel(b, n, stage, time, Rw, pw, M, V, fext, args)
+        kernel(b, n, stage, time, Rw, fext, args)
 
     ``b`` the sample's first row, ``n`` its rows, ``stage`` the stage of the step (0: an accepted
-    state), ``time`` [s] the stage time; ``Rw``, ``pw``, ``M``, ``V`` the solve's link rotations,
-    positions, per-sample origin and link velocities (:mod:`systems.multibody_kernels`); the kernel
-    adds each row's spatial force, body axes, about the link origin, into ``fext[r, 6]``. ``args``
-    is the system's own argument tuple (arrays it keeps, the tables' columns it reads and writes).
+    state), ``time`` [s] the stage time; ``Rw[r]`` the link rotation matrices (link axes →
+    inertial); the kernel adds each row's spatial force, body axes, about the link origin, into
+    ``fext[r, 6]`` (``[torque; force]``). ``args`` is the system's own argument tuple (arrays it
+    keeps, the tables' columns it reads and writes). Before the call the pipeline writes the
+    links' state into the term's ``links`` arrays: origin position (inertial) [m], attitude (link →
+    inertial, scalar-first), body rate (link axes) [rad/s], origin velocity (inertial) [m/s], so a
+    sample term never reads the solve's own work arrays.
 
     Attributes:
         name: shown in errors.
         kernel: the numba ``njit`` sample kernel (above).
         args: its last argument.
+        links: ``(position [rows, 3], attitude [rows, 4], omega [rows, 3], velocity [rows, 3])``,
+            written by the pipeline before each call (above).
     """
 
     name: str
     kernel: Callable
     args: tuple
+    links: tuple
 
 
 def refuse_modal(terms, pipeline: str) -> None:
@@ -304,14 +318,14 @@ class FusedTerms:
     module: str
 
     def args(self, table, xp=np) -> tuple:
-        """``(columns, params, sample)``: what the kernels take as their term argument, for
+        """``(columns, params, sample, links)``: what the kernels take as their term argument, for
         ``table``: the columns, then every term's resource arrays (copied to ``xp``'s device), in
         one tuple; the parameters; a pipeline's sample term's argument (:class:`SampleTerm`; a
         stand-in here, which :func:`sample_terms_none` ignores)."""
         arrays = tuple(_readonly(xp.asarray(a)) for t in self.terms for a in t.arrays.values())
         shapes = {c: shape for t in self.terms for c, shape in t.optional_columns.items()}
         cols = tuple(table[c] if c in table else xp.zeros((table.row_count, *shapes[c])) for c in self.columns) + arrays
-        return (cols or (np.zeros(1),), self.params, NO_SAMPLE_TERM)
+        return (cols or (np.zeros(1),), self.params, NO_SAMPLE_TERM, NO_LINK_STATES)
 
 
 def _readonly(a):
@@ -419,7 +433,7 @@ def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, 
 
 
 @numba.njit(cache=True, inline="always")
-def sample_terms_none(b, n, stage, time, Rw, pw, M, V, fext, args):
+def sample_terms_none(b, n, stage, time, Rw, fext, args):
     """No sample term: the coupled rows' wrenches stay as the row terms left them."""
     return
 
@@ -444,7 +458,10 @@ NO_TERMS = {"row_terms": row_terms_none, "terms_active": terms_active_none,
 #: The sample-term slot of a term argument when the world has no sample term.
 NO_SAMPLE_TERM = (np.zeros(1),)
 
+#: :attr:`SampleTerm.links` when the world has no sample term (empty: nothing is written).
+NO_LINK_STATES = (np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 3)), np.zeros((0, 3)))
+
 
 def no_terms_args() -> tuple:
     """The term argument of a pipeline without terms (the default kernels ignore it)."""
-    return ((np.zeros(1),), np.zeros(1), NO_SAMPLE_TERM)
+    return ((np.zeros(1),), np.zeros(1), NO_SAMPLE_TERM, NO_LINK_STATES)

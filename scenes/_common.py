@@ -2,7 +2,7 @@
 
 Every built-in rigid-body scene (:mod:`scenes.precession`, :mod:`scenes.cubesat`,
 :mod:`scenes.free_fall`, :mod:`scenes.parabola`, :mod:`scenes.gunns`) is one body, an optional
-field or applied load, and an :class:`systems.integration.Integrator`. :func:`rigid_scene`
+field or applied load, and an :class:`systems.dynamics.integration.Integrator`. :func:`rigid_scene`
 assembles that world and its :class:`ecs.scene.Scene`, so the scene files hold only their physics
 and parameters.
 
@@ -20,7 +20,7 @@ import numpy as np
 from components.rigid import rigid_body
 from ecs import InputError, Scene, World
 from ecs.scene import Dispersion
-from systems.integration import ALIASES, TABLEAUX, Integrator
+from systems.dynamics.integration import ALIASES, TABLEAUX, Integrator
 
 #: The state columns of a rigid body, recorded by default.
 RIGID_COLUMNS: tuple[str, ...] = ("body_position", "body_velocity", "body_attitude", "body_omega")
@@ -112,10 +112,10 @@ def rigid_scene(name: str, description: str, *, body: dict[str, Any], method: st
     Args:
         name, description: the scene's name and one-line description.
         body: keyword arguments of :func:`components.rigid.rigid_body` (mass, inertia, position, ...).
-        method: integrator method (see :class:`systems.integration.Integrator`).
+        method: integrator method (see :class:`systems.dynamics.integration.Integrator`).
         dt: frame length [s]; t_end: end time [s]; record_every: trajectory decimation [frames].
         euler_mode: integrate 3-2-1 Euler angles instead of the quaternion (seed 002 Eq. 1.21).
-        systems: extra systems (gravity, :class:`systems.loads.ApplyLoads`, ...).
+        systems: extra systems (gravity, :class:`systems.dynamics.loads.ApplyLoads`, ...).
         loads: callables ``load(body_entity) -> component tuple`` spawned as load entities.
         dispersions: per-sample draws; an entity given as ``None`` means the body.
         rtol, atol: tolerances of the adaptive methods.

@@ -2,8 +2,8 @@
 contact between the arm's end effector and the flyer (seed 001: a multibody vehicle in orbit;
 seed 000: JEOD facet contact, its latching spring, §3.4.8).
 
-One world, two trees per sample, stepped together by :class:`systems.multibody.MultibodyDynamics`
-(the contact couples them: :class:`systems.facet_contact.FacetContact` with its facets on links
+One world, two trees per sample, stepped together by :class:`systems.multibody.dynamics.MultibodyDynamics`
+(the contact couples them: :class:`systems.facets.contact.FacetContact` with its facets on links
 runs inside the multibody solve, at every stage):
 
 * **the station and its arm** (:func:`scenes.station.station_tree` without a payload: JEOD's ISS
@@ -74,8 +74,8 @@ from ecs.scene import Dispersion, normal
 from scenes._common import check_spread, positive
 from scenes.station import (ARM_DIAMETER, ARM_LENGTH, ARM_TIP, _environment, arm_joint_names, arm_pose, joint_servo,
                             on_circular_orbit, station_tree)
-from systems.facet_contact import FacetContact
-from systems.multibody import MultibodyDynamics, SeparationSensor, tree_poses
+from systems.facets.contact import FacetContact
+from systems.multibody.dynamics import MultibodyDynamics, SeparationSensor, tree_poses
 
 DESCRIPTION = "A station arm snares a drifting free-flyer: facet contact between two trees in LEO (seeds 001, 000)"
 

@@ -2,7 +2,7 @@
 
 :func:`deployment_scene` assembles any deployment: a target (:class:`components.deploy.DeployTarget`:
 rotation, gravity, terrain), one probe entity per sample with its shape, mass properties and
-contact parameters, the :class:`systems.deployment.DeploymentLoop`, and the dispersions of the
+contact parameters, the :class:`systems.deployment.loop.DeploymentLoop`, and the dispersions of the
 release state (position and velocity with per-axis 3σ, a uniformly random attitude, angular
 velocity) and of any contact parameter. Every drawn value is stored under ``inputs/``.
 
@@ -56,9 +56,9 @@ from ecs import InputError, Scene, World
 from ecs.scene import Dispersion, normal, uniform_quaternion
 from scenes._common import check_spread, positive
 from scenes.assets.probes import add_probe_shape, box, platonic, probe_mass_properties, sphere_probe
-from systems.deploy_collide import declare_collision_events
-from systems.deployment import DeploymentLoop
-from systems.sdf import eval_terrain
+from systems.deployment.collide import declare_collision_events
+from systems.deployment.loop import DeploymentLoop
+from systems.terrain.sdf import eval_terrain
 
 #: Itokawa (Table 4.1).
 ITOKAWA_MU = 2.341
@@ -105,7 +105,7 @@ TRAJECTORY_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_o
                       "probe_position_inertial", "probe_target_attitude")
 
 #: Default frame length [s] of the deployment scenes: the trajectory sampling (with
-#: ``record_every``) and the phase loop's synchronisation (:class:`systems.deployment.DeploymentLoop`
+#: ``record_every``) and the phase loop's synchronisation (:class:`systems.deployment.loop.DeploymentLoop`
 #: brings every row past each frame end). A frame changes no step (dense output), but costs each
 #: worker one wait for the slowest row of the frame and, when recorded, each row one extra trial
 #: step per record; round 1 measured, with steps still cut at frame ends, 0.80 s for 200

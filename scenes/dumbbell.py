@@ -29,7 +29,7 @@ Scene parameters (keyword-only): ``altitude`` [m] (400 km), ``mu`` [m³/s²] (Ea
 [m] (20, centre to centre), ``pitch0`` [rad] (0.05), ``dt`` [s] (5), ``t_end`` [s] (two libration
 periods), ``record_every`` [frames] (1), ``substeps`` (1), ``method`` (``"rk4"``; or ``"euler"``,
 ``"kuo_nguyen"``) and ``gravity`` (``"full"``; or ``"differential"``, ``"linearized"``) of
-:class:`systems.multibody.MultibodyDynamics`.
+:class:`systems.multibody.dynamics.MultibodyDynamics`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from components.gravity import PointMass
 from components.multibody import PointOfInterest, spawn_tree, tree_spec
 from ecs import InputError, Scene, World
 from scenes._common import positive
-from systems.multibody import MultibodyDynamics
+from systems.multibody.dynamics import MultibodyDynamics
 
 DESCRIPTION = "two-sphere dumbbell in a circular LEO: pitch libration at n sqrt(3 (C - A)/C) (seed 001)"
 

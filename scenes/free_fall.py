@@ -3,7 +3,7 @@
 No drag, constant weight. Script 2-3 starts the body at ``[4000, 4000, 4000]`` m with a constant
 force ``F = −9.81 · 70 · [1, 1, 1]`` N on all three axes ("to test the independence of the vector
 components") for ``t ∈ [0, 28.55]`` s, the time to the ground of Eq. 1.41. Here that force is a
-:class:`systems.gravity.UniformGravity` field ``g · axes`` (the body never rotates, so body and
+:class:`systems.gravity.uniform.UniformGravity` field ``g · axes`` (the body never rotates, so body and
 inertial frames coincide as in the script).
 
 The analytic solution the thesis compares with (:func:`analytic`, Eq. 1.42–1.43) uses
@@ -23,7 +23,7 @@ import numpy as np
 
 from ecs import InputError
 from scenes._common import G_THESIS_ANALYTIC, positive, rigid_scene
-from systems.gravity import UniformGravity
+from systems.gravity.uniform import UniformGravity
 
 DESCRIPTION = "70 kg skydiver falling 4 km in uniform gravity on all three axes (seed 002 §2.4.3)"
 

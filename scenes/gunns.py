@@ -24,7 +24,7 @@ builds the body with ``allow_nonphysical_inertia=True`` (:func:`scenes._common.b
 Note on the CoM-offset case (read from nasa/gunns ``GunnsDynSingleRigidStateDeriv.cpp`` at commit
 df5122a): GUNNS' rotational rows use the torque about the CoM and the gyroscopic term
 ``ω × (I_cm ω)`` with the mass matrix about the reference point. The equations of
-:mod:`systems.rigid_body` use the moment about the reference point and ``ω × (I_P ω)``; the two
+:mod:`systems.dynamics.rigid_body` use the moment about the reference point and ``ω × (I_P ω)``; the two
 right-hand sides differ by ``c × (F − m ω×(ω×c))`` whenever ``c ≠ 0``. tumble's form is the one
 that agrees with the CoM Newton–Euler equations (the independent reference of the tests); the
 published GUNNS/JEOD comparison has ``c = 0``, where both coincide.
@@ -43,7 +43,7 @@ from components.loads import AppliedLoad, LoadFrame, LoadKind
 from ecs import InputError
 from scenes._common import RIGID_COLUMNS, rigid_scene
 from ecs.attitude import quat_to_euler
-from systems.loads import ApplyLoads
+from systems.dynamics.loads import ApplyLoads
 
 DESCRIPTION = "NASA GUNNS rigid-body validation case: 1e6 kg body, 3 kN force at an offset point (seed 003)"
 

@@ -30,7 +30,7 @@ Scene names → builders: ``jeod-point`` :func:`build_point`, ``jeod-point-inver
 :func:`build` takes ``run=<name>``.
 
 Contact law: these scenes reproduce JEOD's own runs, so their steel and dirt interactions use the
-JEOD-compatible law ``SpringInteraction(law="jeod")`` (:mod:`systems.facet_contact`): each
+JEOD-compatible law ``SpringInteraction(law="jeod")`` (:mod:`systems.facets.contact`): each
 vehicle's force acts at its own facet surface point and the friction is JEOD's
 ``μ|F_N| v_t/|v|``. That law does not conserve angular momentum (the two points of application are
 the penetration depth apart). Everywhere else in tumble the default is the momentum-exact law
@@ -38,11 +38,11 @@ the penetration depth apart). Everywhere else in tumble the default is the momen
 runs the same scenes with it. The laws differ only through friction and spin: in the aligned runs
 (no tangential velocity, forces through both reference points) they give identical results; in
 the off-centre run the final spin differs by ~0.08 rad/s. For line facets JEOD's own contact
-point construction has defects that are not reproduced (see :mod:`systems.facet_contact`), so
+point construction has defects that are not reproduced (see :mod:`systems.facets.contact`), so
 ``jeod-line-arbitrary`` follows JEOD's force law at the exact surface points.
 
 Facet contact couples the two vehicles: with an adaptive method (``method="dp54"``) both step
-together, one error norm and one step size per sample (:mod:`systems.integration`); exact
+together, one error norm and one step size per sample (:mod:`systems.dynamics.integration`); exact
 Coulomb friction is then refused (regularise it with ``slip_velocity``), JEOD's friction is not.
 Every start and end of contact is an event (``contact_*`` fields of ``events/``).
 """
@@ -60,9 +60,9 @@ from components.rigid import rigid_body
 from ecs import InputError, Scene, World
 from scenes._common import method_name, positive
 from ecs.attitude import euler_to_quat
-from systems.facet_contact import FacetContact
-from systems.gravity import UniformGravity
-from systems.integration import Integrator
+from systems.facets.contact import FacetContact
+from systems.gravity.uniform import UniformGravity
+from systems.dynamics.integration import Integrator
 
 #: JEOD steel-on-steel spring (pair_interaction.py): k [N/m], c [N s/m], μ.
 STEEL_K = 20.0 * LBF_PER_IN

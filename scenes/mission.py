@@ -34,7 +34,7 @@ from components.terrain import TerrainSDF
 from ecs import InputError, Scene
 from scenes._common import positive
 from scenes.assets.probes import box, platonic, probe_mass_properties, sphere_probe
-from systems.sdf import eval_terrain
+from systems.terrain.sdf import eval_terrain
 
 #: Shapes :func:`small_body` stretches to given radii: name -> built-in body of
 #: :mod:`scenes.assets.bodies`.

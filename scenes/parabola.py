@@ -3,7 +3,7 @@
 No drag. Script 2-4 kicks a 1 kg body (the simulator's default mass: the script's force
 ``[0, 0, −9.81]`` N is its weight) at ``28 m/s`` and 45° in the YZ plane,
 ``v₀ = [0, 28 cos 45°, 28 sin 45°]`` m/s, for ``t ∈ [0, 4.04]`` s, the time of flight of
-Eq. 1.44. Here the weight is a :class:`systems.gravity.UniformGravity` field ``[0, 0, −g]``.
+Eq. 1.44. Here the weight is a :class:`systems.gravity.uniform.UniformGravity` field ``[0, 0, −g]``.
 
 As for the free fall, the analytic solution (:func:`analytic`, Eq. 1.44–1.45) uses ``g = 9.8``
 and the script ``g = 9.81``; §2.5 Table 3's MSEs (≈ 4.4416e-4 m² and 1.8137e-4 m²/s²) are the
@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from scenes._common import G_THESIS_ANALYTIC, positive, rigid_scene
-from systems.gravity import UniformGravity
+from systems.gravity.uniform import UniformGravity
 
 DESCRIPTION = "ball kicked at 28 m/s and 45 deg: ballistic parabola in uniform gravity (seed 002 §2.4.4)"
 

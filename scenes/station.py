@@ -31,7 +31,7 @@ Configurations (``config``), seed 001's three:
 * ``"locked"``: the same tree with every arm joint locked (the slew commands are not applied: a
   locked joint takes no torque, and a command that does nothing is not added);
 * ``"rigid"``: one free link with the locked chain's composite mass properties
-  (:func:`systems.multibody.rigid_equivalent`), same CoM state, same cross-section.
+  (:func:`systems.multibody.dynamics.rigid_equivalent`), same CoM state, same cross-section.
 
 Orbit: circular, ``altitude`` (420 km) and ``inclination`` (51.6°), the system CoM on the inertial
 x axis at t = 0, the station turning with LVLH. Environment (``environment``): ``"full"`` — EGM2008
@@ -78,12 +78,12 @@ from ecs.scene import Dispersion, normal
 from scenes._common import check_spread, positive
 from scenes.assets import EGM2008_GFC
 from scenes.dumbbell import MU_EARTH, R_EARTH
-from systems.drag import AtmosphericDrag
-from systems.gravity_fields import GravitySystem
-from systems.multibody import JointCommands, MultibodyDynamics, rigid_equivalent, tree_poses
-from systems.multibody_kernels import crba, new_scratch
-from systems.solar_pressure import SolarRadiationPressure
-from systems.third_body import ThirdBodyGravity
+from systems.forces.drag import AtmosphericDrag
+from systems.gravity.fields import GravitySystem
+from systems.multibody.dynamics import JointCommands, MultibodyDynamics, rigid_equivalent, tree_poses
+from systems.multibody.kernels import crba, new_scratch
+from systems.forces.solar_pressure import SolarRadiationPressure
+from systems.gravity.third_body import ThirdBodyGravity
 
 DESCRIPTION = "ISS-like station, 7-joint arm and payload in LEO: rigid, locked or free chain (seed 001)"
 
@@ -236,7 +236,7 @@ def joint_servo(spec, *, period: float, damping_ratio: float = 0.7):
     servo (:class:`components.multibody.JointSpring`: rest = the present angle) of natural period
     ``period`` [s] and the given damping ratio, scaled to the inertia the joint drives while every
     other degree of freedom is free, ``I_j = 1 / (H⁻¹)_jj`` with H the joint-space mass matrix at the
-    present pose (composite-rigid-body algorithm, :data:`systems.multibody_kernels.crba`; the free
+    present pose (composite-rigid-body algorithm, :data:`systems.multibody.kernels.crba`; the free
     root included): ``k = I_j ω²``, ``c = 2 ζ I_j ω``, ``ω = 2π / period``. The coupled modes then
     lie within a few times ω (checked for the station's default pose: 0.04–0.18 rad/s at
     ω = 0.052)."""

@@ -25,7 +25,7 @@ RIGID = """
 import numpy as np
 from components.rigid import MassProps, RigidState, Wrench
 from ecs import Dispersion, Scene, World
-from systems.integration import Integrator
+from systems.dynamics.integration import Integrator
 
 def build():
     w = World("bad")
@@ -95,7 +95,7 @@ import numpy as np
 from components.loads import AppliedLoad
 from components.rigid import rigid_body
 from ecs import Scene, World
-from systems.loads import ApplyLoads
+from systems.dynamics.loads import ApplyLoads
 
 def build():
     w = World("no-integrator")
@@ -110,7 +110,7 @@ TREE = """
 import numpy as np
 from components.multibody import PointOfInterest, Separation, spawn_tree, tree_spec
 from ecs import Scene, World
-from systems.multibody import MultibodyDynamics, SeparationSensor
+from systems.multibody.dynamics import MultibodyDynamics, SeparationSensor
 
 def build():
     w = World("tree")
@@ -243,7 +243,7 @@ CASES = [
                  "scene.world.component(scene.world.entity('probe'), MassProps).com[:] = (0.1, 0.0, 0.0)"), [],
      ["body_com of probe", "0.1", "must be 0 for a deployed probe"]),
     ("deployment-beside-integrator", lambda t: deploy_file(
-        t, extra="from systems.integration import Integrator; scene.world.add_system(Integrator('rk4'))"), [],
+        t, extra="from systems.dynamics.integration import Integrator; scene.world.add_system(Integrator('rk4'))"), [],
      ["write-write conflict", "DeploymentLoop and Integrator", "body_position"]),
     # the batch's own options: refused by tumble's one line (field, value, rule), not typer's usage box
     ("samples-zero", DRIFT, ["--samples", "0"], ["samples", "0", ">= 1"]),

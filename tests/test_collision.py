@@ -1,4 +1,4 @@
-"""Stronge impacts (systems.collision) against independent references.
+"""Stronge impacts (systems.probe_contact.collision) against independent references.
 
 References: closed forms for spheres (rebound e·v, energy (1 − e²)·½mv², rolling exit
 v' = (5v + 2Rω)/7 and angular momentum about the contact point), an independent integration of
@@ -24,7 +24,7 @@ from scipy.spatial.transform import Rotation
 
 from components.contact_params import ContactParams, ContactPairs, Regolith
 from ecs import InputError, World
-from systems.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_NOT_APPROACHING, IMPACT_RESOLVED,
+from systems.probe_contact.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_NOT_APPROACHING, IMPACT_RESOLVED,
                                MULTI_ITERATION_CAP, MULTI_RESOLVED, VERTEX_CORNER, VERTEX_EDGE, VERTEX_FACE,
                                ResolveSurfaceImpacts, WORK_SIZE, impact_normal, kinetic_energy,
                                regolith_restitution, resolve_impacts, reversal_direction, reversal_h,
@@ -493,7 +493,7 @@ def test_multi_vertex_iteration_cap_and_flat_landing():
 def test_event_system_resolves_a_cube_on_a_plane_and_is_invariant():
     """ResolveSurfaceImpacts through the engine: a tilted cube touching a plane; energy decreases,
     nothing approaches afterwards, and rotating + translating the whole scene changes nothing (1e-12)."""
-    from systems.contact_motion import PlaneSurface
+    from systems.probe_contact.contact_motion import PlaneSurface
     from components.rigid import rigid_body
 
     verts, m, I = _cube()
@@ -612,7 +612,7 @@ GPU_SCRIPT = textwrap.dedent(
     """
     import json, numpy as np
     from scipy.spatial.transform import Rotation
-    from systems.collision import resolve_impacts
+    from systems.probe_contact.collision import resolve_impacts
     rng = np.random.default_rng(21)
     n = 12
     dims = rng.uniform(0.1, 1.0, (n, 3)); m = rng.uniform(1, 5, n); d2 = dims ** 2
@@ -629,7 +629,7 @@ GPU_SCRIPT = textwrap.dedent(
     # the multi-vertex policy kernel: a cube touching with random vertices
     from components.contact_params import ContactParams
     from ecs.kernels import launch_rows
-    from systems.collision import WORK_SIZE, vertex_impacts_row, vertex_impacts_rows
+    from systems.probe_contact.collision import WORK_SIZE, vertex_impacts_row, vertex_impacts_rows
     k = 3
     verts = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)])
     common = [np.full(k, 5.0), np.tile(np.eye(3) / 30.0, (k, 1, 1)),
@@ -720,7 +720,7 @@ def test_plastic_impact_near_the_stick_limit_closes_its_slip():
     the normal impulse is positive and the total impulse satisfies Coulomb's cone on average
     (|P_t| <= f p)."""
     from ecs.attitude import quat_rotate
-    from systems.collision import IMPACT_RESOLVED, kinetic_energy, resolve_impacts
+    from systems.probe_contact.collision import IMPACT_RESOLVED, kinetic_energy, resolve_impacts
 
     q = np.array([-0.6677701904597684, -0.07184492302068193, 0.49109562156868664, -0.5547489254117961])
     r = np.array([-0.05463884141835358, 0.1430463439391652, 0.0])           # vertex, body axes

@@ -19,8 +19,8 @@ tripped, every pass resolving no vertex at the same instant:
 The scene here uses point-mass gravity (the voxel field takes a while to build; the mechanism does
 not depend on it) and starts the captured state in COLLIDE at t = 0 (the rotating-frame equations
 do not depend on t). Measured on the code before the fix: all four tests fail; with only the
-entry-normal part of the fix (:mod:`systems.deploy_collide`) the second state's fail, with only the
-slot part (:mod:`systems.deploy_contact`, :func:`systems.deploy_physics.held`) the first state's
+entry-normal part of the fix (:mod:`systems.deployment.collide`) the second state's fail, with only the
+slot part (:mod:`systems.deployment.contact`, :func:`systems.deployment.physics.held`) the first state's
 and the second state's run to rest fail.
 """
 
@@ -34,10 +34,10 @@ from components.probe import ProbeShapes
 from components.status import Status
 from scenes.deploy import build_cube
 from ecs.attitude import quat_rotate
-from systems.deploy_collide import APPROACH_TOL
-from systems.deploy_contact import SINK_SPEED
-from systems.deployment import DeploymentLoop
-from systems.sdf import eval_terrain
+from systems.deployment.collide import APPROACH_TOL
+from systems.deployment.contact import SINK_SPEED
+from systems.deployment.loop import DeploymentLoop
+from systems.terrain.sdf import eval_terrain
 
 CASES = {
     "edge-slides-along-itself": dict(

@@ -1,4 +1,4 @@
-"""Contact motion (systems.contact_motion) against closed forms and independent computations.
+"""Contact motion (systems.probe_contact.contact_motion) against closed forms and independent computations.
 
 References: Coulomb statics and dynamics of a block on an incline (rest iff f >= tan θ, otherwise
 a = g (sin θ − f cos θ)), the rolling-resistance deceleration of a sphere derived here from the
@@ -22,11 +22,11 @@ from scipy.spatial.transform import Rotation
 from components.contact_params import ContactParams
 from components.rigid import rigid_body
 from ecs import InputError, World
-from systems.contact_motion import (CONTACT_ACTIVE, ContactTransition, PlaneSurface, SphereSurface,
+from systems.probe_contact.contact_motion import (CONTACT_ACTIVE, ContactTransition, PlaneSurface, SphereSurface,
                                     SurfaceContactMotion, contact_entry, contact_exit, contact_forces_rows,
                                     contact_work_size, enter_contact, normal_rate)
-from systems.gravity import UniformGravity
-from systems.integration import Integrator
+from systems.gravity.uniform import UniformGravity
+from systems.dynamics.integration import Integrator
 
 ROOT = Path(__file__).resolve().parents[1]
 G = 9.81
@@ -325,7 +325,7 @@ GPU_SCRIPT = textwrap.dedent(
     import json, numpy as np
     from scipy.spatial.transform import Rotation
     from ecs.kernels import launch_rows
-    from systems.contact_motion import contact_forces_row, contact_forces_rows, contact_work_size
+    from systems.probe_contact.contact_motion import contact_forces_row, contact_forces_rows, contact_work_size
     rng = np.random.default_rng(8)
     n, K = 6, 4
     A = rng.normal(size=(n, 3, 3)); I = A @ A.transpose(0, 2, 1) + np.eye(3)
@@ -379,7 +379,7 @@ def test_stick_solve_is_numpy_pinv(rows, rank):
     path) equals numpy's ``pinv(C Cᵀ) b`` (SVD, same relative cut 1e-10) for full-rank and
     rank-deficient factors C — 12 rows of rank 6 is a face of four contacts; rank 4 and 5 model
     collinear or coincident contacts, where the eigen-decomposition path must take over."""
-    from systems.contact_motion import low_rank_pinv_solve
+    from systems.probe_contact.contact_motion import low_rank_pinv_solve
 
     rng = np.random.default_rng(rows * 10 + rank)
     c = rng.normal(size=(rows, rank)) @ rng.normal(size=(rank, 6))
@@ -401,7 +401,7 @@ def test_stick_solve_is_numpy_pinv(rows, rank):
 def test_sym_pinv_solve_fast_and_eigen_paths(singular):
     """``sym_pinv_solve``: the Cholesky path (well-conditioned A) and the Jacobi eigen path
     (singular A) both give numpy's minimum-norm ``pinv(A) b``."""
-    from systems.contact_motion import sym_pinv_solve
+    from systems.probe_contact.contact_motion import sym_pinv_solve
 
     n = 5
     rng = np.random.default_rng(7)

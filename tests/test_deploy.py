@@ -22,9 +22,9 @@ from components.terrain import TerrainSDF, sdf_sphere
 from scenes.assets.mass_properties import MassProperties
 from scenes.assets.probes import platonic, probe_mass_properties, sphere_probe
 from scenes.deploy import deployment_scene
-from systems.deploy_physics import jacobi_integral
-from systems.gravity_kernels import evaluate
-from systems.sdf import eval_terrain
+from systems.deployment.physics import jacobi_integral
+from systems.gravity.kernels import evaluate
+from systems.terrain.sdf import eval_terrain
 
 MU = 2.5          # m^3/s^2  (the seed's 200 m test sphere, ch. 3)
 R_BODY = 200.0    # m
@@ -178,7 +178,7 @@ def test_first_crossing_and_smooth_step():
     """deploy_physics.first_crossing against numpy's polynomial roots; smooth_step ends a step
     FACE_MARGIN past the voxel cell face its quadratic CoM path crosses, and leaves other steps."""
     from components.gravity import PointMass
-    from systems.deploy_physics import (FACE_MARGIN, K0, WORK_SIZE, Y0, first_crossing, gravity_args,
+    from systems.deployment.physics import (FACE_MARGIN, K0, WORK_SIZE, Y0, first_crossing, gravity_args,
                                         smooth_step)
 
     fc = first_crossing.cpu
@@ -244,8 +244,8 @@ def test_flight_through_voxel_cells_matches_scipy():
 
 @pytest.mark.parametrize("features", ["grid", "fbm", "psr", "polyhedral", "analytic"])
 def test_kernel_terrain_query_equals_the_terrain_api(features):
-    """The deployment kernels' inlined terrain query (systems.deploy_physics.terrain_at: a bare grid
-    sampled in place, any other terrain through terrain_at_any) against systems.sdf.eval_terrain (the
+    """The deployment kernels' inlined terrain query (systems.deployment.physics.terrain_at: a bare grid
+    sampled in place, any other terrain through terrain_at_any) against systems.terrain.sdf.eval_terrain (the
     numpy driver) near the Itokawa-like surface, for every kind of terrain."""
     import dataclasses
 
@@ -254,8 +254,8 @@ def test_kernel_terrain_query_equals_the_terrain_api(features):
     from components.terrain import sdf_ellipsoid
     from scenes.assets.noise import fbm_noise
     from scenes.deploy import itokawa_target
-    from systems.deploy_physics import terrain_at
-    from systems.sdf import terrain_args
+    from systems.deployment.physics import terrain_at
+    from systems.terrain.sdf import terrain_args
 
     tat = terrain_at.cpu
 
@@ -481,10 +481,10 @@ def _waiter(share, got):
 
 
 def test_row_share_hands_rows_to_a_waiting_worker_and_ends_when_all_wait():
-    """DeploymentLoop's work sharing (systems.modes.RowShare) with two workers: rows stay
+    """DeploymentLoop's work sharing (systems.deployment.modes.RowShare) with two workers: rows stay
     with their worker until the other waits; it then gets the second half; the frame ends (None)
     only when both wait; abort() releases a waiting worker."""
-    from systems.modes import RowShare
+    from systems.deployment.modes import RowShare
 
     share = RowShare(2)
     rows = np.arange(10, 15)

@@ -9,9 +9,9 @@ and escape, so the index lists hold rows in different modes. The GPU run streams
 slots (``World.compile(active=2)``): the third sample enters the slot the second leaves, refilled
 on the device (ecs.kernels.set_rows); the CPU run keeps all three in its tables.
 
-The GPU run is the device-side loop (systems.modes.ModeLoop._device_passes): index lists built
+The GPU run is the device-side loop (systems.deployment.modes.ModeLoop._device_passes): index lists built
 on the device by compaction kernels, the fly, collide and contact span kernels launched over them
-(one thread per listed row, :meth:`systems.deployment.DeployContext.launch`), the end rules and
+(one thread per listed row, :meth:`systems.deployment.loop.DeployContext.launch`), the end rules and
 finals as a kernel. It runs in the simulator's strict mode (``TUMBLE_CUDASIM_STRICT=1``,
 :class:`ecs.kernels.SimDeviceArray`): every column and per-row array is a device array that
 host numpy and CPU kernels cannot touch, so a host step left in the loop fails here as it
@@ -53,7 +53,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import ecs.kernels as K
     from scenes.examples.deploy_srp import build
-    from systems.deployment import DeploymentLoop
+    from systems.deployment.loop import DeploymentLoop
 
     launches = collections.Counter()
     def _spy(orig):

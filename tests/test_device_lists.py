@@ -2,7 +2,7 @@
 numba's CUDA simulator in strict mode (ecs.kernels.SimDeviceArray: host numpy cannot touch them).
 
 Checked against plain numpy on the same random table: the rows a mode is launched over
-(``systems.modes.in_mode``), the running rows, the pass guard's FAILED flags, and a span kernel
+(``systems.deployment.modes.in_mode``), the running rows, the pass guard's FAILED flags, and a span kernel
 launched over a device list, whose threads past the list's device count must do nothing. The
 list's order follows the device's atomics, so lists are compared as sets (and for duplicates).
 """
@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import numba
     from ecs.kernels import DeviceRows, DualKernel, compact_rows, device_array, launch_span, to_host
-    from systems.modes import DeviceLists, in_mode, running_row, stop_stuck
+    from systems.deployment.modes import DeviceLists, in_mode, running_row, stop_stuck
 
     rng = np.random.default_rng(7)
     n = 300

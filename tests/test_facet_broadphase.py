@@ -14,9 +14,9 @@ from benchmarks.bench_facets import build_docking, hull_facets
 from components.contact import (PairInteractions, SpringInteraction, contact_surface, line_facet, point_facet)
 from components.rigid import rigid_body
 from ecs import World
-from systems.facet_broadphase import body_bounding_spheres
-from systems.facet_contact import FacetContact
-from systems.integration import Integrator
+from systems.facets.broadphase import body_bounding_spheres
+from systems.facets.contact import FacetContact
+from systems.dynamics.integration import Integrator
 
 
 def _run(world, fc, t_end, dt=0.01, samples=1, overrides=None):

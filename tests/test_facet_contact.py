@@ -37,8 +37,8 @@ from components.contact import (LBF_PER_IN, LBF_S_PER_IN, PairInteractions, Spri
 from components.rigid import rigid_body
 from ecs import InputError, Phase, System, World
 from scenes import jeod
-from systems.facet_contact import FacetContact
-from systems.integration import Integrator
+from systems.facets.contact import FacetContact
+from systems.dynamics.integration import Integrator
 
 K, C, MU = 20 * LBF_PER_IN, 0.4 * LBF_S_PER_IN, 0.05
 

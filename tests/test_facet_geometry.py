@@ -19,8 +19,8 @@ from scipy.optimize import minimize
 from components.contact import (FrictionModel, GroundKind, PairInteractions, SpringInteraction, SpringMode,
                                 UserInteraction, line_facet, material_id, point_facet)
 from ecs import InputError
-from systems.facet_contact import spring_force
-from systems.facet_geometry import (capsule_contact, closest_segment_params, ellipsoid_distance_local,
+from systems.facets.contact import spring_force
+from systems.facets.geometry import (capsule_contact, closest_segment_params, ellipsoid_distance_local,
                                     ground_distance, ground_lowest_param)
 
 _csp = closest_segment_params.cpu

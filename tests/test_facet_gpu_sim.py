@@ -24,9 +24,9 @@ SCRIPT = textwrap.dedent(
                                     contact_surface, line_facet, point_facet)
     from components.rigid import rigid_body
     from ecs import World
-    from systems.facet_contact import FacetContact
-    from systems.gravity import UniformGravity
-    from systems.integration import Integrator
+    from systems.facets.contact import FacetContact
+    from systems.gravity.uniform import UniformGravity
+    from systems.dynamics.integration import Integrator
 
     def run(backend, broadphase, law="momentum", method="rk4"):
         w = World()

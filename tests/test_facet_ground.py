@@ -22,9 +22,9 @@ from components.contact import (EllipsoidGround, Grounds, PairInteractions, Plan
 from components.rigid import rigid_body
 from ecs import InputError, Phase, System, World
 from scenes import jeod
-from systems.facet_contact import FacetContact
-from systems.gravity import UniformGravity
-from systems.integration import Integrator
+from systems.facets.contact import FacetContact
+from systems.gravity.uniform import UniformGravity
+from systems.dynamics.integration import Integrator
 
 K = jeod.STEEL_K
 G = 9.81
@@ -162,9 +162,9 @@ def test_jeod_ground_run_settles_to_the_static_stack():
 
 
 def test_terrain_sdf_ground_matches_the_builtin_plane():
-    """The terrain kernels of systems.sdf (an analytic plane terrain) through the SDF-ground interface."""
+    """The terrain kernels of systems.terrain.sdf (an analytic plane terrain) through the SDF-ground interface."""
     from components.terrain import TerrainSDF, sdf_plane
-    from systems.facet_terrain import terrain_ground
+    from systems.facets.terrain import terrain_ground
 
     n = np.array([0.1, -0.2, 1.0])
     n /= np.linalg.norm(n)

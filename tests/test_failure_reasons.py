@@ -25,7 +25,7 @@ from numba import njit
 from components.rigid import rigid_body
 from ecs import Phase, Scene, System, World, column, component
 from ecs.scene import Dispersion
-from systems.integration import Integrator
+from systems.dynamics.integration import Integrator
 
 @component("bad")
 class BadTime:

@@ -23,9 +23,9 @@ SCRIPT = textwrap.dedent(
     from components.loads import AppliedLoad, LoadSeries
     from components.rigid import rigid_body
     from ecs import World
-    from systems.gravity import UniformGravity
-    from systems.integration import Integrator
-    from systems.loads import ApplyLoads
+    from systems.gravity.uniform import UniformGravity
+    from systems.dynamics.integration import Integrator
+    from systems.dynamics.loads import ApplyLoads
 
     def run(backend, method, euler_mode):
         w = World()

@@ -1,5 +1,5 @@
 """Gravity-gradient torque on rigid bodies (GravitySystem(gradient_torque=True)): the kernel the
-multibody links use (systems.gravity_kernels.gradient_torque, seed 001 MBGravityTorque).
+multibody links use (systems.gravity.kernels.gradient_torque, seed 001 MBGravityTorque).
 
 References: the torque of a point-mass field summed over a cloud of point masses with the body's
 mass properties (exact to O((size/r)²)); and the small-amplitude pitch libration of a body in a
@@ -20,9 +20,9 @@ from components.gravity import PointMass
 from components.rigid import rigid_body
 from ecs import World
 from ecs.attitude import quat_normalize, quat_rotate, quat_rotate_inverse, quat_to_dcm
-from systems.gravity_fields import GravitySystem, add_gravity_rows
-from systems.gravity_kernels import gravity_args
-from systems.integration import Integrator
+from systems.gravity.fields import GravitySystem, add_gravity_rows
+from systems.gravity.kernels import gravity_args
+from systems.dynamics.integration import Integrator
 
 MU = 3.986004415e14
 
@@ -102,13 +102,13 @@ def _egm2008_d20():
 
 
 def test_harmonics_gradient_is_the_derivative_of_the_acceleration():
-    """Γ of EGM2008 to degree 20 (systems.gravity_kernels.harmonics_gradient, analytic) against the
+    """Γ of EGM2008 to degree 20 (systems.gravity.kernels.harmonics_gradient, analytic) against the
     fourth-order central difference of the acceleration the field kernel gives, step h = 1 km, at 30
     points from 200 to 36,000 km altitude, the poles and the equator included. The difference's
     truncation is ~(h/r)^4 and its round-off ~1e-15 |g| / h: measured 5e-12 relative to the largest
     entry (1.5e-10 at h = 50 m, round-off; 4.6e-11 at 200 m), so 1e-10 is asserted. The trace is
     Laplace's zero to round-off."""
-    from systems.gravity_kernels import gravity_at, gravity_gradient_at
+    from systems.gravity.kernels import gravity_at, gravity_gradient_at
 
     ga = gravity_args(_egm2008_d20())
     rng = np.random.default_rng(8)
@@ -138,7 +138,7 @@ def test_full_field_torque_is_the_sum_over_a_point_mass_cloud():
     code): exact to O((size/r)²) ≈ 1e-12, 1e-8 relative asserted (the cancellation in the 8-term sum,
     as in the point-mass test). The central term alone, 3μ/r⁵ r × I r, misses 0.15–0.77 % of it at
     these six states (J2 and beyond, measured): this test fails when only the central term is used."""
-    from systems.gravity_kernels import gravity_at
+    from systems.gravity.kernels import gravity_at
 
     src = _egm2008_d20()
     ga = gravity_args(src)

@@ -34,9 +34,9 @@ from scenes.assets.star_meshes import bumpy_mesh, ellipsoid_mesh, sphere_mesh, t
 from scenes.assets.voxel import (build_voxel_field, choose_voxel_size, relative_errors, surface_error,
                                  voxel_error)
 from ecs.attitude import quat_rotate, quat_rotate_inverse
-from systems.gravity_fields import GravitySystem
-from systems.gravity_kernels import carlson_rd, carlson_rf, contains, evaluate, linearize, potential
-from systems.integration import Integrator
+from systems.gravity.fields import GravitySystem
+from systems.gravity.kernels import carlson_rd, carlson_rf, contains, evaluate, linearize, potential
+from systems.dynamics.integration import Integrator
 
 ROOT = Path(__file__).resolve().parents[1]
 RHO = 2000.0  # kg/m^3, a rubble-pile asteroid
@@ -624,9 +624,9 @@ _SIM = textwrap.dedent(
     from ecs import Frame, World
     from scenes.assets.star_meshes import bumpy_mesh
     from scenes.assets.voxel import build_voxel_field
-    from systems.gravity_fields import GravitySystem
-    from systems.gravity_kernels import linearize
-    from systems.integration import Integrator
+    from systems.gravity.fields import GravitySystem
+    from systems.gravity.kernels import linearize
+    from systems.dynamics.integration import Integrator
 
     v, f = bumpy_mesh(1000.0, subdivisions=1, bumps=4)
     poly = Polyhedron(v, f, density=2000.0)

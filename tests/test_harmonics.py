@@ -25,7 +25,7 @@ import pytest
 from components.gravity import PointMass, SphericalHarmonics
 from ecs import InputError
 from scenes.assets import EGM2008_GFC
-from systems.gravity_kernels import acceleration, evaluate
+from systems.gravity.kernels import acceleration, evaluate
 
 DEGREE = 20
 
@@ -134,8 +134,8 @@ def test_a_rigid_body_orbit_regresses_its_node_at_the_j2_secular_rate():
     a point mass fail by 100 % or more)."""
     from components.rigid import rigid_body
     from ecs import World
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
 
     full = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=2)
     c = np.zeros((3, 3))
@@ -171,8 +171,8 @@ def test_a_field_turning_with_the_earth_conserves_the_jacobi_integral():
     turned the wrong way moves J by 4e-5 of it (measured)."""
     from components.rigid import rigid_body
     from ecs import World
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
 
     model = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=8)
     spin = 7.292115e-5

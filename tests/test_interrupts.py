@@ -22,7 +22,13 @@ ENTRY = "from tumble.cli import main; main()"          # what the installed `tum
 def _start(args, cwd):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     return subprocess.Popen([sys.executable, "-c", ENTRY, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_as_from_a_terminal)
+
+
+def _as_from_a_terminal():
+    """SIGINT's default disposition in the child, as a shell gives it (a pytest-xdist worker
+    ignores SIGINT, and an ignored signal stays ignored across exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _ctrl_c(proc):

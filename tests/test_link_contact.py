@@ -18,8 +18,8 @@ from components.contact import PairInteractions, SpringInteraction, UserInteract
 from components.multibody import TreeCentre, tree_spec
 from ecs import InputError, World
 from ecs.status import Reason, Status
-from systems.facet_contact import FacetContact
-from systems.multibody import MultibodyDynamics, tree_poses
+from systems.facets.contact import FacetContact
+from systems.multibody.dynamics import MultibodyDynamics, tree_poses
 
 K, MASS, V0, R = 1e4, 100.0, 1.0, 1.0
 DT, SUBSTEPS = 0.01, 100                    # h = 1e-4 s

@@ -24,8 +24,8 @@ from scipy.special import fresnel
 from components.loads import AppliedLoad, LoadFrame, LoadFunctions, LoadKind, LoadSeries
 from components.rigid import rigid_body
 from ecs import InputError, World
-from systems.integration import Integrator
-from systems.loads import ApplyLoads
+from systems.dynamics.integration import Integrator
+from systems.dynamics.loads import ApplyLoads
 
 COLS = ("body_position", "body_velocity", "body_attitude", "body_omega")
 

@@ -12,7 +12,7 @@ import xarray as xr
 import zarr
 
 import tumble
-from systems.sdf import eval_terrain
+from systems.terrain.sdf import eval_terrain
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

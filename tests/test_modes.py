@@ -1,4 +1,4 @@
-"""The mode loop (systems.modes): user modes and EVENT systems take part in a deployment.
+"""The mode loop (systems.deployment.modes): user modes and EVENT systems take part in a deployment.
 
 The example is scenes/examples/deploy_harpoon.py (an anchoring harpoon: an EVENT system that takes
 touchdowns before the Stronge resolver and a user mode that holds the anchored probe). Its
@@ -21,7 +21,7 @@ from components.status import Status
 from ecs import Phase, System
 from ecs.errors import ScheduleError
 from scenes.registry import import_scene_file
-from systems.modes import Mode
+from systems.deployment.modes import Mode
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES = 16
@@ -118,7 +118,7 @@ def test_an_event_system_without_resolve_is_refused_in_a_mode_loop():
 
 def test_event_and_mode_systems_no_system_runs_are_refused():
     from components.rigid import rigid_body
-    from systems.integration import Integrator
+    from systems.dynamics.integration import Integrator
 
     for extra in (_Catch(), _Hold()):
         w = tumble.World("no-loop")
@@ -209,7 +209,7 @@ def test_a_contact_only_term_leaves_flight_to_the_same_bytes():
 def test_terms_restricted_to_modes_are_refused_where_they_cannot_act():
     from components.rigid import rigid_body
     from ecs.terms import Term
-    from systems.integration import Integrator
+    from systems.dynamics.integration import Integrator
 
     mod = _holddown()
 

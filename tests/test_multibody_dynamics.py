@@ -1,4 +1,4 @@
-"""Articulated-tree dynamics (systems/multibody_kernels.py) against Pinocchio, an independent
+"""Articulated-tree dynamics (systems/multibody/kernels.py) against Pinocchio, an independent
 implementation of the same algorithms (Carpentier et al., 2019): forward dynamics (ABA), the
 joint-space mass matrix (CRBA) and inverse dynamics (RNEA) for chains and branched trees of 1-20
 links with revolute (aligned and unaligned), prismatic, spherical, fixed and free joints, random
@@ -16,7 +16,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from components.multibody import FIXED, FREE, NV, PRISMATIC, REVOLUTE, SPHERICAL, tree_spec
-from systems.multibody_kernels import aba, crba, new_scratch, rnea
+from systems.multibody.kernels import aba, crba, new_scratch, rnea
 
 pin = pytest.importorskip("pinocchio", reason="pinocchio (pip package 'pin', the 'test' extra) is not installed")
 

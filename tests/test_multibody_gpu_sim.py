@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(
     from components.multibody import tree_spec
     from ecs.stepping import TABLEAUX
     from ecs.terms import no_terms_args
-    from systems.multibody_kernels import STATE, aba, new_scratch, rk_step, rnea
+    from systems.multibody.kernels import STATE, aba, new_scratch, rk_step, rnea
 
     rng = np.random.default_rng(3)
     E, S = 5, 3
@@ -158,11 +158,11 @@ TERMS_SCRIPT = textwrap.dedent(
     from ecs import World
     from scenes.assets import EGM2008_GFC
     from components.ephemeris import Ephemeris
-    from systems.drag import AtmosphericDrag
-    from systems.gravity_fields import GravitySystem
-    from systems.multibody import MultibodyDynamics
-    from systems.solar_pressure import SolarRadiationPressure
-    from systems.third_body import ThirdBodyGravity
+    from systems.forces.drag import AtmosphericDrag
+    from systems.gravity.fields import GravitySystem
+    from systems.multibody.dynamics import MultibodyDynamics
+    from systems.forces.solar_pressure import SolarRadiationPressure
+    from systems.gravity.third_body import ThirdBodyGravity
 
     earth = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=4)
     eph = Ephemeris.de421(2460676.5, 600.0)
@@ -214,8 +214,8 @@ LINK_CONTACT_SCRIPT = textwrap.dedent(
     from components.contact import PairInteractions, SpringInteraction, point_facet
     from components.multibody import tree_spec
     from ecs import World
-    from systems.facet_contact import FacetContact
-    from systems.multibody import MultibodyDynamics
+    from systems.facets.contact import FacetContact
+    from systems.multibody.dynamics import MultibodyDynamics
 
     res = {}
     for backend in ("cpu", "gpu"):

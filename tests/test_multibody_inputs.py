@@ -96,7 +96,7 @@ def test_spawn_tree_links_parents_to_rows():
 def test_hand_built_or_dispersed_joint_states_are_checked():
     """States that do not come through tree_spec (components built by hand, per-sample draws)
     meet the same rules when the multibody system binds or the batch runner checks its inputs."""
-    from systems.multibody import MultibodyDynamics
+    from systems.multibody.dynamics import MultibodyDynamics
 
     w = World("mb")
     w.spawn(Link(), MassProps(), LinkWrench(), *tree_spec(parents=[-1], kinds=["spherical"], mass=[1.0],

@@ -1,4 +1,4 @@
-"""Conservation laws of a free-floating articulated tree (systems/multibody_kernels.py), integrated
+"""Conservation laws of a free-floating articulated tree (systems/multibody/kernels.py), integrated
 with the classical RK4 tableau of ecs/stepping.py.
 
 * No gravity, no joint forces: kinetic energy, linear momentum and angular momentum about the
@@ -21,7 +21,7 @@ import pytest
 from components.multibody import tree_spec
 from ecs.stepping import TABLEAUX
 from ecs.terms import no_terms_args
-from systems.multibody_kernels import STATE, energy_momentum, new_scratch, rk_step
+from systems.multibody.kernels import STATE, energy_momentum, new_scratch, rk_step
 
 RK4 = TABLEAUX["rk4"]
 EPS = np.finfo(float).eps

@@ -13,7 +13,7 @@ import pytest
 from components.multibody import spawn_tree, tree_spec
 from ecs import World
 from ecs.errors import InputError
-from systems.multibody import MultibodyDynamics
+from systems.multibody.dynamics import MultibodyDynamics
 
 
 def _oscillator(kind, k, c=0.0, rest=0.0, q0=0.3, **law):
@@ -96,7 +96,7 @@ def test_commanded_torque_series_drives_a_joint_with_zero_order_hold():
     on quadratics: agreement to 1e-12 rad."""
     from components.loads import LoadSeries
     from components.multibody import JointCommand
-    from systems.multibody import JointCommands
+    from systems.multibody.dynamics import JointCommands
 
     spec, I = _oscillator("revolute", 0.0, q0=0.0)
     w = World("motor")
@@ -119,7 +119,7 @@ def test_commanded_torque_series_drives_a_joint_with_zero_order_hold():
 
 def test_a_joint_commanded_twice_is_refused():
     from components.multibody import JointCommand
-    from systems.multibody import JointCommands
+    from systems.multibody.dynamics import JointCommands
 
     spec, _ = _oscillator("revolute", 0.0)
     w = World("twice")

@@ -1,5 +1,5 @@
 """The Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration";
-systems/multibody_kernels.py ``_kuo_nguyen_step``, ``MultibodyDynamics("kuo_nguyen")``).
+systems/multibody/kernels.py ``_kuo_nguyen_step``, ``MultibodyDynamics("kuo_nguyen")``).
 
 Seed 001's formulas, for the root's orbital DOFs (jerk from a backward difference)
 
@@ -21,9 +21,9 @@ from components.gravity import PointMass
 from components.multibody import spawn_tree, tree_spec
 from ecs import World
 from scenes.dumbbell import MU_EARTH, R_EARTH
-from systems.multibody import MultibodyDynamics
+from systems.multibody.dynamics import MultibodyDynamics
 from ecs.terms import no_terms_args
-from systems.multibody_kernels import STATE, kuo_nguyen_step, new_scratch
+from systems.multibody.kernels import STATE, kuo_nguyen_step, new_scratch
 
 R = R_EARTH + 400e3
 V = math.sqrt(MU_EARTH / R)

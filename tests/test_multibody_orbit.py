@@ -1,4 +1,4 @@
-"""Articulated trees in orbit (systems/multibody.py, scenes/dumbbell.py): per-body point-mass
+"""Articulated trees in orbit (systems/multibody/dynamics.py, scenes/dumbbell.py): per-body point-mass
 gravity and gravity-gradient torque against closed forms."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from ecs import World
 from ecs.errors import InputError
 from ecs.status import Status
 from scenes.dumbbell import MU_EARTH, R_EARTH, build, libration_frequency, pitch_angle
-from systems.multibody import MultibodyDynamics
+from systems.multibody.dynamics import MultibodyDynamics
 from ecs.terms import no_terms_args
-from systems.multibody_kernels import MW, link_forces
+from systems.multibody.kernels import MW, link_forces
 
 
 def test_gravity_torque_summed_over_bodies_is_the_rigid_body_gradient_torque():
@@ -71,7 +71,7 @@ def test_dumbbell_libration_period():
     T = 4 K(sin² θ0) / (n sqrt(3 (C − A)/C)) (pendulum in 2θ, amplitude θ0 = 0.05 rad, which
     lengthens the small-amplitude period by 6.3e-4): agreement to 1e-6 relative (measured 3e-10 at
     dt = 5 s; it was −6.5e-8 before the velocity-product force lost its round-off torque, see
-    ``systems.multibody_kernels._bias_add``)."""
+    ``systems.multibody.kernels._bias_add``)."""
     sc = build()
     res = sc.world.run(t_end=sc.t_end, dt=sc.dt, record_every=1, record=sc.record)
     assert res.status[0] == Status.DONE
@@ -180,7 +180,7 @@ def _locked_station(inclination: float = 0.0):
     composite mass properties."""
     import dataclasses
 
-    from systems.multibody_kernels import link_poses, new_scratch
+    from systems.multibody.kernels import link_poses, new_scratch
 
     r = R_EARTH + 420e3
     n = math.sqrt(MU_EARTH / r ** 3)
@@ -222,8 +222,8 @@ def test_locked_chain_single_link_and_rigid_body_agree_in_orbit():
     own pair); limit 1 mm (the issue's). (b)-(c) measured 0.43 µm (round-off of two different
     codes; 1.6 µm at 5 s steps), limit 10 µm."""
     from components.rigid import rigid_body
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
 
     chain, body = _locked_station()
     single = tree_spec(parents=[-1], kinds=["free"], mass=[body["mass"]], inertia=[body["inertia"]],
@@ -272,11 +272,11 @@ def test_locked_chain_and_rigid_body_agree_in_the_full_orbital_environment():
     from components.gravity import SphericalHarmonics
     from components.rigid import rigid_body
     from scenes.assets import EGM2008_GFC
-    from systems.drag import AtmosphericDrag
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
-    from systems.solar_pressure import SolarRadiationPressure
-    from systems.third_body import ThirdBodyGravity
+    from systems.forces.drag import AtmosphericDrag
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
+    from systems.forces.solar_pressure import SolarRadiationPressure
+    from systems.gravity.third_body import ThirdBodyGravity
 
     T, dt = 8 * 3600.0, 10.0
     chain, body = _locked_station(inclination=math.radians(51.6))
@@ -337,10 +337,10 @@ def test_unlocked_joints_diverge_from_the_locked_chain_through_orientation_depen
     from components.ephemeris import Ephemeris
     from components.gravity import SphericalHarmonics
     from scenes.assets import EGM2008_GFC
-    from systems.drag import AtmosphericDrag
-    from systems.gravity_fields import GravitySystem
-    from systems.solar_pressure import SolarRadiationPressure
-    from systems.third_body import ThirdBodyGravity
+    from systems.forces.drag import AtmosphericDrag
+    from systems.gravity.fields import GravitySystem
+    from systems.forces.solar_pressure import SolarRadiationPressure
+    from systems.gravity.third_body import ThirdBodyGravity
 
     T, dt = 4 * 3600.0, 10.0
     chain, _ = _locked_station(inclination=math.radians(51.6))
@@ -389,10 +389,10 @@ def test_reduced_environment_update_rate_is_a_first_order_hold():
     from components.ephemeris import Ephemeris
     from components.gravity import SphericalHarmonics
     from scenes.assets import EGM2008_GFC
-    from systems.drag import AtmosphericDrag
-    from systems.gravity_fields import GravitySystem
-    from systems.solar_pressure import SolarRadiationPressure
-    from systems.third_body import ThirdBodyGravity
+    from systems.forces.drag import AtmosphericDrag
+    from systems.gravity.fields import GravitySystem
+    from systems.forces.solar_pressure import SolarRadiationPressure
+    from systems.gravity.third_body import ThirdBodyGravity
 
     T = 5600.0
     earth = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=20)
@@ -433,9 +433,9 @@ def test_links_refuse_two_gravity_fields_and_terms_they_cannot_read():
     from components.gravity import SphericalHarmonics
     from components.rigid import rigid_body
     from scenes.assets import EGM2008_GFC
-    from systems.drag import AtmosphericDrag
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
+    from systems.forces.drag import AtmosphericDrag
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
 
     def world(*systems, central=True, gravity="full"):
         w = World("refuse")
@@ -514,7 +514,7 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
     non-root joint accelerations depend on the gravity differences only). Measured relative errors
     (of the largest joint acceleration, 1.2e-3): full gravity 1.2e-11, differential 0 (bitwise the
     reference's; limit 1e-13); the root's acceleration agrees between the modes to 1e-14 of g."""
-    from systems.multibody_kernels import STATE, aba, derivative, new_scratch, world_pose
+    from systems.multibody.kernels import STATE, aba, derivative, new_scratch, world_pose
 
     spec = _arm_in_orbit()
     n = spec.n
@@ -644,8 +644,8 @@ def test_trees_and_rigid_bodies_share_a_world():
     """A rigid body (Integrator + GravitySystem) and a tree (MultibodyDynamics) in one world: both
     systems schedule together and each flies exactly as it does alone."""
     from components.rigid import rigid_body
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
 
     r = R_EARTH + 500e3
     body = dict(mass=100.0, inertia=(10.0, 12.0, 14.0), position=(0.0, r, 0.0),

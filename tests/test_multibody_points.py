@@ -15,7 +15,7 @@ from components.rigid import rigid_body
 from ecs import World
 from ecs.errors import InputError
 from scenes.dumbbell import MU_EARTH, R_EARTH
-from systems.multibody import MultibodyDynamics
+from systems.multibody.dynamics import MultibodyDynamics
 
 
 @pytest.mark.parametrize("gravity", ["full", "differential"])

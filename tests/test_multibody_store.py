@@ -80,7 +80,7 @@ def test_capture_outcome_in_final_matches_the_points_it_checks(tmp_path):
 
 
 def test_capture_contact_summary_in_final_is_the_event_log_reduced_per_sample(tmp_path):
-    """final/contact_* (systems.facet_contact.CONTACT_SUMMARIES) equal, sample by sample, what a plain
+    """final/contact_* (systems.facets.contact.CONTACT_SUMMARIES) equal, sample by sample, what a plain
     loop over that sample's logged events gives: starts counted, the first start's time, the last
     end's time, the fastest-closing start's v·n, the largest penetration; NaN where none."""
     store = run_batch("capture", samples=3, out=tmp_path / "c.zarr", params={"t_end": 90.0, "record_every": None})

@@ -1,5 +1,5 @@
-"""Atmospheric drag and solar radiation pressure on cannonball bodies (systems.drag,
-systems.solar_pressure; components.environment).
+"""Atmospheric drag and solar radiation pressure on cannonball bodies (systems.forces.drag,
+systems.forces.solar_pressure; components.environment).
 
 References: the Vallado (2013) Table 8-4 values themselves; Montenbruck & Gill (2000) eqs 3.75 and
 3.97–3.99 written out in numpy (hand computations); the closed-form decay of a circular orbit under
@@ -17,9 +17,9 @@ from components.environment import VALLADO_2013_TABLE_8_4, Cannonball, Exponenti
 from components.gravity import PointMass
 from components.rigid import rigid_body
 from ecs import InputError, World
-from systems.drag import AtmosphericDrag, add_drag_rows
-from systems.gravity_fields import GravitySystem
-from systems.integration import Integrator
+from systems.forces.drag import AtmosphericDrag, add_drag_rows
+from systems.gravity.fields import GravitySystem
+from systems.dynamics.integration import Integrator
 
 MU = 3.986004415e14
 
@@ -27,7 +27,7 @@ MU = 3.986004415e14
 def test_density_reproduces_the_table_and_the_kernel_the_numpy_formula():
     from numba import njit
 
-    from systems.drag import density_at
+    from systems.forces.drag import density_at
 
     atm = ExponentialAtmosphere()
     table = np.array(VALLADO_2013_TABLE_8_4)
@@ -140,7 +140,7 @@ def test_geodetic_inverts_the_closed_form_ellipsoid_map():
     """Earth-fixed points built from geodetic (φ, λ, h) by the closed form x = (N + h) cos φ cos λ,
     y = (N + h) cos φ sin λ, z = (N (1 − e²) + h) sin φ, N = a/√(1 − e² sin² φ): recovered to
     1e-12 rad and 1e-6 m, poles and equator included."""
-    from systems.drag import WGS84_A, WGS84_F, geodetic
+    from systems.forces.drag import WGS84_A, WGS84_F, geodetic
 
     rng = np.random.default_rng(5)
     lat = np.concatenate([rng.uniform(-np.pi / 2, np.pi / 2, 200), [0.0, np.pi / 2 - 1e-9, -np.pi / 2 + 1e-9]])
@@ -163,9 +163,9 @@ def test_msis_density_reaches_bodies_and_links_and_drives_the_drag():
     pymsis = pytest.importorskip("pymsis")
     from components.environment import MsisAtmosphere, earth_rotation_angle
     from components.multibody import tree_spec
-    from systems.drag import MsisDensity, geodetic
-    from systems.gravity_fields import GravitySystem
-    from systems.multibody import MultibodyDynamics
+    from systems.forces.drag import MsisDensity, geodetic
+    from systems.gravity.fields import GravitySystem
+    from systems.multibody.dynamics import MultibodyDynamics
 
     atm = MsisAtmosphere("2025-03-20T12:00", f107=180.0, f107a=160.0, ap=12.0)
     jd = 2440587.5 + (np.datetime64("2025-03-20T12:00") - np.datetime64("1970-01-01")) / np.timedelta64(1, "D")
@@ -180,8 +180,8 @@ def test_msis_density_reaches_bodies_and_links_and_drives_the_drag():
     from components.ephemeris import Ephemeris
     from components.gravity import SphericalHarmonics
     from scenes.assets import EGM2008_GFC
-    from systems.solar_pressure import SolarRadiationPressure
-    from systems.third_body import ThirdBodyGravity
+    from systems.forces.solar_pressure import SolarRadiationPressure
+    from systems.gravity.third_body import ThirdBodyGravity
 
     pytest.importorskip("de421")
     earth = SphericalHarmonics.from_gfc(EGM2008_GFC, degree=8)
@@ -244,8 +244,8 @@ def test_srp_kernel_is_eq_3_75_and_the_shadow_is_the_cylinder():
     """Sunlit rows: m a = −P C_R A (AU/d)² d̂ with d = s − r (numpy from the kernel's own Sun, which
     tests/test_third_body.py checks against jplephem), 1e-13; rows behind the Earth inside the
     shadow cylinder feel nothing, rows just outside it do."""
-    from systems.solar_pressure import AU, P_SUN, add_srp_rows
-    from systems.third_body import moon_and_sun
+    from systems.forces.solar_pressure import AU, P_SUN, add_srp_rows
+    from systems.gravity.third_body import moon_and_sun
 
     eph = _srp_setup()
     t0 = 3600.0
@@ -284,8 +284,8 @@ def test_flat_plates_follow_wertz_and_push_at_their_centres():
     mirror facing it −2 P A ŝ; edge-on, nothing."""
     from components.environment import PLATES
     from ecs.attitude import quat_normalize, quat_rotate, quat_rotate_inverse
-    from systems.solar_pressure import AU, P_SUN, add_srp_rows
-    from systems.third_body import moon_and_sun
+    from systems.forces.solar_pressure import AU, P_SUN, add_srp_rows
+    from systems.gravity.third_body import moon_and_sun
 
     eph = _srp_setup()
     t0 = 7200.0
@@ -393,7 +393,7 @@ def test_plate_drag_is_the_projected_area_law_with_its_torque():
 
 def test_plates_with_bad_normals_or_reflectivities_are_refused():
     from components.environment import PLATES, Plates
-    from systems.solar_pressure import SolarRadiationPressure
+    from systems.forces.solar_pressure import SolarRadiationPressure
 
     eph = _srp_setup()
     normal = np.zeros((PLATES, 3))
@@ -445,8 +445,8 @@ def test_the_celestial_pole_follows_erfa_and_turns_the_harmonic_field_as_iers_20
     from components.environment import ERA_RATE, CelestialPole, earth_rotation_angle
     from components.gravity import SphericalHarmonics
     from scenes.assets import EGM2008_GFC
-    from systems.gravity_fields import gravity_term, pole_turn
-    from systems.gravity_kernels import gravity_args, gravity_at
+    from systems.gravity.fields import gravity_term, pole_turn
+    from systems.gravity.kernels import gravity_args, gravity_at
 
     epoch, span = 2460676.5, 8 * 3600.0
     pole = CelestialPole.iau2006(epoch, span)

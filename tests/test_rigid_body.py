@@ -7,8 +7,8 @@ import numpy as np
 from components.loads import AppliedLoad
 from components.rigid import rigid_body
 from ecs import Phase, System, World
-from systems.integration import Integrator
-from systems.loads import ApplyLoads
+from systems.dynamics.integration import Integrator
+from systems.dynamics.loads import ApplyLoads
 
 
 class _DoubleInertiaAt(System):

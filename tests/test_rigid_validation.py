@@ -25,7 +25,7 @@ from components.rigid import MassProps, RigidState, rigid_body
 from ecs import InputError, World
 from scenes import cubesat, free_fall, gunns, parabola, precession
 from scenes._common import thesis_mse
-from systems.integration import Integrator
+from systems.dynamics.integration import Integrator
 
 
 def _run(scene, samples=1, overrides=None, **over):

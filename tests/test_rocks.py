@@ -37,7 +37,7 @@ from ecs.errors import InputError
 from scenes.assets import noise as nz
 from scenes.assets.mass_properties import MassProperties
 from scenes.assets.probes import sphere_probe
-from systems import sdf
+from systems.terrain import sdf
 
 S_MIN, S_MAX, ALPHA, K_ROCKS = 0.05, 0.5, 2.8, 14.0   # Table 4.2 sizes and power index, §4.1's K
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ GPU_SCRIPT = textwrap.dedent(
     from components.terrain import TerrainSDF, sdf_sphere
     from ecs.kernels import launch_rows
     from scenes.assets.noise import terrain_rocks
-    from systems import sdf
+    from systems.terrain import sdf
     rf = terrain_rocks(TerrainSDF(sdf_sphere(20.0)), centre=(0, 0, 25), region_radius=1.0, seed=4)
     terr = TerrainSDF(sdf_sphere(20.0), rocks=rf)
     rng = np.random.default_rng(0)

@@ -14,8 +14,8 @@ from components.gravity import Ellipsoid
 from components.rigid import RotatingFrame, rigid_body
 from ecs import World
 from ecs.errors import InputError
-from systems.gravity_fields import GravitySystem
-from systems.integration import Integrator
+from systems.gravity.fields import GravitySystem
+from systems.dynamics.integration import Integrator
 
 OMEGA = 2.0 * math.pi / (12.13 * 3600.0)       # Itokawa's spin [rad/s], about z
 FIELD = Ellipsoid(270.0, 147.0, 105.0, density=1900.0)
@@ -80,7 +80,7 @@ def test_jacobi_integral_of_a_point_body_in_the_turning_field():
     J = ½|v|² − ½|Ω × p|² + U(p) (U = −potential from the ellipsoid's closed form; the body at its
     CoM, no torque coupling): measured 1.6e-13 of |U| over 6 h (limit 1e-9), while its energy in
     that frame, ½|v|² + U, changes by 7.8 |U| (so the check can tell the two apart)."""
-    from systems.gravity_kernels import potential
+    from systems.gravity.kernels import potential
 
     body = dict(BODY, com=(0.0, 0.0, 0.0))
     w = World("jacobi")

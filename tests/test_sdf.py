@@ -23,7 +23,7 @@ from components.terrain import (SDFGrid, sdf_box, sdf_capsule, sdf_ellipsoid, sd
                                 sdf_torus)
 from ecs.errors import InputError
 from scenes.assets import sdf_build as sb
-from systems import sdf
+from systems.terrain import sdf
 
 ROOT = Path(__file__).resolve().parents[1]
 # Two float64 evaluations of the same closed form (different operation order): a few ulps of the
@@ -342,7 +342,7 @@ GPU_SCRIPT = textwrap.dedent(
     from ecs.kernels import launch_rows
     from scenes.assets.noise import fbm_noise, psr_field
     from scenes.assets.sdf_build import grid_from_shape
-    from systems import sdf
+    from systems.terrain import sdf
     shape = sdf_ellipsoid((3.0, 2.0, 1.0)).smooth_union(sdf_torus(2.0, 0.3), 0.5)
     grid = grid_from_shape(shape, lower=(-3.5, -3, -2), upper=(3.5, 3, 2), spacing=0.25)
     fbm = fbm_noise(max_height=0.2, frequency=1.0, octaves=3, seed=1)

@@ -15,7 +15,7 @@ from ecs import World
 from ecs.errors import InputError
 from ecs.status import Status
 from scenes.station import build, on_circular_orbit, station_tree
-from systems.multibody import MultibodyDynamics, rigid_equivalent, tree_poses
+from systems.multibody.dynamics import MultibodyDynamics, rigid_equivalent, tree_poses
 
 CENTRE = ("centre_position", "centre_velocity", "centre_angular_momentum", "centre_kinetic_energy", "centre_mass")
 
@@ -137,7 +137,7 @@ def test_payload_tidal_force_is_what_separates_the_chain_from_its_rigid_body():
 
     which the rigid body, a point mass at its CoM, lacks. The CoM separation of the two runs is then
     the solution of the variational equation d̈ = Γ(x(t)) d + a₂(t), Γ the gradient of the whole
-    field along the rigid body's path (``systems.gravity_kernels.gravity_gradient_at``, itself
+    field along the rigid body's path (``systems.gravity.kernels.gravity_gradient_at``, itself
     checked against differences of the acceleration), S turning with the chain's recorded
     attitude; scipy's DOP853 integrates it from rest. Measured: 1.7355 mm apart after 8 h, the
     prediction 1.7376 mm, 0.17 % (limit 1 %; J2's share of a₂ is ~(R/r)² J2 ≈ 1e-3 of it). With
@@ -154,8 +154,8 @@ def test_payload_tidal_force_is_what_separates_the_chain_from_its_rigid_body():
     from scipy.interpolate import CubicSpline
     from scipy.spatial.transform import Rotation
 
-    from systems.gravity_fields import GravitySystem, inertial_to_field
-    from systems.gravity_kernels import gravity_args, gravity_at, gravity_gradient_at
+    from systems.gravity.fields import GravitySystem, inertial_to_field
+    from systems.gravity.kernels import gravity_args, gravity_at, gravity_gradient_at
 
     T, dt = 8 * 3600.0, 10.0
     tr = {}

@@ -156,8 +156,8 @@ def test_deployment_refuses_orbital_environment_terms():
     from components.environment import ExponentialAtmosphere
     from components.gravity import PointMass
     from ecs.errors import InputError
-    from systems.drag import AtmosphericDrag
-    from systems.gravity_fields import GravitySystem
+    from systems.forces.drag import AtmosphericDrag
+    from systems.gravity.fields import GravitySystem
 
     with pytest.raises(InputError, match=r"Term gravity = 'gravity_term': cannot take part in the deployment: "
                                          r"it is a gravity field"):
@@ -260,7 +260,7 @@ def test_the_srp_example_moves_the_first_arc_as_its_closed_form_dv_predicts():
 def _rigid_world(*systems, com=(0.2, -0.1, 0.05), attitude=(1.0, 0.0, 0.0, 0.0), method="rk4"):
     """One free rigid body (no gravity) with a CoM offset, integrated by the Integrator."""
     from components.rigid import rigid_body
-    from systems.integration import Integrator
+    from systems.dynamics.integration import Integrator
 
     w = tumble.World("rigid-terms")
     b = w.spawn(*rigid_body(mass=4.0, inertia=[2.0, 2.0, 2.0], position=(1.0, 2.0, 3.0), velocity=(0.1, 0.0, -0.2),
@@ -335,7 +335,7 @@ def test_one_term_reads_the_mass_of_a_probe_and_of_a_rigid_body():
     column, acts unchanged on a free rigid body in the same point-mass field (a GravitySystem):
     the two forces cancel and the CoM flies its straight line (RK4, 1e-12 relative)."""
     from components.gravity import PointMass
-    from systems.gravity_fields import GravitySystem
+    from systems.gravity.fields import GravitySystem
 
     com = np.array([0.2, -0.1, 0.05])
     w, _ = _rigid_world(GravitySystem(PointMass(mu=MU)), CancelGravity(), com=com)
@@ -409,7 +409,7 @@ def test_a_deployment_compiles_its_own_gravity_source_and_terrain_only():
     reach, before anything is compiled)."""
     from ecs.kernels import reachable_kernels
     from scenes.registry import load_scene
-    from systems.deployment import DeploymentLoop
+    from systems.deployment.loop import DeploymentLoop
 
     for rocks, general_terrain in ((False, False), ("psr", True)):
         scene = load_scene("deploy-cube", rocks=rocks)

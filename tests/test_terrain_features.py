@@ -18,8 +18,8 @@ from components.mesh import check_closed_mesh
 from ecs.errors import InputError
 from scenes.assets import bodies
 from scenes.assets import noise as nz
-from systems import sdf
-from systems.broadphase import SphereGrid, bounding_sphere, query_points, region_spheres
+from systems.terrain import sdf
+from systems.terrain.broadphase import SphereGrid, bounding_sphere, query_points, region_spheres
 
 
 # --------------------------------------------------------------------------------------------------

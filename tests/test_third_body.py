@@ -1,4 +1,4 @@
-"""Sun and Moon third-body gravity from JPL DE421 (components.ephemeris, systems.third_body).
+"""Sun and Moon third-body gravity from JPL DE421 (components.ephemeris, systems.gravity.third_body).
 
 References: the positions against jplephem's own evaluation of the same DE421 records
 (``jplephem.ephem.Ephemeris.position``); the acceleration against Montenbruck & Gill eq 3.37 written
@@ -42,7 +42,7 @@ def _jpl_geocentric(t):
 def _positions(eph, t):
     from numba import njit
 
-    from systems.third_body import moon_and_sun
+    from systems.gravity.third_body import moon_and_sun
 
     ms = moon_and_sun.cpu
 
@@ -79,7 +79,7 @@ def test_the_row_kernel_is_eq_3_37(eph):
     """The system's row kernel at chosen states and times against Montenbruck & Gill eq 3.37 written
     out in numpy from jplephem's positions (a hand computation): 1e-11 relative (the positions agree
     to ~1e-11, the formula's float64 rounding is ~1e-15)."""
-    from systems.third_body import add_third_bodies_rows
+    from systems.gravity.third_body import add_third_bodies_rows
 
     rng = np.random.default_rng(4)
     n = 64
@@ -112,9 +112,9 @@ def test_a_geo_orbit_with_the_sun_and_moon_matches_scipy():
     from components.gravity import PointMass
     from components.rigid import rigid_body
     from ecs import World
-    from systems.gravity_fields import GravitySystem
-    from systems.integration import Integrator
-    from systems.third_body import ThirdBodyGravity
+    from systems.gravity.fields import GravitySystem
+    from systems.dynamics.integration import Integrator
+    from systems.gravity.third_body import ThirdBodyGravity
 
     day = 86400.0
     e = Ephemeris.de421(EPOCH, day)
@@ -154,7 +154,7 @@ def test_constants_and_bad_windows(eph):
         Ephemeris.de421(2300000.0, 86400.0)
     with pytest.raises(InputError, match="span"):
         Ephemeris.de421(EPOCH, -1.0)
-    from systems.third_body import ThirdBodyGravity
+    from systems.gravity.third_body import ThirdBodyGravity
 
     with pytest.raises(InputError, match="bodies"):
         ThirdBodyGravity(bodies=("jupiter",))
@@ -173,7 +173,7 @@ def test_cuda_simulator_row_kernel_matches_cpu():
         import numpy as np
         from components.ephemeris import Ephemeris
         from ecs.kernels import launch_rows, to_backend
-        from systems.third_body import add_third_bodies, add_third_bodies_rows
+        from systems.gravity.third_body import add_third_bodies, add_third_bodies_rows
         e = Ephemeris.de421({EPOCH}, {SPAN})
         rng = np.random.default_rng(2)
         n = 16
@@ -197,8 +197,8 @@ def test_cuda_simulator_row_kernel_matches_cpu():
 def test_a_run_past_the_ephemeris_window_is_refused():
     from components.rigid import rigid_body
     from ecs import World
-    from systems.integration import Integrator
-    from systems.third_body import ThirdBodyGravity
+    from systems.dynamics.integration import Integrator
+    from systems.gravity.third_body import ThirdBodyGravity
 
     w = World("too-long")
     w.spawn(*rigid_body(mass=1.0, inertia=[1.0, 1.0, 1.0], position=(7e6, 0.0, 0.0)))

@@ -171,7 +171,7 @@ def test_scheduler_write_write_conflict_names_both_systems():
 
 def test_failed_rows_are_isolated_and_runs_end_with_done():
     """A row that goes non-finite is FAILED; the other samples finish normally."""
-    from systems.integration import Integrator
+    from systems.dynamics.integration import Integrator
 
     w = World()
     e = w.spawn(RigidState(velocity=np.array([1.0, 0.0, 0.0])), MassProps(mass=1.0), Wrench())

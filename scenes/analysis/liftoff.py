@@ -71,9 +71,9 @@ Sign convention: positive = convex (centre of curvature inside the body, outward
   ``S = P ∇∇d P / |∇d|`` with ``P = I - N Nᵀ``, ``N = ∇d/|∇d|`` (the Weingarten map of an implicit
   surface); principal curvatures and directions are its tangent eigenpairs, H and K follow by eq
   3.33. For an :class:`components.terrain.AnalyticShape` the Hessian is the central difference of
-  the exact gradients of :func:`systems.sdf.eval_shape_points` (no analytic Hessian exists in
-  :mod:`systems.sdf`). For an :class:`components.terrain.SDFGrid` the trilinear Hessian of eq 2.20
-  (:func:`systems.sdf.sample_grid_hessian`) is not usable: the trilinear interpolant is linear along
+  the exact gradients of :func:`systems.terrain.sdf.eval_shape_points` (no analytic Hessian exists in
+  :mod:`systems.terrain.sdf`). For an :class:`components.terrain.SDFGrid` the trilinear Hessian of eq 2.20
+  (:func:`systems.terrain.sdf.sample_grid_hessian`) is not usable: the trilinear interpolant is linear along
   each axis inside a cell, so its Hessian has a zero diagonal and a sphere's curvature comes out
   between 0 and 1/(2R). The gradient of eq 2.19 is only first-order accurate, which leaves an O(h/R)
   error in |∇d| (2 % at 29 cells per radius). The grid path therefore takes second-order central
@@ -119,7 +119,7 @@ from components.gravity import GravitySource
 from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
-from systems.gravity_kernels import acceleration
+from systems.gravity.kernels import acceleration
 
 __all__ = [
     "DEPARTURE_PLANES",
@@ -656,7 +656,7 @@ def _points_array(points, field: str = "points") -> np.ndarray:
 
 
 def _shape_value_gradient(shape: AnalyticShape, p: np.ndarray):
-    from systems.sdf import eval_shape_points
+    from systems.terrain.sdf import eval_shape_points
 
     return eval_shape_points(shape, p)
 
@@ -721,7 +721,7 @@ def sdf_curvature(sdf, points, *, project: bool = True, step: float | None = Non
             (negative inside), target frame.
         points: query points [m], shape (n, 3) or (3,).
         project: first move each point onto d = 0 along the normal (Newton on d; for a grid
-            :func:`systems.sdf.surface_points`). Without it the curvature is that of the level set
+            :func:`systems.terrain.sdf.surface_points`). Without it the curvature is that of the level set
             through the point.
         step: finite-difference step for an analytic shape [m]; default 1e-5 × max(|p|, 1 m).
         max_iter: projection iterations.
@@ -752,7 +752,7 @@ def sdf_curvature(sdf, points, *, project: bool = True, step: float | None = Non
         hess = 0.5 * (hess + np.swapaxes(hess, 1, 2))
     elif isinstance(sdf, SDFGrid):
         if project:
-            from systems.sdf import surface_points
+            from systems.terrain.sdf import surface_points
 
             p, _ = surface_points(sdf, p, max_iter=int(max_iter), tol=float(tol))
         grad, hess = _grid_node_derivatives(sdf, p)
@@ -977,7 +977,7 @@ def liftoff_map(body, *, gravity, omega, points=None, directions="compass", depa
         body: an :class:`components.terrain.AnalyticShape`, an :class:`components.terrain.SDFGrid`,
             a mesh ``(vertices, faces)``, or a :class:`scenes.assets.bodies.SmallBody`.
         gravity: a_E in the target frame: a gravity source (:mod:`components.gravity`, evaluated
-            by :func:`systems.gravity_kernels.acceleration`), an object with
+            by :func:`systems.gravity.kernels.acceleration`), an object with
             ``.acceleration(points)``, a callable ``points (n, 3) -> (n, 3)`` [m/s²], or a
             constant vector.
         omega: Ω [rad/s], shape (3,), target frame.

@@ -9,7 +9,7 @@
 * :func:`psr_field` — procedurally seeded rocks (eqs 2.34–2.39): K3 rocks with bounded-Pareto
   diameters (eq 2.23) placed at random in a periodic cube, their generalised distance functions
   (eq 2.37, norm p, unit vectors n_a..n_b of Akleman & Chen's list; a = 4, b = 13 is the icosahedron)
-  sampled on a grid, clamped to <= 0, tiled aperiodically by :func:`systems.sdf.eval_psr`.
+  sampled on a grid, clamped to <= 0, tiled aperiodically by :func:`systems.terrain.sdf.eval_psr`.
   K3 = K L³ / d̄ (§2.3.3: the K rocks per unit area fill a layer one mean diameter d̄ thick).
 * :func:`polyhedral_rocks` — rocks on the facets of a surface patch (eqs 2.22–2.23): a Poisson number
   per facet with mean ``area * density``, where the density of rocks with s_min <= s <= s_max follows
@@ -26,7 +26,7 @@
   of the zero level set over a disc of the tangent plane, a Poisson process per m² of *surface*
   (thinning by the local slope), each rock placed on the level set by Newton steps and sunk along
   the local normal; reseeded per square tile of the disc as the seed reseeds per facet. Its
-  :class:`RockField` unites with the terrain (:data:`systems.sdf.eval_rocks`).
+  :class:`RockField` unites with the terrain (:data:`systems.terrain.sdf.eval_rocks`).
 
 Eq 2.23 as published (its typeset form is partly illegible in the seed's text; the legible parts,
 ``s_min``, ``s_max``, ``(1 - y)`` and the 1/α power, fit) is the inverse CDF of the Pareto law
@@ -47,7 +47,7 @@ from components.terrain import ConvexPolyhedra, FBMNoise, PSRField, RockField, T
 from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
-from systems.sdf import eval_terrain
+from systems.terrain.sdf import eval_terrain
 
 __all__ = ["GDF_NORMALS", "LACUNARITY", "HURST", "bounded_pareto", "calibrate_k0", "fbm_amplitude", "fbm_noise",
            "icosahedron", "polyhedral_rocks", "project_to_surface", "psr_field", "rock_density", "pareto_mean",

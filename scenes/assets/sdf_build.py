@@ -6,7 +6,7 @@ robust sign, fast enough for 256³ grids of 10⁵-face meshes on two cores:
 
 * **Distance**: a bounding volume hierarchy over the triangles (median splits on the longest
   centroid axis, 4 triangles per leaf) answers nearest-triangle queries with the point-triangle
-  closest point of Ericson (§5.1.5, :data:`systems.sdf.closest_point_triangle`). Grid nodes are
+  closest point of Ericson (§5.1.5, :data:`systems.terrain.sdf.closest_point_triangle`). Grid nodes are
   processed in 4³ bricks (one thread per brick, numba ``prange``), visited in serpentine order so
   each query starts from the previous node's nearest triangle: its exact distance to the new node is
   a valid upper bound that prunes almost the whole tree at once.
@@ -22,7 +22,7 @@ and how many are available). Results are cached on disk keyed by a hash of the m
 (``$TUMBLE_CACHE`` or ``~/.cache/tumble``, sub-folder ``sdf``).
 
 Caching caveat (docs/design.md §2): the cached kernels here inline
-:data:`systems.sdf.closest_point_triangle`; numba's cache does not notice edits to that other file, so
+:data:`systems.terrain.sdf.closest_point_triangle`; numba's cache does not notice edits to that other file, so
 after changing it delete ``scenes/assets/__pycache__/sdf_build*``.
 
 Public API: :func:`sdf_from_mesh`, :func:`mesh_signed_distance`, :func:`grid_from_shape`,
@@ -45,7 +45,7 @@ from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH
-from systems.sdf import closest_point_triangle, eval_shape_grid
+from systems.terrain.sdf import closest_point_triangle, eval_shape_grid
 
 __all__ = ["BVH", "build_bvh", "cache_dir", "grid_for_bounds", "grid_from_shape", "mesh_signed_distance",
            "sdf_from_mesh"]
@@ -647,7 +647,7 @@ def mesh_signed_distance(vertices, faces, points, *, return_closest: bool = Fals
     Returns:
         ``d`` (p,) [m], or ``(d, closest, triangle)`` with ``return_closest``.
     """
-    from systems.sdf import _points
+    from systems.terrain.sdf import _points
 
     p = _points(points)
     v, f, fn, en, vn, bvh = _prepare(vertices, faces, "mesh_signed_distance.mesh")

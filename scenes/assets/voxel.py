@@ -53,8 +53,8 @@ from numba import prange
 from components.gravity import G, Polyhedron, VoxelField
 from ecs.errors import InputError
 from ecs.kernels import cpu_jit
-from systems.gravity_kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
-from systems.sdf import closest_point_triangle
+from systems.gravity.kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
+from systems.terrain.sdf import closest_point_triangle
 
 __all__ = ["VoxelChoice", "VoxelError", "build_voxel_field", "cache_dir", "choose_voxel_size", "relative_errors",
            "surface_error", "voxel_error", "voxel_grid"]

@@ -3,7 +3,7 @@ import numpy as np
 from numba import njit, prange
 from components.rigid import rigid_body
 from ecs import Phase, Scene, System, World
-from systems.integration import Integrator
+from systems.dynamics.integration import Integrator
 
 @njit(parallel=True, cache=True)
 def add_drag(status, b, velocity, force):

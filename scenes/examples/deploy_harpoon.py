@@ -11,12 +11,12 @@ Otherwise the tether breaks, the probe bounces as without an anchor (Stronge's i
 spent harpoon never fires again. The catch is not a collision: no Stronge impact, no collision
 event, ``probe_collisions`` stays 0 for a probe anchored at once.
 
-Two systems, both in this file (:mod:`systems.modes`):
+Two systems, both in this file (:mod:`systems.deployment.modes`):
 
 1. :class:`FireHarpoon`, an EVENT system: the deployment's mode loop hands it every row with a
    touchdown pending (mode COLLIDE) before its own Stronge resolver; it takes the rows it anchors
    (mode ANCHORED) and leaves the others to the resolver;
-2. :class:`Anchored`, a :class:`systems.modes.Mode` with a code of its own: the loop launches it
+2. :class:`Anchored`, a :class:`systems.deployment.modes.Mode` with a code of its own: the loop launches it
    over the anchored rows at every pass; it holds them and advances their time to the frame end
    (never past it: it keeps no dense output), ending them when the hold is complete (at that
    time exactly, so the settling time and the end time do not depend on the frame length).
@@ -32,7 +32,7 @@ import numpy as np
 from components.status import Status
 from ecs import InputError, Phase, System
 from scenes.mission import box_probe, deployment, release_above, small_body
-from systems.modes import Mode
+from systems.deployment.modes import Mode
 
 #: ``probe_phase`` of an anchored probe (any code the deployment's own modes do not use).
 ANCHORED = 16

@@ -17,8 +17,8 @@ The pattern for any force, sensor-free controller or torque on a lander:
 3. ``scene.world.add_system(...)``: the deployment fuses it into its right-hand side in flight,
    contact motion and collision set-up. ``attitude=False, torque=False`` (this force depends on
    position and time only) keeps flight's fast multirate attitude split. The same system, unchanged,
-   pushes a free rigid body integrated by :class:`systems.integration.Integrator` (it applies row
-   terms at every stage: :mod:`systems.rigid_terms`) — one user force for every pipeline.
+   pushes a free rigid body integrated by :class:`systems.dynamics.integration.Integrator` (it applies row
+   terms at every stage: :mod:`systems.dynamics.rigid_terms`) — one user force for every pipeline.
 
 Run it: ``tumble run scenes/examples/deploy_srp.py -n 20`` (``-p exaggerate=1000`` makes the
 effect visible at plot scale).

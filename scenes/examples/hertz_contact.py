@@ -14,8 +14,8 @@ from numba import njit
 from components.contact import PairInteractions, UserInteraction, contact_surface, point_facet
 from components.rigid import rigid_body
 from ecs import Scene, World
-from systems.facet_contact import FacetContact
-from systems.integration import Integrator
+from systems.facets.contact import FacetContact
+from systems.dynamics.integration import Integrator
 
 
 @njit(cache=True)

@@ -5,10 +5,10 @@ An :class:`Integrator` is a SCHEDULED system that owns the stage loop of every t
 bodies (:mod:`components.rigid`). At each stage it writes the stage state into the state columns
 and the stage time into ``row_time``, zeroes the ``body_force``/``body_torque`` accumulators, runs
 every DERIVATIVE system of the world (gravity, applied loads, contact springs, user forces), then
-evaluates the equations of motion of :mod:`systems.rigid_body`. Derivative systems therefore see
+evaluates the equations of motion of :mod:`systems.dynamics.rigid_body`. Derivative systems therefore see
 ordinary columns and never know which method is running. A DERIVATIVE system that contributes a
 row term (:mod:`ecs.terms`) instead of a ``process`` takes part too: its term is fused and applied
-at every stage after the others (:mod:`systems.rigid_terms`), so one user force serves this
+at every stage after the others (:mod:`systems.dynamics.rigid_terms`), so one user force serves this
 pipeline and the deployment's alike.
 
 Fixed-step methods take one step of the frame length per frame. Adaptive methods (``bs32``,
@@ -46,9 +46,8 @@ from ecs.terms import fuse_terms, refuse_modal
 from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
-from systems import rigid_terms
-from systems.gravity_fields import GravitySystem
-from systems.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
+from systems.dynamics import rigid_terms
+from systems.dynamics.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu
 _qnorm = quat_normalize.cpu
@@ -63,7 +62,7 @@ ALIASES = {"explicit_euler": "euler", "euler_cromer": "semi_implicit_euler", "sy
 
 # --------------------------------------------------------------------------- row kernels
 def _put_component(i, k, v, pos, vel, att, omega, euler, euler_mode):
-    """Write state component k (layout of systems.rigid_body) of row i into its column."""
+    """Write state component k (layout of systems.dynamics.rigid_body) of row i into its column."""
     if k < 3:
         pos[i, k] = v
     elif k < 6:
@@ -81,7 +80,7 @@ _put = put_component.cpu
 
 
 def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
-    """y0[i] <- the row's state columns (layout of systems.rigid_body)."""
+    """y0[i] <- the row's state columns (layout of systems.dynamics.rigid_body)."""
     if not active[i]:
         return
     for k in range(3):
@@ -450,17 +449,16 @@ class Integrator(System):
         """The integration frame: inertial, or the world's :class:`components.rigid.RotatingFrame`.
         In a turning frame the systems that take the frame to be inertial are refused by name: a
         row term that says so (third bodies, drag, radiation pressure: ``Term.inertial``) and a
-        field that turns relative to the inertial frame (``GravitySystem(spin=...)``: a field fixed
-        in the turning frame takes ``spin=0``)."""
+        field that turns relative to the inertial frame (a term's ``turning_refusal``:
+        ``GravitySystem(spin=...)``; a field fixed in the turning frame takes ``spin=0``)."""
         frame = world.resource(RotatingFrame, None)
         rate = np.zeros(3) if frame is None else np.asarray(frame.rate, np.float64)
         if rate.any():
             for s in world.schedule()[Phase.DERIVATIVE]:
-                if isinstance(s, GravitySystem) and s.spin != 0.0:
-                    raise InputError(f"{s.name}.spin", s.spin,
-                                     f"must be 0 in the turning frame {frame.name!r} (a field fixed in that frame "
-                                     "turns with it; the spin would turn it a second time)")
                 term = s.term(world) if hasattr(s, "term") else None
+                if term is not None and term.turning_refusal:
+                    what, value, rule = term.turning_refusal
+                    raise InputError(what, value, rule.format(frame=frame.name))
                 if term is not None and term.inertial:
                     raise InputError(s.name, f"in the turning frame {frame.name!r}",
                                      "acts in an inertial frame only (Term.inertial): integrate these bodies "
@@ -469,7 +467,7 @@ class Integrator(System):
         self._frame_rate = to_backend(world.backend, (rate,))[0]
 
     def _link_terms(self, world) -> None:
-        """Fuse the row terms of the DERIVATIVE systems that have no ``process`` (:mod:`systems.rigid_terms`)."""
+        """Fuse the row terms of the DERIVATIVE systems that have no ``process`` (:mod:`systems.dynamics.rigid_terms`)."""
         check_derivatives(world, world.systems)
         self.terms = tuple(s.term(world) for s in world.schedule()[Phase.DERIVATIVE] if not s.launches)
         refuse_modal(self.terms, self.name)

@@ -1,6 +1,6 @@
 """COLLIDE phase: impulsive collisions of probes with the terrain, and entry into contact motion.
 
-Seed 004 §2.5.2 (Stronge collisions, :mod:`systems.collision`), §2.5.3 (entering contact motion)
+Seed 004 §2.5.2 (Stronge collisions, :mod:`systems.probe_contact.collision`), §2.5.3 (entering contact motion)
 and §2.7.3 (the "collision" kernel). A row is in :attr:`DeployPhase.COLLIDE` when the fly kernel
 (or the contact kernel) has stopped it at the time a vertex reached the surface.
 
@@ -20,7 +20,7 @@ For each such row, at its current state:
    slid against an overhang of the rock texture (free normal acceleration outwards there) bounced
    off with nothing to resolve, fell ``contact_gap`` in flight onto its corner, entered contact,
    and did so again every 1.8 s without ever resting 60 s (TIMED_OUT after 20,000 collisions).
-3. **Resolution**: the multi-vertex policy of :data:`systems.collision.vertex_impacts_row`
+3. **Resolution**: the multi-vertex policy of :data:`systems.probe_contact.collision.vertex_impacts_row`
    (most-approaching vertex first, repeat; each single impact Stronge's, so kinetic energy never
    rises). A bounce takes each vertex's impact normal by type (eq 2.33: the surface normal at a
    corner, the surface normal less its component along the edge at an edge vertex, the negated face
@@ -28,7 +28,7 @@ For each such row, at its current state:
    ``N = ∇d/|∇d|`` at every touching vertex instead: §2.5.3 performs it "such that the normal
    contact point velocity v₃ = 0" before contact motion starts, and contact motion holds
    ``N·v`` along that normal (eq 2.92) and sends a contact sinking along it back here
-   (:data:`systems.deploy_contact.SINK_SPEED`). With eq 2.33's normals an edge vertex sliding
+   (:data:`systems.deployment.contact.SINK_SPEED`). With eq 2.33's normals an edge vertex sliding
    along its own edge into a surface that leans along the edge (the rock texture at level ≥ 1
    tessellation, measured 8°: 8e-5 m/s in along N, 0 along the edge normal), or a face vertex on
    a surface tilted against its face, approached along N while the entry collision found nothing
@@ -42,7 +42,7 @@ For each such row, at its current state:
    again resolved nothing, and only the projection below held the probe up, every 11 ms.
 4. **Projection**: vertices found below the surface (flight sinks up to ``contact_gap`` after a
    launch that starts touching; contact motion's held vertices as much) are lifted out by
-   :data:`systems.deploy_physics.lift_out` (every vertex, a Newton step on the active
+   :data:`systems.deployment.physics.lift_out` (every vertex, a Newton step on the active
    constraints), so that successive phase starts never ratchet the probe deeper; the depth of the
    deepest vertex is recorded (``probe_max_penetration``).
 5. **Records**: one event per collision (:func:`declare_collision_events`), the first-impact time,
@@ -61,9 +61,10 @@ from components.probe import VertexType
 from components.status import Reason, Status
 from ecs import Phase, System
 from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend
-from systems.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, cross_call,
-                               kinetic_body, quat_rotate_call, quat_rotate_inverse_call, vertex_impacts_row)
-from systems.deploy_physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
+from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
+from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, kinetic_body,
+                                             vertex_impacts_row)
+from systems.deployment.physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -283,7 +284,7 @@ collide_rows = dual(_collide_rows, inline=False, nogil=True)
 class CollideProbes(System):
     """COLLIDE phase: resolve the pending collision of every row in that phase (module docstring).
 
-    Launched by :class:`systems.deployment.DeploymentLoop`.
+    Launched by :class:`systems.deployment.loop.DeploymentLoop`.
     """
 
     phase = Phase.EVENT
@@ -331,4 +332,4 @@ class CollideProbes(System):
                 t["probe_max_penetration"])
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
-        raise RuntimeError("CollideProbes is launched by systems.deployment.DeploymentLoop")
+        raise RuntimeError("CollideProbes is launched by systems.deployment.loop.DeploymentLoop")

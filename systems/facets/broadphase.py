@@ -18,7 +18,7 @@ with 10³ facets each that is 10⁶ pair checks per evaluation. Here:
    when little moved). The axis is the one of largest spread of the facet centres, switched only
    when another axis spreads more than twice as much (hysteresis, so the order is not thrown
    away back and forth). The sweep then visits only pairs whose intervals overlap on that axis;
-   :mod:`systems.facet_contact` tests their spheres and runs the exact capsule test.
+   :mod:`systems.facets.contact` tests their spheres and runs the exact capsule test.
 
 Every pair whose facet spheres overlap is found (a facet sphere lies inside its body's sphere and\nbox), so
 the broadphase finds exactly the contacts of the all-pairs loop; only the order in which they are

@@ -1,11 +1,11 @@
 """Facets against a procedural terrain: :class:`components.terrain.TerrainSDF` as a contact ground.
 
-The terrain kernels (:mod:`systems.sdf`, seed 004 §2.2.3–2.3: SDF grid with trilinear
+The terrain kernels (:mod:`systems.terrain.sdf`, seed 004 §2.2.3–2.3: SDF grid with trilinear
 interpolation, analytic shapes, fBm noise, seeded rocks, explicit polyhedral rocks) plug into facet contact
-(:mod:`systems.facet_contact`, seed 000 §4.3.3) through the generic
+(:mod:`systems.facets.contact`, seed 000 §4.3.3) through the generic
 :class:`components.contact.SdfGround` interface ``fn(data, x, y, z) -> (d, gx, gy, gz)``:
-``data`` is the tuple of :func:`systems.sdf.terrain_args` and ``fn`` unpacks it for
-:data:`systems.sdf.eval_terrain_point`. The gradient is normalised by the contact kernel.
+``data`` is the tuple of :func:`systems.terrain.sdf.terrain_args` and ``fn`` unpacks it for
+:data:`systems.terrain.sdf.eval_terrain_point`. The gradient is normalised by the contact kernel.
 CPU backend only (the ground function is passed to a CPU kernel as a first-class function).
 """
 
@@ -16,7 +16,7 @@ import math
 from numba import njit
 
 from components.contact import SdfGround
-from systems.sdf import eval_terrain_point, terrain_args
+from systems.terrain.sdf import eval_terrain_point, terrain_args
 
 _eval = eval_terrain_point.cpu
 

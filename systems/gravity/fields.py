@@ -4,12 +4,12 @@ For each row with mass, at every integrator stage:
 
 1. the centre of mass in the field frame, ``x = p + R(q) c`` (:data:`com_field_position`);
 2. the source's acceleration g(x) through the one dispatch over every source kind,
-   :data:`systems.gravity_kernels.gravity_at` (point mass, homogeneous ellipsoid,
+   :data:`systems.gravity.kernels.gravity_at` (point mass, homogeneous ellipsoid,
    Werner–Scheeres polyhedron, voxel grid, linearised field — seed 004 §2.4, eqs 2.40–2.43 — and
    spherical harmonics, Montenbruck & Gill 2000 §3.2), the
    same the deployment kernels call;
 3. the weight ``m g`` added to ``body_force`` and ``c × (m g_B)`` to ``body_torque`` through the very
-   same row kernel as :class:`systems.gravity.UniformGravity` (:data:`systems.gravity.add_weight`),
+   same row kernel as :class:`systems.gravity.uniform.UniformGravity` (:data:`systems.gravity.uniform.add_weight`),
    via :data:`add_field_weight`.
 
 The field frame turns about the inertial z axis by ``θ = angle0 + spin · t`` (a planet's body-fixed
@@ -24,8 +24,8 @@ Kernels follow the dual pattern (:func:`ecs.kernels.dual`): one Python source pe
 compiled for the CPU (hand-written ``prange`` drivers) and the GPU (``launch_rows``). The field is
 evaluated at the CoM as a point; ``gradient_torque=True`` adds the gravity-gradient torque of the
 whole field about each body's CoM (:func:`_field_gradient_torque`: the field's gradient from
-:data:`systems.gravity_kernels.gravity_gradient_at` in body axes; for a point mass it is seed 001's
-MBGravityTorque, :data:`systems.gravity_kernels.gradient_torque`).
+:data:`systems.gravity.kernels.gravity_gradient_at` in body axes; for a point mass it is seed 001's
+MBGravityTorque, :data:`systems.gravity.kernels.gradient_torque`).
 
 As a row term (:meth:`GravitySystem.term`, :func:`gravity_term`) the same dispatch and the same
 frame turn run inside a pipeline's right-hand side at the stage time it passes: the multibody
@@ -46,8 +46,8 @@ from ecs import InputError, Phase, System
 from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 from ecs.terms import Term
-from systems.gravity import add_weight
-from systems.gravity_kernels import GRAVITY_KINDS, gravity_args, gravity_at, gravity_gradient_at, tensor_gradient_torque
+from systems.gravity.uniform import add_weight
+from systems.gravity.kernels import GRAVITY_KINDS, gravity_args, gravity_at, gravity_gradient_at, tensor_gradient_torque
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
@@ -139,9 +139,9 @@ def _add_field_weight(i, status, gx, gy, gz, mass, com, att, force, torque, time
 def _field_gradient_torque(ga, t, x, y, z, q0, q1, q2, q3, inertia, r, spin, angle0, pole):
     """Gravity-gradient torque [N·m, body axes] about the CoM of a body at (x, y, z) in the field
     frame with attitude q (body → inertial) at time t: the field's gradient Γ_F
-    (:data:`systems.gravity_kernels.gravity_gradient_at`, every term of the field) turned into
+    (:data:`systems.gravity.kernels.gravity_gradient_at`, every term of the field) turned into
     body axes, Γ_B = Bᵀ Γ_F B with B's columns the body axes in field components, then
-    :data:`systems.gravity_kernels.tensor_gradient_torque`."""
+    :data:`systems.gravity.kernels.tensor_gradient_torque`."""
     gxx, gyy, gzz, gxy, gxz, gyz = _grad_at(ga, x, y, z)
     ax, ay, az = _rot(q0, q1, q2, q3, 1.0, 0.0, 0.0)
     bx, by, bz = _rot(q0, q1, q2, q3, 0.0, 1.0, 0.0)
@@ -167,7 +167,7 @@ _add_fw = add_field_weight.cpu
 
 
 # ------------------------------------------------------------------------------------------------
-# one row kernel for every source kind: the one dispatch, systems.gravity_kernels.gravity_at
+# one row kernel for every source kind: the one dispatch, systems.gravity.kernels.gravity_at
 # ------------------------------------------------------------------------------------------------
 
 
@@ -203,7 +203,7 @@ def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga,
 def gravity_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, inertia, gs, gvox, gpv, gpe, gped,
                  gpel, gpf, gpfn, pole, gkind, spin, angle0, gg):
     """Row term (:mod:`ecs.terms`) of the source packed in ``(gkind, gs, …, gpfn)``
-    (:func:`systems.gravity_kernels.gravity_args`) at the CoM (x, y, z), whose field frame is turned
+    (:func:`systems.gravity.kernels.gravity_args`) at the CoM (x, y, z), whose field frame is turned
     by ``θ = angle0 + spin · t`` about the pole (``pole``: :func:`_pole_turn`): the weight ``m g``
     (inertial), and when ``gg`` is set the gravity-gradient torque of the whole field (body axes),
     as :data:`add_gravity` does."""
@@ -219,7 +219,7 @@ def gravity_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, in
     return mass * gx, mass * gy, mass * gz, tx, ty, tz
 
 
-#: Source kinds whose gravity gradient is known analytically (systems.gravity_kernels.gravity_gradient_at).
+#: Source kinds whose gravity gradient is known analytically (systems.gravity.kernels.gravity_gradient_at).
 GRADIENT_KINDS = ("point_mass", "ellipsoid", "polyhedron", "linearized", "harmonics")
 
 #: A polyhedron row costs ~n_faces × 50 ns, so even a handful of rows is worth a parallel launch.
@@ -317,4 +317,8 @@ class GravitySystem(System):
                     arrays={**dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
                             "pole": self._pole},
                     params={"gkind": float(ga[0]), "spin": self.spin, "angle0": self.angle0,
-                            "gg": 1.0 if self.gradient_torque else 0.0})
+                            "gg": 1.0 if self.gradient_torque else 0.0},
+                    source=src,
+                    turning_refusal=None if self.spin == 0.0 else (
+                        f"{self.name}.spin", self.spin, "must be 0 in the turning frame {frame!r} (a field fixed in "
+                        "that frame turns with it; the spin would turn it a second time)"))

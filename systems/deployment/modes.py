@@ -28,7 +28,7 @@ over index lists built on the device, and rows never leave it within a frame
 keep dense output and step past a frame end (docs/design.md §8.2). The loop refuses a mode whose
 code is taken, and an EVENT system without ``resolve``. Example: ``scenes/examples/deploy_harpoon.py``.
 
-:class:`systems.deployment.DeploymentLoop` is the mode loop of probe deployment.
+:class:`systems.deployment.loop.DeploymentLoop` is the mode loop of probe deployment.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class Mode(System):
     def advance(self, ctx, rows: np.ndarray, t_end: np.ndarray) -> None:  # pragma: no cover - abstract
         """Advance ``rows`` (indices of running rows in this mode, behind their frame end) towards
         their frame ends ``t_end[row]`` [s]. ``ctx``: the loop's context
-        (:class:`systems.deployment.DeployContext` for a deployment: ``ctx.table``, ``ctx.settings``)."""
+        (:class:`systems.deployment.loop.DeployContext` for a deployment: ``ctx.table``, ``ctx.settings``)."""
         raise NotImplementedError
 
     def bind_context(self, ctx) -> None:
@@ -171,7 +171,7 @@ class Mode(System):
 class KernelMode(Mode):
     """A mode stepped by one span kernel that the loop's context launches by this mode's key,
     ``ctx.launch(key, rows, *args)`` (the deployment's fly and contact phases,
-    :meth:`systems.deployment.DeployContext.launch`): a subclass gives the kernel's arguments after
+    :meth:`systems.deployment.loop.DeployContext.launch`): a subclass gives the kernel's arguments after
     its row span (:meth:`launch_args`), which :meth:`advance` and the kernel's compile unit
     (:meth:`ecs.system.System.compile_units`) both use. Runs on both backends: on the GPU ``rows``
     is an index list on the device (:class:`ecs.kernels.DeviceRows`)."""

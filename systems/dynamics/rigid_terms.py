@@ -1,8 +1,8 @@
 """Row terms (:mod:`ecs.terms`) in the rigid-body pipeline: one user force for every pipeline.
 
 A DERIVATIVE system that contributes only a :class:`ecs.terms.Term` (no ``process``) takes part in
-the deployment's right-hand sides (:mod:`systems.deployment`) and, through this module, in the
-stage loop of :class:`systems.integration.Integrator`: at every stage the integrator calls
+the deployment's right-hand sides (:mod:`systems.deployment.loop`) and, through this module, in the
+stage loop of :class:`systems.dynamics.integration.Integrator`: at every stage the integrator calls
 :func:`add_row_terms_rows` linked against the fused sum of the world's terms, after the
 launch-style DERIVATIVE systems, so the same term kernel moves a lander and a free-flying body.
 
@@ -10,11 +10,11 @@ Frames, per the term convention: the rigid pipeline integrates in the inertial f
 term sees the CoM ``x = p + R(q) c`` and its velocity ``v + R(q)(ω × c)`` in N, the attitude
 body → N (normalised: RK stage quaternions are not unit) and ω in body axes. It returns the force
 in N, added to ``body_force``, and the torque about the CoM in body axes, added to ``body_torque``
-about the reference point as ``τ + c × R(q)ᵀ F`` (:mod:`systems.rigid_body`: the reference point P
+about the reference point as ``τ + c × R(q)ᵀ F`` (:mod:`systems.dynamics.rigid_body`: the reference point P
 sits ``c`` from the CoM).
 
 CPU backend: the fused kernels are CPU copies (:func:`ecs.kernels.relink`); a GPU world with
-term-only systems is refused at bind (:class:`systems.integration.Integrator`).
+term-only systems is refused at bind (:class:`systems.dynamics.integration.Integrator`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import math
 from ecs.attitude import quat_rotate
 from ecs.kernels import cpu_jit
 from ecs.terms import row_terms_none
-from systems.gravity import add_wrench
+from systems.gravity.uniform import add_wrench
 
 _rot = quat_rotate.cpu
 _wrench = add_wrench.cpu

@@ -2,7 +2,7 @@
 (DERIVATIVE).
 
 For each row, at every integrator stage, with s the geocentric Sun at the row's stage time
-(:class:`components.ephemeris.Ephemeris`, as :mod:`systems.third_body`), r its CoM, ŝ the unit
+(:class:`components.ephemeris.Ephemeris`, as :mod:`systems.gravity.third_body`), r its CoM, ŝ the unit
 vector from r to s, P = P⊙ (AU/|s − r|)² (P⊙ = 4.56e-6 N/m² at 1 AU) and ν the shadow function of
 the cylindrical model (Montenbruck & Gill, *Satellite Orbits*, 2000, §3.4.2: ν = 0 when the body is
 behind the Earth, ``r·ŝ_⊕ < 0``, within the cylinder of the Earth's radius about the Sun line):
@@ -31,8 +31,8 @@ from ecs import InputError, Phase, System
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.terms import Term
-from systems.gravity import add_wrench, plate_push
-from systems.third_body import check_window, moon_and_sun, world_ephemeris
+from systems.gravity.uniform import add_wrench, plate_push
+from systems.gravity.third_body import check_window, moon_and_sun, world_ephemeris
 
 __all__ = ["P_SUN", "SolarRadiationPressure", "srp_term", "srp_wrench"]
 

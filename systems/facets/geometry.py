@@ -19,7 +19,7 @@ sphere test on their distance:
   would drift by ``x·n × F_t``. One common point makes the pair exchange a pure force at one point,
   so linear and angular momentum are both conserved exactly (the default ``momentum`` law; the
   JEOD-compatible ``jeod`` law recovers the two surface points as ``p ± (x/2)·n``, see
-  :mod:`systems.facet_contact`).
+  :mod:`systems.facets.contact`).
 
 Ground contact (JEOD ``SIM_ground_contact``, §4.3.3) is taken at the facet's lowest point toward
 the ground: the point of the facet's segment with the smallest signed distance ``g`` to the ground

@@ -46,7 +46,7 @@ that the cost does not grow with the number of rocks:
 
 1. the box of all rock vertices: a point outside it by more than ``min(d, reach)`` tests no rock;
 2. a uniform grid (cell side ~ the largest rock diameter, cells hashed as in
-   :mod:`systems.broadphase`): only the cells within ``min(d, reach) + R_max`` of the point are
+   :mod:`systems.terrain.broadphase`): only the cells within ``min(d, reach) + R_max`` of the point are
    visited, each rock once (the cell of its centre);
 3. per rock, the coarse bounding-sphere distance ``|x - c| - R``: a rock whose sphere is not nearer
    than the best distance so far (starting from ``min(d, reach)``) is skipped; the others get the
@@ -79,7 +79,7 @@ from ecs.errors import InputError
 from ecs.kernels import FASTMATH, cpu_parallel, dual
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 from ecs.geometry import face_plane
-from systems.broadphase import cell_hash
+from systems.terrain.broadphase import cell_hash
 
 __all__ = [
     "REGION_A", "REGION_AB", "REGION_B", "REGION_BC", "REGION_C", "REGION_CA", "REGION_FACE",

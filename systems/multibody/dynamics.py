@@ -1,6 +1,6 @@
 """Articulated trees as a system: :class:`MultibodyDynamics` integrates every link table's joint
 states, one tree (or forest) per sample, with the O(n) articulated-body algorithm of
-:mod:`systems.multibody_kernels`.
+:mod:`systems.multibody.kernels`.
 
 Environment (seed 001, "the JEOD model applies gravitation and environmental effects on each body
 as if it was independent"), evaluated at every stage from each link's own pose, velocity and the
@@ -11,9 +11,9 @@ stage time:
   (MBGravityTorque), in the solve itself (so that the differential and linearised modes can split
   it without cancellation);
 * the world's **row terms** (:mod:`ecs.terms`): every DERIVATIVE system with a
-  :meth:`ecs.System.term` — :class:`systems.gravity_fields.GravitySystem` (any source: spherical
-  harmonics in the turning Earth frame, ...), :class:`systems.third_body.ThirdBodyGravity`,
-  :class:`systems.drag.AtmosphericDrag`, :class:`systems.solar_pressure.SolarRadiationPressure`
+  :meth:`ecs.System.term` — :class:`systems.gravity.fields.GravitySystem` (any source: spherical
+  harmonics in the turning Earth frame, ...), :class:`systems.gravity.third_body.ThirdBodyGravity`,
+  :class:`systems.forces.drag.AtmosphericDrag`, :class:`systems.forces.solar_pressure.SolarRadiationPressure`
   (on links with a :class:`components.environment.Cannonball`), user terms — fused into the solve's
   right-hand side. A GravitySystem whose source is the world's PointMass resource is that central
   field (it acts on the world's rigid bodies; the links get it in the solve); one with another
@@ -23,17 +23,17 @@ stage time:
 * the accumulators ``link_force``/``link_torque``, read as they stand at the start of the frame
   (held over its sub-steps): a load written by a SCHEDULED system before this one;
 * the world's **sample term** (:class:`ecs.terms.SampleTerm`), a force that couples the links of a
-  sample: :class:`systems.facet_contact.FacetContact` with its facets on links (contact between
+  sample: :class:`systems.facets.contact.FacetContact` with its facets on links (contact between
   the trees of a sample, a free-flyer caught by an arm: ``scenes/capture.py``), evaluated once per
   sample at every stage after the row terms. One per world, on one link table.
 
 A DERIVATIVE system with only a ``process`` acts on the bodies an
-:class:`systems.integration.Integrator` steps, never on links; without an Integrator in the world
+:class:`systems.dynamics.integration.Integrator` steps, never on links; without an Integrator in the world
 it is refused (:func:`ecs.system.check_derivatives`).
 
 Gravity ``"full"``, ``"differential"`` (seed 001, "Numerical considerations — scale": the
 multibody solve sees only each link's gravity minus the system's, the system's is added to the free
-root; :func:`systems.multibody_kernels._link_forces` evaluates the difference without cancellation)
+root; :func:`systems.multibody.kernels._link_forces` evaluates the difference without cancellation)
 or ``"linearized"`` (seed 001, "Simplifying assumptions": the difference from the gravity gradient
 at the system CoM).
 
@@ -53,7 +53,7 @@ tree's gravity at its CoM; seed 001's NonGravAccels), from one more evaluation o
 the frame-end state.
 
 Backends: the CPU driver runs one sample per thread (``prange``); ``backend="gpu"`` runs the same
-row function (:data:`systems.multibody_kernels.advance_sample`) as a CUDA kernel, one thread per
+row function (:data:`systems.multibody.kernels.advance_sample`) as a CUDA kernel, one thread per
 sample, through :func:`ecs.kernels.launch_rows` (checked under numba's CUDA simulator:
 tests/test_multibody_gpu_sim.py; not yet on a device).
 """
@@ -71,9 +71,8 @@ from ecs import InputError, Phase, System
 from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
-from systems.gravity_fields import GravitySystem
-from systems.loads import series_value
-from systems.multibody_kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
+from systems.dynamics.loads import series_value
+from systems.multibody.kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
                                        link_motion_samples, link_poses, new_scratch, poi_row, poi_rows, tree_centre,
                                        tree_centres)
 from ecs.attitude import dcm_to_quat, quat_to_dcm
@@ -85,7 +84,7 @@ POSE_COLUMNS = ("link_position", "link_attitude", "link_com_position")
 POI_COLUMNS = ("poi_link", "poi_offset", "poi_position", "poi_velocity", "poi_acceleration", "poi_nongrav_acceleration")
 CENTRE_COLUMNS = ("centre_link", "centre_mass", "centre_position", "centre_velocity", "centre_angular_momentum",
                   "centre_kinetic_energy")
-#: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody_kernels._kuo_nguyen_step`).
+#: The Kuo–Nguyen integrator's method name (seed 001; :func:`systems.multibody.kernels._kuo_nguyen_step`).
 KUO_NGUYEN = "kuo_nguyen"
 #: Gravity modes of the multibody solve (``gmode`` of the kernels).
 GRAVITY_MODES = {"full": 0, "differential": 1, "linearized": 2}
@@ -235,7 +234,8 @@ class MultibodyDynamics(System):
                                          f"component, e.g. components.environment.Cannonball)")
             self.work.append(_Work(t, max(self.nstages, 2), xp))
             rows = self._fused.args(t, xp) if self._fused else no_terms_args()
-            self.work[-1].tt = rows[:2] + ((self._sample.args,) if self._sample is not None else rows[2:])
+            self.work[-1].tt = rows[:2] + ((self._sample.args, self._sample.links) if self._sample is not None
+                                           else rows[2:])
         self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
         self._a0 = xp.zeros(6) if self.work else None
         self._bind_points(world)
@@ -295,7 +295,7 @@ class MultibodyDynamics(System):
             if term is None:
                 continue
             refuse_modal((term,), self.name)
-            src = s._resolve(world) if isinstance(s, GravitySystem) else None
+            src = term.source if term.gravity else None
             beyond = getattr(src, "kind", "") == "harmonics" and not src.central   # no monopole of its own
             if term.gravity and central is not None and not beyond:
                 if src is central:

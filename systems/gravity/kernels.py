@@ -4,7 +4,7 @@ and host-side evaluation (seed 004 §2.4, eqs 2.40–2.45).
 * Scalar device kernels, written once (plain Python on scalars, :func:`ecs.kernels.dual`) and
   compiled for the CPU and the GPU; every kernel is a function of the position in the field frame
   only, its other arguments are the source's ``kernel_params()``. The gravity systems
-  (:mod:`systems.gravity_fields`, :mod:`systems.deploy_physics`) and the voxel grid builder
+  (:mod:`systems.gravity.fields`, :mod:`systems.deployment.physics`) and the voxel grid builder
   (:mod:`scenes.assets.voxel`) call them.
 * Bulk drivers over (n, 3) points (``eval_*_points``), parallel on the CPU.
 * Host-side evaluation, numpy in, numpy out: :func:`evaluate` (U [m²/s²], g [m/s²] and, where
@@ -801,8 +801,8 @@ def _gravity_at(ga, x, y, z):
     grid or the harmonic coefficients), so one compiled kernel serves point mass, ellipsoid,
     polyhedron, voxel field, linearised field and spherical harmonics (:data:`GRAVITY_AT_KIND`,
     one each). (A tenth array for the coefficients cost 7 % of deploy-cube's throughput, measured:
-    every call passes the tuple.) The rigid-body gravity system (:mod:`systems.gravity_fields`)
-    and the deployment kernels (:mod:`systems.deploy_physics`) both evaluate gravity through it.
+    every call passes the tuple.) The rigid-body gravity system (:mod:`systems.gravity.fields`)
+    and the deployment kernels (:mod:`systems.deployment.physics`) both evaluate gravity through it.
     """
     gkind = ga[0]
     if gkind == 0:
@@ -819,7 +819,7 @@ def _gravity_at(ga, x, y, z):
 
 
 #: Not inlined at numba-IR level (a plain cached call; LLVM inlines where it pays): inlining every
-#: source's kernel into each caller multiplies compile time (systems.collision.dual_call).
+#: source's kernel into each caller multiplies compile time (systems.probe_contact.collision.dual_call).
 gravity_at = dual(_gravity_at, inline=False)
 
 

@@ -37,7 +37,7 @@ from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rota
 from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
 from ecs.status import Status
 from ecs.terms import row_terms_none, sample_terms_none, terms_active_none
-from systems.gravity_kernels import gradient_torque
+from systems.gravity.kernels import gradient_torque
 
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
@@ -1056,7 +1056,7 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     was independent"), at stage time ``time``; ``tt`` is their argument (columns of the link
     table, resource arrays, parameters). They enter in full in every gravity mode. ``mode`` 0:
     evaluate them; 1: evaluate and keep them in ``env[r]``; 2: use ``env[r]`` as kept (seed 001's
-    reduced environment update rate, :class:`systems.multibody.MultibodyDynamics` ``environment_every``)."""
+    reduced environment update rate, :class:`systems.multibody.dynamics.MultibodyDynamics` ``environment_every``)."""
     # system CoM relative to the origin P (differential and linearised modes only)
     sx = 0.0
     sy = 0.0
@@ -1215,7 +1215,8 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
     _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt)
-    _sample_terms(b, n, stage, time, Rw, pw, M, V, fext, tt[2])
+    _lstates(b, n, M, Rw, pw, V, tt[3])
+    _sample_terms(b, n, stage, time, Rw, fext, tt[2])
     _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
     if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
@@ -1556,6 +1557,28 @@ def _link_origin_pose(b, r, M, Rw, pw, position, attitude):
 
 link_origin_pose = dual(_link_origin_pose)
 _opose = link_origin_pose.cpu
+
+
+def _link_states(b, n, M, Rw, pw, V, links):
+    """The links' state as a sample term reads it (:class:`ecs.terms.SampleTerm`): for rows
+    b .. b + n − 1, after :func:`_world_pose` and the velocity pass, ``links = (position, attitude,
+    omega, velocity)`` get the link origin (inertial), the attitude (link → inertial,
+    scalar-first), the body rate (link axes) and the origin velocity (inertial). Empty arrays (no
+    sample term): nothing."""
+    position, attitude, omega, velocity = links
+    if position.shape[0] == 0:
+        return
+    for k in range(n):
+        r = b + k
+        _opose(b, r, M, Rw, pw, position, attitude)
+        u0, u1, u2 = V[r, VV, 3], V[r, VV, 4], V[r, VV, 5]        # origin velocity, link axes
+        for i in range(3):
+            omega[r, i] = V[r, VV, i]
+            velocity[r, i] = Rw[r, i, 0] * u0 + Rw[r, i, 1] * u1 + Rw[r, i, 2] * u2
+
+
+link_states = dual(_link_states)
+_lstates = link_states.cpu
 
 
 def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V, Rw, pw,

@@ -36,7 +36,7 @@ from ecs import InputError, Phase, System
 from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
 from ecs.terms import Term
-from systems.gravity import add_wrench, plate_push
+from systems.gravity.uniform import add_wrench, plate_push
 
 __all__ = ["AtmosphericDrag", "MsisDensity", "density_at", "drag_term", "drag_wrench", "geodetic"]
 
@@ -178,7 +178,7 @@ class AtmosphericDrag(System):
                              "components.environment.Cannonball(area=...)")
         if isinstance(atm, MsisAtmosphere) and not any(isinstance(s, MsisDensity) for s in world.systems):
             raise InputError("AtmosphericDrag.atmosphere", "MsisAtmosphere",
-                             "needs systems.drag.MsisDensity in the world (it writes body_density every frame)")
+                             "needs systems.forces.drag.MsisDensity in the world (it writes body_density every frame)")
         self._k = to_backend(world.backend, self._args(atm))
         self._plates = [tuple(t[c] if c in t else array_module(t["body_position"]).zeros((t.row_count, *shape))
                               for c, shape in PLATE_COLUMNS.items()) for t in self.tables]

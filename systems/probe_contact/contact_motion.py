@@ -3,7 +3,7 @@
 Seed 004 §2.5.3 (eqs 2.92–2.110). While a vertex stays on the surface, time runs (unlike a
 collision) and the surface applies a force at the vertex that keeps it from penetrating: a normal
 force, Coulomb friction against the tangential contact velocity, and optionally rolling
-resistance. All kernels are written once (:func:`systems.collision.dual_call`) for CPU and GPU.
+resistance. All kernels are written once (:func:`systems.probe_contact.collision.dual_call`) for CPU and GPU.
 
 Public API: :data:`contact_forces_row` / :func:`contact_forces_rows` (the force kernel, any number
 of contacts per body, work array of :func:`contact_work_size`), the surfaces :class:`PlaneSurface`
@@ -103,11 +103,11 @@ from numba import prange
 
 from components.contact_params import BAUMGARTE_RATE, ContactParams
 from ecs import InputError, Phase, System
-from ecs.kernels import cpu_parallel
+from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
+from ecs.kernels import cpu_parallel, dual_call
 from ecs.attitude import quat_rotate as _quat_rotate_np
 from ecs.attitude import quat_rotate_inverse as _quat_rotate_inverse_np
-from systems.collision import (apply_coupling, cross_call, dual_call, inverse_sym3, quat_rotate_call,
-                               quat_rotate_inverse_call, resolve_impacts, sym3_apply)
+from systems.probe_contact.collision import apply_coupling, inverse_sym3, resolve_impacts, sym3_apply
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -282,8 +282,8 @@ def enter_contact(*, mass, inertia, contact_point, normal, velocity, omega, fric
                   **kwargs):
     """The final collision that starts contact motion: Stronge's impact with e = 0.
 
-    Same arguments as :func:`systems.collision.resolve_impacts` (without restitution); returns its
-    :class:`~systems.collision.ImpactResult`. Afterwards the normal contact velocity is zero (up to
+    Same arguments as :func:`systems.probe_contact.collision.resolve_impacts` (without restitution); returns its
+    :class:`~systems.probe_contact.collision.ImpactResult`. Afterwards the normal contact velocity is zero (up to
     round-off) and contact motion takes over.
     """
     return resolve_impacts(mass=mass, inertia=inertia, contact_point=contact_point, normal=normal,

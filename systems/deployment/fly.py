@@ -1,16 +1,16 @@
 """FLY phase: ballistic flight of probes in the rotating target frame, with event location.
 
 Seed 004 §2.7.1 and §2.7.3 (the "fly" kernel). Every row in :attr:`DeployPhase.FLY` is integrated
-by a per-row adaptive Dormand–Prince 5(4) (:mod:`systems.deploy_physics`: eqs 2.2–2.5, relative
+by a per-row adaptive Dormand–Prince 5(4) (:mod:`systems.deployment.physics`: eqs 2.2–2.5, relative
 tolerance 1e-10 by default) past the frame end (a step is never cut there: the recording interval
 changes no step, docs/design.md §8.2; only the time cap ``t_cap`` cuts one), for at most
 ``steps_per_launch`` steps per launch; a launch boundary changes nothing either (the next launch
 continues from the row's FSAL derivative, event threshold and value, ``WARM``). A row that escapes
-(:class:`systems.deployment.EndProbes`' rule) stops at the step that shows it.
-Flight has no torque, so the step is multirate (:data:`~systems.deploy_physics.dp_attempt`): the
+(:class:`systems.deployment.loop.EndProbes`' rule) stops at the step that shows it.
+Flight has no torque, so the step is multirate (:data:`~systems.deployment.physics.dp_attempt`): the
 CoM's DP5(4) step decides its length, and the attitude follows over the same interval in adaptive
 Runge–Kutta–Munthe-Kaas sub-steps of its own in the inertial frame, under the same tolerances
-(:data:`~systems.deploy_physics.advance_attitude`; exact for a probe with equal principal moments).
+(:data:`~systems.deployment.physics.advance_attitude`; exact for a probe with equal principal moments).
 
 Event function (seed §2.7.1): the smallest terrain distance over the probe's vertices (a sphere:
 its centre's distance minus its radius). While the probe's CoM is further than twice its bounding
@@ -18,9 +18,9 @@ radius plus 1 m from the surface, the bound ``d(CoM) − r_bound`` stands in for
 the vertices (the broadphase). Steps are limited so that no vertex can travel further than the
 current clearance plus a quarter of the bounding radius, so a vertex cannot pass through a thin
 feature unseen. In the voxel field a step ends just past the cell face its CoM would cross
-(:data:`~systems.deploy_physics.smooth_step`: g is only C⁰ there) and keeps the step proposal it was
+(:data:`~systems.deployment.physics.smooth_step`: g is only C⁰ there) and keeps the step proposal it was
 cut from. When the event function falls to zero (from above), the crossing is localised on
-the step length (:data:`systems.deploy_physics.locate_event`: trials at the root of the crossing
+the step length (:data:`systems.deployment.physics.locate_event`: trials at the root of the crossing
 vertex's cubic Hermite interpolant, safeguarded), every trial being a fresh DP5(4) step from the
 step's start (5th-order accurate at the trial time), until the bracket is shorter than
 ``event_tol``; the row stops at the bracket's *outer* end (clearance ≥ 0, at most
@@ -41,8 +41,8 @@ import numpy as np
 from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
-from systems.modes import KernelMode
-from systems.deploy_physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
+from systems.deployment.modes import KernelMode
+from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
                                     escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
@@ -172,7 +172,7 @@ fly_rows = dual(_fly_rows, inline=False, nogil=True)
 class FlyProbes(KernelMode):
     """FLY phase: advance every flying probe row past the frame end or to its next event.
 
-    Owned and launched by :class:`systems.deployment.DeploymentLoop` (which passes the shared
+    Owned and launched by :class:`systems.deployment.loop.DeploymentLoop` (which passes the shared
     per-row context); ``process`` is not used directly by the world's frame loop.
     """
 

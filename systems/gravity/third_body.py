@@ -10,7 +10,7 @@ For each row with mass, at every integrator stage, with t the row's stage time (
        a = μ_b [(s − r)/|s − r|³ − s/|s|³]
 
 3. ``m a`` added to ``body_force`` and ``c × (m a_B)`` to ``body_torque`` through the row kernel
-   every weight uses (:data:`systems.gravity.add_weight`).
+   every weight uses (:data:`systems.gravity.uniform.add_weight`).
 
 As a row term (:meth:`ThirdBodyGravity.term`, :func:`third_body_term`: the multibody links feel it
 at their own CoM) the same two kernels run at the stage time the pipeline passes; a time outside
@@ -34,7 +34,7 @@ from ecs import InputError, Phase, System
 from ecs.attitude import quat_rotate
 from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
 from ecs.terms import Term
-from systems.gravity import add_weight
+from systems.gravity.uniform import add_weight
 
 __all__ = ["ThirdBodyGravity", "moon_and_sun", "third_body_acceleration", "third_body_term"]
 

@@ -4,7 +4,7 @@ Seed 004 §2.5.1–2.5.2 (eqs 2.46–2.91), §2.3.2 (eq 2.33, impact normal by v
 (eqs 2.111–2.113, regolith restitution). One vertex of a rigid body touches a static surface
 (terrain or rock, in the target frame) with unit normal ``N`` (pointing out of the surface, toward
 the body). The collision is instantaneous: position and attitude are frozen, only the velocities
-jump. Every kernel is written once (:func:`dual_call`: :func:`ecs.kernels.dual` without
+jump. Every kernel is written once (:func:`ecs.kernels.dual_call`: :func:`ecs.kernels.dual` without
 IR inlining) and runs as a CPU row driver or a CUDA kernel from the same source; a
 collision keeps its constants and integrator state in one float64 work row (``WORK_SIZE``).
 
@@ -130,30 +130,10 @@ from components.contact_params import (PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_
                                        PAIR_THETA_C)
 from ecs.stepping import DP54, step_factor
 from ecs import InputError, Phase, System
-from ecs.kernels import cpu_parallel, dual, launch_rows
-from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
+from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
+from ecs.kernels import cpu_parallel, dual, dual_call, launch_rows
 
 
-def dual_call(fn):
-    """:func:`ecs.kernels.dual` with ``inline=False``: the CPU twin is a plain cached call.
-
-    Inlining at numba-IR level (``dual``'s default) the impact integrator (a Dormand–Prince step
-    calling the right-hand side seven times, called from event location and the phase loop)
-    multiplied the IR and took > 10 minutes and 15 GB to compile; LLVM still inlines these calls
-    where it pays.
-
-    Second pitfall (numba 0.68): a call from a jitted function with a Python-int *constant*
-    argument compiles a separate specialisation of the callee per distinct literal (and of all its
-    callees); the offsets and codes passed between these kernels are therefore ``np.int64``.
-    """
-    return dual(fn, inline=False)
-
-
-# The attitude kernels' own CPU twins are inlined at numba-IR level at every call site, which made
-# this module take minutes to compile; the same sources are compiled here as plain calls instead.
-cross_call = dual_call(cross.py)
-quat_rotate_call = dual_call(quat_rotate.py)
-quat_rotate_inverse_call = dual_call(quat_rotate_inverse.py)
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _rot_inv = quat_rotate_inverse_call.cpu
@@ -1269,7 +1249,7 @@ class ResolveSurfaceImpacts(System):
     the probe components of the terrain issue will replace these arguments.
 
     Args:
-        surface: an analytic surface from :mod:`systems.contact_motion` (PlaneSurface, SphereSurface).
+        surface: an analytic surface from :mod:`systems.probe_contact.contact_motion` (PlaneSurface, SphereSurface).
         vertices: [K, 3] vertex positions relative to the body reference point [m], body axes.
         vertex_types: [K] VERTEX_CORNER/EDGE/FACE (default: all corners).
         vertex_dirs: [K, 3] edge direction or outward face normal per vertex, body axes.

@@ -1,9 +1,9 @@
 """Shared row kernels of probe deployment: rotating-frame equations of motion, gravity, terrain,
 vertex geometry and the Dormand–Prince 5(4) step (seed 004 §2.1, §2.7.1).
 
-The phase systems (:mod:`systems.deploy_fly`, :mod:`systems.deploy_collide`,
-:mod:`systems.deploy_contact`) are built from these pieces; everything here is written once
-(:func:`systems.collision.dual_call`) for the CPU and the GPU.
+The phase systems (:mod:`systems.deployment.fly`, :mod:`systems.deployment.collide`,
+:mod:`systems.deployment.contact`) are built from these pieces; everything here is written once
+(:func:`systems.probe_contact.collision.dual_call`) for the CPU and the GPU.
 
 Equations of motion in the rotating target frame T (seed eqs 2.2–2.5, uniform rotation Ω̇ = 0)
 ------------------------------------------------------------------------------------------------
@@ -43,9 +43,10 @@ from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import cpu_jit, dual
 from ecs.terms import row_terms_none, terms_active_none, terms_couple_attitude_none
 from ecs.stepping import DP54, scaled_error_sq, step_factor
-from systems.collision import cross_call, dual_call, quat_rotate_call, quat_rotate_inverse_call
-from systems.gravity_kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
-from systems.sdf import eval_terrain_point, sample_sdf_grid
+from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
+from ecs.kernels import dual_call
+from systems.gravity.kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
+from systems.terrain.sdf import eval_terrain_point, sample_sdf_grid
 
 _i = np.int64
 STATE = 13
@@ -107,7 +108,7 @@ B1, B3, B4, B5, B6 = float(_b[0]), float(_b[2]), float(_b[3]), float(_b[4]), flo
 E1, E3, E4, E5, E6, E7 = float(_e[0]), float(_e[2]), float(_e[3]), float(_e[4]), float(_e[5]), float(_e[6])
 
 # ------------------------------------------------------------------------------------ gravity
-# one dispatch over every source kind: systems.gravity_kernels.gravity_at (gravity_args packs a source)
+# one dispatch over every source kind: systems.gravity.kernels.gravity_at (gravity_args packs a source)
 _grav = gravity_at.cpu
 
 
@@ -294,7 +295,7 @@ def jacobi_integral(position, velocity, rotation, potential) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------ terrain and vertices
 def _terrain_at_any(ta, x, y, z):
-    """Terrain distance and gradient at (x, y, z), any terrain; ``ta`` is systems.sdf.terrain_args."""
+    """Terrain distance and gradient at (x, y, z), any terrain; ``ta`` is systems.terrain.sdf.terrain_args."""
     return _terrain(ta[0], ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], ta[8], ta[9], ta[10], ta[11], ta[12],
                     ta[13], ta[14], ta[15], ta[16], ta[17], ta[18], ta[19], ta[20], ta[21], ta[22], ta[23], ta[24],
                     x, y, z)
@@ -305,10 +306,10 @@ _tat_any = terrain_at_any.cpu
 
 
 def _terrain_at(ta, x, y, z):
-    """Terrain distance and gradient at (x, y, z); ``ta`` is systems.sdf.terrain_args as a tuple.
+    """Terrain distance and gradient at (x, y, z); ``ta`` is systems.terrain.sdf.terrain_args as a tuple.
 
     Inlined where it is called: a bare grid (no fBm, seeded rocks or rock field) is sampled by one
-    call of :data:`systems.sdf.sample_sdf_grid` (the grid and nine numbers); any other terrain goes
+    call of :data:`systems.terrain.sdf.sample_sdf_grid` (the grid and nine numbers); any other terrain goes
     through one call of :data:`terrain_at_any`. Calling the whole terrain evaluation as a function
     cost ~200 ns per query in passing its 25 arguments (three queries of a grid: 640 ns as calls,
     160 ns inlined, measured), and the contact and event kernels make several queries per vertex.
@@ -325,7 +326,7 @@ _tat = terrain_at.cpu
 
 
 def _terrain_at_grid(ta, x, y, z):
-    """:data:`terrain_at` of a bare grid terrain (:func:`systems.sdf.is_bare_grid`): the grid
+    """:data:`terrain_at` of a bare grid terrain (:func:`systems.terrain.sdf.is_bare_grid`): the grid
     sampler alone. A deployment on such a terrain swaps it in for :data:`terrain_at`
     (:func:`ecs.terms.specialise`), so that its kernels do not compile the general terrain
     evaluation they would never run."""
@@ -470,7 +471,7 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     other applied force F (target) [N] and torque L (body) [N m] (the row terms).
 
     The active slots ``cs.act[i]`` (vertex ``cs.slot_vertex[i, k]``, or the sphere's contact point)
-    are frozen for the step; the force law is :data:`systems.contact_motion.contact_forces_row`
+    are frozen for the step; the force law is :data:`systems.probe_contact.contact_motion.contact_forces_row`
     with the rotating frame folded into its inputs: the free CoM acceleration is g + Coriolis +
     centrifugal, and the external torque is chosen so that its free angular acceleration is eq 2.5's
     ``−I⁻¹(ω_S/N × I ω_S/N) − ω_S/N × ω`` (``τ = ω × Iω − ω_S/N × I ω_S/N − I(ω_S/N × ω)``).
@@ -777,7 +778,7 @@ def _held(act, slot_vertex, touch, i, v, v0):
     contact, or it was touching (within ``gap``) at the step's start Y0 without a slot.
 
     A face or edge lying flat touches with more vertices than there are contact slots
-    (:data:`systems.deploy_contact.CONTACT_SLOTS`); the vertices left without a slot lie, up to
+    (:data:`systems.deployment.contact.CONTACT_SLOTS`); the vertices left without a slot lie, up to
     the terrain's relief, in the plane the active ones hold. Counted as free vertices, one sitting
     a round-off above the surface "touched down" at once, its zero-time collision had nothing to
     resolve, and contact motion raised the same event again (a livelock). Counted like an active
@@ -786,7 +787,7 @@ def _held(act, slot_vertex, touch, i, v, v0):
 
     Whether a vertex touched at Y0 is read from ``touch[i, v − v0]`` (the contact scratch's
     ``touch``, ≥ 0 for a touching vertex), written by the active-set choice at Y0
-    (:data:`systems.deploy_contact.active_set`), not evaluated again: the terrain at Y0 cost one
+    (:data:`systems.deployment.contact.active_set`), not evaluated again: the terrain at Y0 cost one
     more evaluation per free vertex at every event-function call."""
     for k in range(act.shape[1]):
         if act[i, k] != 0 and slot_vertex[i, k] == v:
@@ -929,7 +930,7 @@ def _lift_out(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, i, only_activ
 
     Why not "lift the deepest vertex by its depth along its normal", as before: the terrain's value
     is not a unit-gradient distance where fBm relief and rock texture add to the base
-    (:data:`systems.sdf.eval_terrain_point`; |∇d| from 0.4 to 1.3 measured at contacts on
+    (:data:`systems.terrain.sdf.eval_terrain_point`; |∇d| from 0.4 to 1.3 measured at contacts on
     ``fbm=true``), so such a lift reached only |∇d| of the way (−0.27 mm lifted to −0.18 mm) and
     collide → fly rounds ratcheted a vertex deeper; it left other vertices below the surface, so
     contact motion started with its event function below zero and located no event (31 mm sunk
@@ -1241,7 +1242,7 @@ def _record_snapshots(i, w, t, hh, contact, ga, ta, ox, oy, oz, mass, inertia, j
 
 
 def _escaping(x, y, z, vx, vy, vz, ox, oy, oz, mu, escape_r):
-    """The escape rule (:class:`systems.deployment.EndProbes`): beyond ``escape_r`` [m] from the
+    """The escape rule (:class:`systems.deployment.loop.EndProbes`): beyond ``escape_r`` [m] from the
     target's CoM, on a Keplerian hyperbola (two-body energy ``½|v_N|² − μ/r > 0``, inertial velocity
     ``v_N = v + Ω × x``) and moving outward. One definition for the fly kernel, which stops the row
     at the step that shows it, and the end-state rules, which end it."""
@@ -1281,7 +1282,7 @@ def _drop_snapshots_after(i, t, rec_dt, snap):
             snap[i, s, 0] = math.nan
 
 
-from systems.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
+from systems.probe_contact.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
 
 _cforces = contact_forces_row.cpu
 contact_wrench = dual(_contact_wrench, gpu_inline=False)
@@ -1366,7 +1367,7 @@ def contact_scratch(n: int, slots: int, vertices: int, *, vstar: float, wstar: f
     (:data:`CS_TOUCH`), the per-vertex scratch of the active-set choice (``vertices``: the most
     vertices of a shape), which also tells the contact event function which vertices touched at
     the step's start (:data:`held`)."""
-    from systems.contact_motion import contact_work_size
+    from systems.probe_contact.contact_motion import contact_work_size
 
     return (np.zeros((n, contact_work_size(slots))), np.zeros((n, 4)), np.zeros((n, 3)), np.zeros((n, 3)),
             np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, slots), np.int8), np.zeros((n, slots), np.int64),
@@ -1383,4 +1384,4 @@ def frame_ends(table, t_end) -> np.ndarray:
         return np.full(table.row_count, float(t_end))
     if type(t_end) is np.ndarray:
         return np.ascontiguousarray(t_end, dtype=np.float64)
-    return t_end                  # on the device already (GPU backend: systems.modes.ModeLoop.frame_start)
+    return t_end                  # on the device already (GPU backend: systems.deployment.modes.ModeLoop.frame_start)

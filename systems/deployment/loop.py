@@ -1,19 +1,19 @@
 """Probe deployment: the mode loop, end states and inertial outputs (seed 004 §2.7.3, ch. 4).
 
 :class:`DeploymentLoop` is the one SCHEDULED system a deployment scene adds: the deployment's
-:class:`systems.modes.ModeLoop` (like the integrator owns the stage loop, it owns its modes).
+:class:`systems.deployment.modes.ModeLoop` (like the integrator owns the stage loop, it owns its modes).
 A probe row's mode is ``probe_phase``; within a frame ``[t, t + dt]`` the loop repeats passes of
 
-1. :class:`systems.deploy_fly.FlyProbes` over the FLY rows not yet at the frame end,
+1. :class:`systems.deployment.fly.FlyProbes` over the FLY rows not yet at the frame end,
 2. the COLLIDE rows (a vertex reached the surface, an event pending): the world's EVENT systems
-   first (a user's harpoon may take a row), then :class:`systems.deploy_collide.CollideProbes`
+   first (a user's harpoon may take a row), then :class:`systems.deployment.collide.CollideProbes`
    (Stronge's impacts, contact entry),
-3. :class:`systems.deploy_contact.ContactProbes` over the CONTACT rows not yet at the frame end,
-4. the world's :class:`systems.modes.Mode` systems over the rows in their modes,
+3. :class:`systems.deployment.contact.ContactProbes` over the CONTACT rows not yet at the frame end,
+4. the world's :class:`systems.deployment.modes.Mode` systems over the rows in their modes,
 5. :class:`EndProbes` (settled, escaped, timed out; failed rows were flagged by the kernels),
 
 until every running row has reached the frame end (launches over index lists, worker threads and
-work sharing: :mod:`systems.modes`). No step is cut at a frame end: a row's last step of a frame
+work sharing: :mod:`systems.deployment.modes`). No step is cut at a frame end: a row's last step of a frame
 ends past it, and a recorded frame shows each row at the frame time through the kernels' dense
 output (:meth:`DeploymentLoop._show_snapshots`), so the recording interval changes no step, event
 or final value (docs/design.md §8.2). Kernels return after ``steps_per_launch`` steps, so one
@@ -61,18 +61,18 @@ from ecs.kernels import (CompileUnit, DeviceRows, compact_rows, copy_into, cpu_j
                          kernel_tuple, launch_span, set_rows, to_backend, to_host)
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import fuse_terms, no_terms_args, specialise
-from systems.deploy_collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
+from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
                                     declare_collision_events)
-from systems.deploy_contact import CONTACT_SLOTS, ContactProbes, contact_rows
-from systems.deploy_fly import FlyProbes, fly_rows
-from systems.deploy_physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args,
+from systems.deployment.contact import CONTACT_SLOTS, ContactProbes, contact_rows
+from systems.deployment.fly import FlyProbes, fly_rows
+from systems.deployment.physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args,
                                     terrain_at, terrain_at_grid)
 
 _escaping = escaping.cpu
 _tat = terrain_at.cpu
-from systems.gravity_kernels import GRAVITY_AT_KIND, gravity_at
-from systems.modes import ModeLoop
-from systems.sdf import eval_terrain, is_bare_grid, terrain_args
+from systems.gravity.kernels import GRAVITY_AT_KIND, gravity_at
+from systems.deployment.modes import ModeLoop
+from systems.terrain.sdf import eval_terrain, is_bare_grid, terrain_args
 
 _grav = gravity_at.cpu
 
@@ -132,7 +132,7 @@ class DeployContext:
     trace_n: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     #: "cpu" or "gpu" (:meth:`launch`)
     backend: str = "cpu"
-    #: the loop's index lists on the device (GPU backend: :class:`systems.modes.DeviceLists`)
+    #: the loop's index lists on the device (GPU backend: :class:`systems.deployment.modes.DeviceLists`)
     lists: object = None
 
     def launch(self, phase: str, rows, *args) -> None:
@@ -347,7 +347,7 @@ class DeploymentLoop(ModeLoop):
 
     Needs the resources :class:`components.deploy.DeployTarget`, :class:`components.probe.ProbeShapes`
     and optionally :class:`components.deploy.DeploySettings` (defaults otherwise), and one table with
-    :data:`PROBE_COLUMNS`. The world's Mode and EVENT systems join it (:mod:`systems.modes`): an
+    :data:`PROBE_COLUMNS`. The world's Mode and EVENT systems join it (:mod:`systems.deployment.modes`): an
     EVENT system sees the COLLIDE rows (a vertex reached the surface) before the Stronge resolver.
 
     Args:
@@ -403,7 +403,7 @@ class DeploymentLoop(ModeLoop):
         """Check the scene and build the loop's context. On the GPU backend every per-row array the
         kernels take (work arrays, contact and collision scratch, inverse inertia, term arguments)
         and the target's resources are copied to the device here, once: a frame then moves no row
-        between host and device (:meth:`systems.modes.ModeLoop._device_passes`)."""
+        between host and device (:meth:`systems.deployment.modes.ModeLoop._device_passes`)."""
         table = world.table_with(*PROBE_COLUMNS)
         frame = self._frame(world)
         world.integration_frame = frame.name     # the probes' body_* state is in the rotating target frame
@@ -642,7 +642,7 @@ class DeploymentLoop(ModeLoop):
 
         Rows are never stopped at a frame end (a cut step would make the recording interval change
         the physics); the kernels keep, for every record time a step crossed, the state there by a
-        fresh step from the step's start (:data:`systems.deploy_physics.record_snapshots`). Until
+        fresh step from the step's start (:data:`systems.deployment.physics.record_snapshots`). Until
         the next frame starts (:meth:`_restore`), the state columns show those states, so that
         recorders and inertial views see every row at the frame end.
         """

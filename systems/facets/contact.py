@@ -7,11 +7,11 @@ order of pairs, so results never depend on the thread count):
 
 1. **find** (:func:`find_contacts`, JEOD ``Contact::check_contact`` and ``ContactPair::in_contact``,
    §3.4.2–3.4.3): facet segments to inertial; candidate pairs from the broadphase
-   (:mod:`systems.facet_broadphase`) or from JEOD's static pair list (all matched, non-excluded
+   (:mod:`systems.facets.broadphase`) or from JEOD's static pair list (all matched, non-excluded
    pairs, built once at bind); exclusion of facets on one body or one multibody tree
    (requirement Contact_4); the pair's interaction from the unordered material pair (a pair with
    no registered interaction never exists, §3.4.2, §3.4.7); exact capsule geometry
-   (:mod:`systems.facet_geometry`); every contact is written to a per-sample contact buffer
+   (:mod:`systems.facets.geometry`); every contact is written to a per-sample contact buffer
    (penetration, normal, contact point, relative velocity, radii). Built-in grounds (plane, sphere,
    ellipsoid planet) are tested in the same pass, terrain SDF grounds in a CPU pass that calls
    the user's compiled distance function.
@@ -49,7 +49,7 @@ both are taken from JEOD v5.0's ``SpringPairInteraction`` here:
 Two laws (``SpringInteraction(law=...)``, :class:`components.contact.ContactLaw`):
 
 * ``momentum`` (default): ``±F`` at ONE point, the midpoint ``p`` of the two facets' surface points
-  (:mod:`systems.facet_geometry`), ``v`` evaluated at ``p``. The pair exchanges a pure force at
+  (:mod:`systems.facets.geometry`), ``v`` evaluated at ``p``. The pair exchanges a pure force at
   one point: linear and angular momentum are both conserved exactly. Friction Coulomb by default.
 * ``jeod`` (JEOD-compatible, JEOD's ``PointContactPair::in_contact`` + ``calculate_forces``): each
   body's force acts at its OWN surface point, ``s_a = p + (x/2) n`` on *a* (JEOD's subject, the
@@ -76,7 +76,7 @@ Integrators: contact couples the bodies of a sample, so their rows must advance 
 system says so (``couples_sample_rows``) and every integrator honours it: fixed-step methods
 step all rows together anyway; the adaptive ones (``bs32``, ``dp54``) then take one error norm
 over all the sample's bodies, accept or reject the step for all of them, and give them one step
-size (:mod:`systems.integration`), so a sample's bodies are always at the same time. Exact
+size (:mod:`systems.dynamics.integration`), so a sample's bodies are always at the same time. Exact
 Coulomb friction (``slip_velocity = 0``) reverses its direction at stick, a discontinuity in the
 state that an error-controlled step chases without end (measured: dp54 stuck at h ≈ 3e-9 s on the
 off-centre run); bind refuses it under an adaptive method — give the interaction a
@@ -89,14 +89,14 @@ A sample whose contacts overflow the buffer (``max_contacts``) has its body rows
 Grounds: :class:`components.contact.PlaneGround`, :class:`~components.contact.SphereGround` and
 :class:`~components.contact.EllipsoidGround` (planets) are built in; a terrain is an
 :class:`~components.contact.SdfGround` — any compiled ``fn(data, x, y, z) -> (d, gx, gy, gz)`` —
-and :func:`systems.facet_terrain.terrain_ground` wraps the terrain kernels of :mod:`systems.sdf`.
+and :func:`systems.facets.terrain.terrain_ground` wraps the terrain kernels of :mod:`systems.terrain.sdf`.
 
 Backends: the find/apply kernels are dual (CPU and CUDA; the heavy ones compiled with
 ``dual(..., inline=False)``). User interactions and SDF grounds call a user's numba function and
 run on the CPU backend only (refused on ``gpu`` at bind).
 
 Facets on links (:mod:`components.multibody`): the contact couples the links of a sample's trees
-inside the multibody solve, so :class:`FacetContact` hands :class:`systems.multibody.MultibodyDynamics`
+inside the multibody solve, so :class:`FacetContact` hands :class:`systems.multibody.dynamics.MultibodyDynamics`
 a sample term (:meth:`FacetContact.sample_term`, :func:`link_contacts`) instead of acting in
 :meth:`~FacetContact.process`: the same find and wrench kernels, evaluated at every stage of the
 solve from the links' own poses and velocities, events logged at every accepted state. The links
@@ -121,14 +121,11 @@ from ecs import InputError, Phase, System
 from ecs.terms import SampleTerm
 from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_host
 from ecs.attitude import quat_rotate, quat_rotate_inverse
-from systems.facet_broadphase import body_bounding_spheres, cull_facets, sort_sweep_axis
-from systems.facet_geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
-from systems.multibody_kernels import VV as _VV
-from systems.multibody_kernels import link_origin_pose
+from systems.facets.broadphase import body_bounding_spheres, cull_facets, sort_sweep_axis
+from systems.facets.geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
-_link_pose = link_origin_pose.cpu
 _capsule = capsule_contact.cpu
 _gdist = ground_distance.cpu
 _glow = ground_lowest_param.cpu
@@ -695,14 +692,13 @@ def log_contact_changes_samples(n, B, F, cap, st, rtime, count, buf, prev, prev_
 
 
 # --------------------------------------------------------------------------- contact between links
-def _link_contacts(b, n, stage, time, Rw, pw, M, V, fext, args):
+def _link_contacts(b, n, stage, time, Rw, fext, args):
     """Facet contact among the links of one sample (rows b .. b + n − 1) inside the multibody
     solve: the :class:`ecs.terms.SampleTerm` of :class:`FacetContact` when its facets sit on links
-    (:func:`systems.multibody_kernels._derivative` calls it at every stage, after the row terms).
+    (:func:`systems.multibody.kernels._derivative` calls it at every stage, after the row terms).
 
-    The links' poses and velocities (origin ``P + pw``, attitude from ``Rw``, body rate and origin
-    velocity from ``V``) are written into the body arrays the find and wrench kernels read, the
-    sample's contacts are found and their wrenches (:func:`_contact_wrenches`: force inertial,
+    The solve has written the links' poses and velocities into the body arrays the find and wrench
+    kernels read (the term's ``links``), the sample's contacts are found and their wrenches (:func:`_contact_wrenches`: force inertial,
     torque body axes about the link origin) added into ``fext`` (body axes, about the link origin:
     ``[torque; Rᵀ force]``). At stage 0 (an accepted state) the starts and ends of contact are
     logged (:func:`_log_contact_changes`) with the stage time."""
@@ -713,13 +709,6 @@ def _link_contacts(b, n, stage, time, Rw, pw, M, V, fext, args):
     events, ltime, prev, prev_count, prev_time, ev, ev_count, ev_overflow = log
     c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
     s = b // n
-    for k in range(n):
-        r = b + k
-        _link_pose(b, r, M, Rw, pw, pos, att)
-        u0, u1, u2 = V[r, _VV, 3], V[r, _VV, 4], V[r, _VV, 5]        # origin velocity, link axes
-        for i in range(3):
-            omega[r, i] = V[r, _VV, i]
-            vel[r, i] = Rw[r, i, 0] * u0 + Rw[r, i, 1] * u1 + Rw[r, i, 2] * u2
     _find_contacts_cpu(s, F, n, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf)
     count = counters[0]
     _cwrenches(s, n, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
@@ -817,7 +806,7 @@ def _check_link_mode(world, lt) -> None:
     if not any(getattr(s, "takes_sample_terms", False) for s in world.systems):
         raise InputError("facet_body", world.name_of(int(lt.entities[0])),
                          "names a link: facets on links need a system that steps the trees and evaluates them "
-                         "(systems.multibody.MultibodyDynamics)")
+                         "(systems.multibody.dynamics.MultibodyDynamics)")
     if "contact_tree" in lt and (to_host(lt["contact_tree"]) >= 0).any():
         row = int(np.flatnonzero(to_host(lt["contact_tree"]) >= 0)[0])
         raise InputError(f"contact_tree of {world.name_of(int(lt.entities[row % lt.entity_count]))}",
@@ -846,7 +835,7 @@ class FacetContact(System):
     Needs the :class:`components.contact.PairInteractions` resource (and optionally
     :class:`components.contact.Grounds`), facets (:class:`components.contact.Facet`) on rigid
     bodies and an integrator (fixed-step or adaptive: the sample's bodies step together), or
-    facets on the links of articulated trees and :class:`systems.multibody.MultibodyDynamics`
+    facets on the links of articulated trees and :class:`systems.multibody.dynamics.MultibodyDynamics`
     (module docstring).
 
     Args:
@@ -871,7 +860,7 @@ class FacetContact(System):
     """
 
     phase = Phase.DERIVATIVE
-    couples_sample_rows = True   # the sample's bodies step together (systems.integration, adaptive methods)
+    couples_sample_rows = True   # the sample's bodies step together (systems.dynamics.integration, adaptive methods)
     reads = ("facet_body", "facet_kind", "facet_material", "facet_point", "facet_axis", "facet_radius",
              "facet_length", "body_position", "body_velocity", "body_attitude", "body_omega", "contact_tree")
     writes = ("contact_force", "contact_torque")
@@ -1099,7 +1088,8 @@ class FacetContact(System):
             return None
         if self._link_args is None or self.facets is not tables[0]:
             self.bind(world)
-        return SampleTerm("facet_contact", link_contacts.cpu, self._link_args)
+        return SampleTerm("facet_contact", link_contacts.cpu, self._link_args,
+                          links=(self._lpos, self._latt, self._lomg, self._lvel))
 
     # ------------------------------------------------------------------ process
     def process(self, frame) -> None:
