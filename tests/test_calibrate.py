@@ -165,7 +165,7 @@ def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(t
     assert "effective sample size 57.9" in out, out
     assert re.search(r"restitution\s+0\.1419 ± 0\.0843\s+\[0\.01416, 0\.314\]", out), out
     assert re.search(r"friction\s+0\.5977 ± 0\.205\s+\[0\.3266, 1\.084\]", out), out
-    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[377\.6, 2092\]", out), out
+    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[377\.7, 2092\]", out), out
     for quoted in ("effective sample size 57.9", "**0.142 ± 0.084**", "0.014–0.314", "0.60 ± 0.21", "0.33–1.08",
                    "378–2,092 s"):
         assert quoted in readme, quoted

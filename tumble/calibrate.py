@@ -211,14 +211,19 @@ def predictive_weights(draws: dict[str, np.ndarray], w: np.ndarray, *, max_refer
         post, wp = post[pick], np.full(max_reference, 1.0 / max_reference)
     num = np.zeros(S)
     den = np.zeros(S)
-    for a in range(0, S, 2048):
-        Z = X[a:a + 2048] / h
-        kp = np.exp(-0.5 * (((Z[:, None, :] - (X[post] / h)[None, :, :]) ** 2).sum(axis=2)))
-        kp[np.arange(kp.shape[0])[:, None] == (post[None, :] - a)] = 0.0   # leave sample s out
-        num[a:a + 2048] = kp @ wp
-        kr = np.exp(-0.5 * (((Z[:, None, :] - (X[ref] / h)[None, :, :]) ** 2).sum(axis=2)))
-        kr[np.arange(kr.shape[0])[:, None] == (ref[None, :] - a)] = 0.0
-        den[a:a + 2048] = kr.sum(axis=1) / max(1, ref.size - 1)
+    Xp, Xr = X[post] / h, X[ref] / h
+    for a in range(0, S, 512):         # 512 rows at a time: a few tens of MB of kernel values
+        Z = X[a:a + 512] / h
+        rows = np.arange(a, a + Z.shape[0])[:, None]
+        kp = np.exp(-0.5 * ((Z[:, None, :] - Xp[None, :, :]) ** 2).sum(axis=2))
+        own = rows == post[None, :]
+        self_w = own @ wp                   # weight the sample itself carries in the posterior sum
+        kp[own] = 0.0                       # leave sample s out, and renormalise without it
+        num[a:a + 512] = (kp @ wp) / np.maximum(1.0 - self_w, 1e-300)
+        kr = np.exp(-0.5 * ((Z[:, None, :] - Xr[None, :, :]) ** 2).sum(axis=2))
+        own = rows == ref[None, :]
+        kr[own] = 0.0
+        den[a:a + 512] = kr.sum(axis=1) / np.maximum(ref.size - own.sum(axis=1), 1)
     v = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
     total = v.sum()
     return v / total if total > 0 else w
