@@ -881,11 +881,14 @@ def _dask_client(workers: int | None, scheduler: str | None):
         # even without a dashboard, on 8787 unless told) on an ephemeral loopback port
         # worker processes start with SIGINT ignored (inherited through exec): a Ctrl-C at the terminal
         # reaches the whole process group, and only the driver answers it, in one line; the workers
-        # end with the driver (distributed's processes exit when their parent's pipe closes)
+        # end with the driver (distributed's processes exit when their parent's pipe closes). Their
+        # logs are silenced below CRITICAL: a worker whose heartbeat outlives the scheduler at such an
+        # end logged a traceback at ERROR (seen under load); what a task raises reaches the driver,
+        # which reports it per sample, and a lost worker reaches it as an exception
         with _sigint_ignored():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                                   silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": str(threads)})
+                                   silence_logs=logging.CRITICAL, env={"NUMBA_NUM_THREADS": str(threads)})
         with cluster, Client(cluster) as client:
             yield client
     else:

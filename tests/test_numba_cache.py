@@ -26,7 +26,7 @@ def test_any_source_change_gives_a_new_digest(tmp_path):
         shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     before = source_digest(tmp_path)
     assert before == source_digest(ROOT)
-    f = tmp_path / "systems" / "deploy_physics.py"
+    f = tmp_path / "systems" / "deployment" / "physics.py"     # a file of a sub-package counts too
     f.write_text(f.read_text() + "\n# an edit\n")
     assert source_digest(tmp_path) != before
 

@@ -720,7 +720,7 @@ def _terrain_radius(target: DeployTarget) -> float:
 
 
 def _term_args_on_device(tt: tuple, table) -> tuple:
-    """A phase kernel's term argument ``(columns, params, sample)`` (:meth:`ecs.terms.FusedTerms.args`)
+    """A phase kernel's term argument ``(columns, params, sample, links)`` (:meth:`ecs.terms.FusedTerms.args`)
     on the device: the table's own columns are there already; every other array (a term's
     resource arrays, a stand-in for a column the table lacks, the parameters) is copied once."""
     own = {id(v) for v in table.columns.values()}
@@ -728,5 +728,6 @@ def _term_args_on_device(tt: tuple, table) -> tuple:
     def dev(a):
         return a if id(a) in own else device_array(a) if isinstance(a, np.ndarray) else a
 
-    cols, params, sample = tt
-    return kernel_tuple((kernel_tuple(dev(a) for a in cols), dev(params), kernel_tuple(dev(a) for a in sample)))
+    cols, params, sample, links = tt
+    return kernel_tuple((kernel_tuple(dev(a) for a in cols), dev(params), kernel_tuple(dev(a) for a in sample),
+                         kernel_tuple(dev(a) for a in links)))
