@@ -162,12 +162,12 @@ def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(t
         assert r.returncode == 0, (line, r.stderr[-2000:])
         out = r.stdout
     # the figures the README quotes, as printed
-    assert "effective sample size 57.9" in out, out
-    assert re.search(r"restitution\s+0\.1419 ± 0\.0843\s+\[0\.01416, 0\.314\]", out), out
-    assert re.search(r"friction\s+0\.5977 ± 0\.205\s+\[0\.3266, 1\.084\]", out), out
-    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[377\.7, 2092\]", out), out
-    for quoted in ("effective sample size 57.9", "**0.142 ± 0.084**", "0.014–0.314", "0.60 ± 0.21", "0.33–1.08",
-                   "378–2,092 s"):
+    assert "effective sample size 52.7" in out, out
+    assert re.search(r"restitution\s+0\.1161 ± 0\.088\s+\[0\.0134, 0\.3285\]", out), out
+    assert re.search(r"friction\s+0\.6281 ± 0\.239\s+\[0\.3241, 1\.148\]", out), out
+    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[324\.2, 2047\]", out), out
+    for quoted in ("effective sample size 52.7", "**0.116 ± 0.088**", "0.013–0.329", "0.63 ± 0.24", "0.32–1.15",
+                   "324–2,047 s"):
         assert quoted in readme, quoted
     assert (tmp_path / "runs" / "mascot-calibration" / "calibration.json").exists()
 
