@@ -230,7 +230,7 @@ def _overrides(scene, states) -> dict:
 
 def _run_engine(scene, overrides, n, active=None):
     """Compile and run the batch (``active``: streaming slots); returns (wall seconds, process CPU
-    seconds, RunResult, phase timings)."""
+    seconds, RunResult, phase timings, step attempts and collisions per phase)."""
     from systems.deployment.loop import DeploymentLoop
 
     w = scene.world
@@ -239,7 +239,21 @@ def _run_engine(scene, overrides, n, active=None):
     res = w.run(t_end=scene.t_end, dt=scene.dt, final=FINALS)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
-    return wall, cpu, res, dict(loop.timings)
+    return wall, cpu, res, dict(loop.timings), _phase_steps(loop, res, n)
+
+
+def _phase_steps(loop, res, n) -> dict:
+    """Step attempts (accepted and rejected) of the fly and contact phases and collisions resolved,
+    summed over the batch (the work rows' counters, systems.deployment.physics.FLY_ATTEMPTS; with a
+    streaming active set a reused row's earlier samples are not counted, so ``None``)."""
+    from ecs.kernels import to_host
+    from systems.deployment.physics import CONTACT_ATTEMPTS, FLY_ATTEMPTS
+
+    work = to_host(loop.ctx.work)
+    if work.shape[0] < n:
+        return {}
+    return {"fly": int(work[:, FLY_ATTEMPTS].sum()), "contact": int(work[:, CONTACT_ATTEMPTS].sum()),
+            "collide": int(np.asarray(res.finals["probe_collisions"]).sum())}
 
 
 def _run_reference_block(ref, states):
@@ -527,7 +541,9 @@ def _backends(args, current: Path, threads: int | None) -> dict:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="tumble bench deploy", description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", type=int, default=200, help="trajectories in tumble's batch (default 200)")
+    ap.add_argument("--samples", type=int, default=2000,
+                    help="trajectories in tumble's batch (default 2000: with fewer, the batch's tail, a few long "
+                         "contact rows on one thread, is a visible share of the time)")
     ap.add_argument("--reference-samples", type=int, default=10,
                     help="trajectories in one reference block: samples 0..k-1 of the batch (default 10: one "
                          "trajectory takes 0.6-2 s); 0 skips the reference")
@@ -608,7 +624,7 @@ def main(argv=None) -> dict:
     # untimed warm-ups: numba compilation / cache loading of every phase kernel (tumble: a 2-sample batch,
     # full trajectories; the reference: one trajectory)
     k0 = min(2, n)
-    first_s, _, _, _ = _run_engine(scene, {c: v[:k0] for c, v in ov.items()}, k0)
+    first_s, _, _, _, _ = _run_engine(scene, {c: v[:k0] for c, v in ov.items()}, k0)
     ref = None
     ref_warm_s = math.nan
     if k:
@@ -623,7 +639,7 @@ def main(argv=None) -> dict:
     load_start = _load()
     print(f"load average before the pairs: {_load_str(load_start)}")
     for i in range(args.repeat):
-        wall, cpu, res, timings = _run_engine(scene, ov, n, args.active)
+        wall, cpu, res, timings, steps = _run_engine(scene, ov, n, args.active)
         walls.append(wall)
         cpus.append(cpu)
         status_runs.append(np.asarray(res.status).reshape(n).copy())
@@ -665,6 +681,11 @@ def main(argv=None) -> dict:
     tot = sum(timings.values()) or 1.0
     split = ", ".join(f"{key} {v:.2f} s ({100 * v / tot:.0f} %)" for key, v in timings.items())
     print(f"  phase split of the last run (thread-seconds summed over the worker threads): {split}")
+    if steps:
+        per = ", ".join(f"{key} {c:,} {'collisions' if key == 'collide' else 'step attempts'} ({c / n:.0f} per "
+                        f"trajectory, {1e6 * timings.get(key, math.nan) / c:.1f} µs each)"
+                        for key, c in steps.items() if c)
+        print(f"  work by phase: {per}")
     mean_settle = _mean_settle(status, fin["probe_settle_time"])
     print(f"  status {_status_counts(status)} ({'the same in every run' if stable else 'NOT the same in every run'})"
           f"; mean settling time {_fmt(mean_settle)} s; mean bounces {fin['probe_bounces'].mean():.1f}; mean "
@@ -733,6 +754,7 @@ def main(argv=None) -> dict:
         "trajectories_per_s": tps_machine, "trajectories_per_s_per_core": tps_core, "cores_used": cores,
         "warmup_s": first_s, "scene_build_s": build_s,
         "phase_timings_s": timings,
+        "phase_steps": steps,
         "load_average": load_before, "load_average_before_pairs": load_start,
         "load_average_after_each_pair": pair_loads, "load_average_after": load_after,
         "status_counts": _status_counts(status), "status_same_every_run": stable,

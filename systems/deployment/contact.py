@@ -59,7 +59,7 @@ from ecs.attitude import cross_call, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from systems.deployment.modes import KernelMode
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE
-from systems.deployment.physics import (CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
+from systems.deployment.physics import (CONTACT_ATTEMPTS, CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
                                     load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
                                     lift_out, vertex_distance, vertex_world)
 
@@ -328,6 +328,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, status, reason, phase, rtime, step
             if trace.shape[1] > 0:
                 _trace(i, t, hh, _PHASE_CONTACT, w, Y0, trace, trace_n)
         w[THR] = thr
+        w[CONTACT_ATTEMPTS] += n
         _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 

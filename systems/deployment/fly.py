@@ -43,7 +43,7 @@ from components.status import Reason, Status
 from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
 from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
-                                    escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row,
+                                    escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, FLY_ATTEMPTS,
                                     load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
 
 _clear = clearance.cpu
@@ -161,6 +161,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, status, reason, phase, rtime, step, po
             w[WARM] = 1.0
             w[THR] = thr
             w[G0] = g0
+        w[FLY_ATTEMPTS] += n
         _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 
 

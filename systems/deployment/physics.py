@@ -78,7 +78,12 @@ G0 = _i(221)
 # (gradient, right-hand side: 4 numbers each)
 LIFT_SET = 4
 LIFT = _i(222)
-WORK_SIZE = 222 + 5 * LIFT_SET
+#: step attempts (accepted and rejected) of the row's fly and contact phases so far, FLY_ATTEMPTS
+#: and FLY_ATTEMPTS + 1: what `tumble bench deploy` splits the phases' time by (a row that takes a
+#: new sample of a streaming active set starts again from 0)
+FLY_ATTEMPTS = _i(222 + 5 * LIFT_SET)
+CONTACT_ATTEMPTS = _i(222 + 5 * LIFT_SET + 1)
+WORK_SIZE = 222 + 5 * LIFT_SET + 2
 #: w[Y1:SNAP_SAVE_END] is what a dense-output trial step overwrites (:data:`record_snapshots`)
 SNAP_SAVE_END = 217
 # state lengths / strides as int64 (a Python-int literal argument compiles a callee per value)
