@@ -16,7 +16,7 @@ import numba
 
 from ecs.kernels import dual
 
-__all__ = ["convex_violation", "face_plane"]
+__all__ = ["convex_violation", "face_plane", "normalize3"]
 
 
 def _face_plane(vertices, triangles, t):
@@ -38,6 +38,17 @@ def _face_plane(vertices, triangles, t):
 
 
 face_plane = dual(_face_plane)
+
+
+def _normalize3(x, y, z):
+    """``(x, y, z) / |(x, y, z)|``; (0, 0, 0) for the zero vector."""
+    n = math.sqrt(x * x + y * y + z * z)
+    if n > 0.0:
+        return x / n, y / n, z / n
+    return 0.0, 0.0, 0.0
+
+
+normalize3 = dual(_normalize3)
 _fplane = face_plane.cpu
 
 
