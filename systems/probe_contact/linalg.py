@@ -1,0 +1,195 @@
+"""Small dense linear algebra for contact motion's force solve, as device kernels on a row's work
+array (one source, CPU and GPU): Cholesky with a provable conditioning test, a symmetric
+pseudo-inverse by Jacobi sweeps for the rank-deficient cases, and the low-rank solve through the
+6 x 6 Gram matrix. :mod:`systems.probe_contact.contact_motion` documents where each is used."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ecs.kernels import dual_call
+
+
+def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):
+    """b <- A⁻¹ b by Cholesky (L at a[l_off:], row-major lower) if A is SPD with every eigenvalue
+    provably above ``rcond·λ_max`` (see :data:`sym_pinv_solve`); returns False (b untouched)
+    otherwise."""
+    tr = 0.0
+    for j in range(n):
+        tr += a[off + j * n + j]
+    if not (tr > 0.0):
+        return False
+    for j in range(n):
+        d = a[off + j * n + j]
+        for k in range(j):
+            d -= a[l_off + j * n + k] * a[l_off + j * n + k]
+        if not (d > 0.0):
+            return False
+        ljj = math.sqrt(d)
+        a[l_off + j * n + j] = ljj
+        for i in range(j + 1, n):
+            s = a[off + i * n + j]
+            for k in range(j):
+                s -= a[l_off + i * n + k] * a[l_off + j * n + k]
+            a[l_off + i * n + j] = s / ljj
+    # ‖L⁻¹‖²_F, one column of L⁻¹ at a time (forward substitution of e_c)
+    fro = 0.0
+    for c in range(n):
+        for i in range(n):
+            if i < c:
+                a[t_off + i] = 0.0
+                continue
+            s = 1.0 if i == c else 0.0
+            for k in range(c, i):
+                s -= a[l_off + i * n + k] * a[t_off + k]
+            a[t_off + i] = s / a[l_off + i * n + i]
+            fro += a[t_off + i] * a[t_off + i]
+    if not (1.0 / fro > rcond * tr):
+        return False
+    for i in range(n):            # L y = b
+        s = a[b_off + i]
+        for k in range(i):
+            s -= a[l_off + i * n + k] * a[b_off + k]
+        a[b_off + i] = s / a[l_off + i * n + i]
+    for i in range(n - 1, -1, -1):  # Lᵀ x = y
+        s = a[b_off + i]
+        for k in range(i + 1, n):
+            s -= a[l_off + k * n + i] * a[b_off + k]
+        a[b_off + i] = s / a[l_off + i * n + i]
+    return True
+
+
+chol_solve = dual_call(_chol_solve)
+_cholsolve = chol_solve.cpu
+
+
+def _sym_pinv_solve(a, off, v_off, t_off, n, b_off, rcond):
+    """Minimum-norm solution of A x = b for a symmetric positive semi-definite n×n A (row-major at
+    ``a[off:]``, destroyed), by cyclic Jacobi eigen-decomposition (eigenvectors at ``a[v_off:]``,
+    scratch at ``a[t_off:]``): ``x = Σ_{λ > rcond λ_max} (vᵀb/λ) v``; b at ``a[b_off:]`` becomes x.
+    Eigen-components below rcond are dropped, so round-off in b along the null space (statically
+    indeterminate contact distributions) is not amplified. Returns the number of kept eigenvalues.
+
+    Fast path: when A's Cholesky factor L (at ``a[v_off:]``) exists and proves every eigenvalue
+    above the cut — λ_min ≥ 1/‖L⁻¹‖²_F and λ_max ≤ tr A, so ``1/‖L⁻¹‖²_F > rcond·tr A`` suffices —
+    nothing is dropped and x = A⁻¹b is solved with L (A left intact, ``n`` scratch at
+    ``a[t_off:]``); the eigen-decomposition runs only for (nearly) singular A.
+    """
+    if _cholsolve(a, off, v_off, t_off, n, b_off, rcond):
+        return n
+    for r in range(n):
+        for c in range(n):
+            a[v_off + r * n + c] = 1.0 if r == c else 0.0
+    for _sweep in range(60):
+        offd = 0.0
+        diag = 0.0
+        for r in range(n):
+            diag += a[off + r * n + r] * a[off + r * n + r]
+            for c in range(r + 1, n):
+                offd += a[off + r * n + c] * a[off + r * n + c]
+        if not (offd > 1e-30 * diag):
+            break
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = a[off + p * n + q]
+                if apq == 0.0:
+                    continue
+                theta = (a[off + q * n + q] - a[off + p * n + p]) / (2.0 * apq)
+                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                if theta < 0.0:
+                    t = -t
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(n):
+                    akp = a[off + k * n + p]
+                    akq = a[off + k * n + q]
+                    a[off + k * n + p] = c * akp - s * akq
+                    a[off + k * n + q] = s * akp + c * akq
+                for k in range(n):
+                    apk = a[off + p * n + k]
+                    aqk = a[off + q * n + k]
+                    a[off + p * n + k] = c * apk - s * aqk
+                    a[off + q * n + k] = s * apk + c * aqk
+                for k in range(n):
+                    vkp = a[v_off + k * n + p]
+                    vkq = a[v_off + k * n + q]
+                    a[v_off + k * n + p] = c * vkp - s * vkq
+                    a[v_off + k * n + q] = s * vkp + c * vkq
+    lmax = 0.0
+    for j in range(n):
+        lmax = max(lmax, abs(a[off + j * n + j]))
+    kept = 0
+    for j in range(n):
+        lam = a[off + j * n + j]
+        s = 0.0
+        if lam > rcond * lmax:
+            for k in range(n):
+                s += a[v_off + k * n + j] * a[b_off + k]
+            s /= lam
+            kept += 1
+        a[t_off + j] = s
+    for k in range(n):
+        s = 0.0
+        for j in range(n):
+            s += a[v_off + k * n + j] * a[t_off + j]
+        a[b_off + k] = s
+    return kept
+
+
+sym_pinv_solve = dual_call(_sym_pinv_solve)
+_pinv = sym_pinv_solve.cpu
+
+
+def _gram6(w, o_c, n3, o_s):
+    """w[o_s:] <- S = CᵀC (6×6, row-major) of C = w[o_c:] (n3×6, row-major)."""
+    for a in range(6):
+        for b in range(a, 6):
+            s = 0.0
+            for r in range(n3):
+                s += w[o_c + 6 * r + a] * w[o_c + 6 * r + b]
+            w[o_s + 6 * a + b] = s
+            w[o_s + 6 * b + a] = s
+
+
+gram6 = dual_call(_gram6)
+_SIX = np.int64(6)  # an int64, not a literal (a literal argument compiles a callee per value)
+_g6 = gram6.cpu
+
+
+def _low_rank_pinv_solve(w, o_c, n3, o_b, o_s, o_v, o_t, o_u, rcond):
+    """Minimum-norm solution of (C Cᵀ) x = b for C = w[o_c:] (n3×6, row-major), b at w[o_b:]
+    (n3 numbers, becomes x), through the 6×6 S = CᵀC: with C = UΣVᵀ, (CCᵀ)⁺ = UΣ⁻²Uᵀ = C (S⁺)² Cᵀ.
+
+    The same solution as :data:`sym_pinv_solve` on the n3×n3 matrix CCᵀ (its non-zero eigenvalues
+    are S's, and the same ``rcond`` relative cut applies), at the cost of two 6×6 eigen-solves
+    instead of one n3×n3 one. Scratch: 36 at o_s and o_v, 6 at o_t and o_u. Returns the number of
+    kept eigenvalues. With n3 ≤ 6 rows, CCᵀ itself is the smaller matrix and is solved directly."""
+    if n3 <= 6:
+        for a in range(n3):
+            for b in range(n3):
+                s = 0.0
+                for j in range(6):
+                    s += w[o_c + 6 * a + j] * w[o_c + 6 * b + j]
+                w[o_s + n3 * a + b] = s
+        return _pinv(w, o_s, o_v, o_t, n3, o_b, rcond)
+    for j in range(6):
+        s = 0.0
+        for r in range(n3):
+            s += w[o_c + 6 * r + j] * w[o_b + r]
+        w[o_u + j] = s
+    _g6(w, o_c, n3, o_s)
+    kept = _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)       # u <- S⁺ Cᵀ b
+    _g6(w, o_c, n3, o_s)
+    _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)            # u <- (S⁺)² Cᵀ b
+    for r in range(n3):
+        s = 0.0
+        for j in range(6):
+            s += w[o_c + 6 * r + j] * w[o_u + j]
+        w[o_b + r] = s
+    return kept
+
+
+low_rank_pinv_solve = dual_call(_low_rank_pinv_solve)
+_lr_pinv = low_rank_pinv_solve.cpu
