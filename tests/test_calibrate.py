@@ -172,12 +172,15 @@ def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(t
     assert (tmp_path / "runs" / "mascot-calibration" / "calibration.json").exists()
 
 
-def test_mascot_scene_uses_the_published_constants():
+def test_mascot_scene_uses_the_published_constants(tmp_path):
+    """Ryugu's GM is Watanabe et al.'s mass times G (0.2 %: the mass's own uncertainty is 1.3 %), and
+    the fitted release speed gives the published 350 s fall (Scholten et al. 2019) within 5 s
+    (the spread of the flown figures: 350 s, 5 min 51 s)."""
     from scenes import mascot
-    from scenes.registry import load_scene
+    from tumble import run_batch
+    from tumble.calibrate import open_store_groups
 
-    assert mascot.RYUGU_GM == pytest.approx(6.674e-11 * 4.50e11, rel=2e-3)     # Watanabe et al. 2019 mass
-    assert mascot.RELEASE_ALTITUDE == 41.0 and mascot.MASCOT_MASS == 10.0
-    scene = load_scene("mascot")
-    assert scene.name == "mascot" and scene.params["altitude"] == 41.0
-    assert set(mascot.OBSERVED) <= set(OBSERVABLES)
+    assert mascot.RYUGU_GM == pytest.approx(6.674e-11 * 4.50e11, rel=2e-3)
+    st = open_store_groups(run_batch("mascot", samples=8, out=tmp_path / "m.zarr"))
+    fall = OBSERVABLES["fall_time"].read(st)
+    assert np.all(np.abs(fall - mascot.OBSERVED["fall_time"][0]) < 5.0), fall
