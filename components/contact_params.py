@@ -19,12 +19,19 @@ Parameters of one pair (:class:`ContactParams`):
   ``[C_RR]`` is this coefficient times a per-probe diagonal mask of the axes about which the probe
   rolls (a sphere rolls about all three, a cylinder about its axis only): the mask and the rolling
   radius ``R`` are properties of the probe, not of the pair, and are given to the systems.
-* ``regolith`` — optional :class:`Regolith` restitution modulation (eqs 2.111–2.113): ``e`` is then
-  replaced by ``e(θ) = e₁ + min(θ, θ_c)/θ_c · (e₀ − e₁)`` with ``θ = arcsin(−v·N/|v|)`` the impact
-  angle of the contact-point velocity ``v`` above the surface plane (0 for a grazing impact,
-  90° for a normal one). ``e₁`` is reached in the grazing limit, ``e₀`` (the floor set by a hard layer
-  under a thin regolith blanket, as for Philae) for every impact steeper than the critical angle
-  ``θ_c``.
+* ``regolith`` — optional :class:`Regolith` restitution law for a granular surface. ``e`` is then
+  replaced by
+
+      e(v, θ) = s(v_n) · [e₁ + min(θ, θ_c)/θ_c · (e₀ − e₁)],   s(v_n) = min(1, (v_ref/|v_n|)^α)
+
+  with ``θ = arcsin(−v·N/|v|)`` the impact angle of the contact-point velocity ``v`` above the
+  surface plane (0 for a grazing impact, 90° for a normal one) and ``v_n = v·N`` its normal part.
+  The bracket is the seed's modulation by impact angle (eqs 2.111–2.113): ``e₁`` in the grazing
+  limit, ``e₀`` (the floor set by a hard layer under a thin regolith blanket, as for Philae) for every
+  impact steeper than the critical angle ``θ_c``. The factor ``s`` is ours, from microgravity impact
+  experiments into regolith simulants (:func:`low_gravity_regolith`): restitution falls with the
+  normal impact speed above ``v_ref`` as a power ``α``. ``α = 0`` (the default) is the seed's law
+  unchanged; ``e₀ = e₁`` switches the angle modulation off.
 
 Eq 2.112 (Nishida et al.'s critical angle) as reconstructed from the OCR'd seed:
 ``θ_c = 210° · (ρ_t/ρ_p)^(1/2) · (D_t/D_p)^(2/3)`` with ``ρ_t, D_t`` the bulk density and grain
@@ -46,8 +53,10 @@ import numpy as np
 from ecs import InputError, column, component
 
 #: Field order of one row of :meth:`ContactPairs.table` (the kernels index it by these constants).
-PAIR_FIELDS = ("restitution", "friction", "rolling_resistance", "regolith", "e_floor", "e_max", "critical_angle")
-PAIR_E, PAIR_F, PAIR_CRR, PAIR_REGOLITH, PAIR_E0, PAIR_E1, PAIR_THETA_C = range(len(PAIR_FIELDS))
+PAIR_FIELDS = ("restitution", "friction", "rolling_resistance", "regolith", "e_floor", "e_max", "critical_angle",
+               "reference_speed", "speed_exponent")
+(PAIR_E, PAIR_F, PAIR_CRR, PAIR_REGOLITH, PAIR_E0, PAIR_E1, PAIR_THETA_C, PAIR_VREF,
+ PAIR_ALPHA) = range(len(PAIR_FIELDS))
 PAIR_FIELD_COUNT = len(PAIR_FIELDS)
 
 #: Default rate β [1/s] of the contacts' velocity-level constraint stabilisation,
@@ -68,17 +77,25 @@ def _finite_in(value, name: str, lo: float, hi: float = math.inf, unit: str = ""
 
 @dataclass(frozen=True)
 class Regolith:
-    """Restitution modulation by impact angle for a regolith layer over a hard surface (eq 2.113).
+    """Restitution of impacts into a granular surface by impact angle and normal speed.
+
+    ``e(v, θ) = s(v_n) · [e₁ + min(θ, θ_c)/θ_c · (e₀ − e₁)]``, ``s = min(1, (v_ref/|v_n|)^α)``
+    (module docstring; the bracket is seed eq 2.113).
 
     Attributes:
-        e_floor: ``e₀``, the restitution of impacts steeper than the critical angle [1], in [0, 1].
+        e_floor: ``e₀``, the restitution of impacts steeper than the critical angle [1], in [0, 1]
+            (at normal speeds up to ``reference_speed`` when the speed law is on).
         e_max: ``e₁``, the restitution of a grazing impact (θ = 0) [1], in [0, 1].
         critical_angle: ``θ_c`` [rad], in (0, π/2].
+        reference_speed: ``v_ref`` [m/s] >= 0, the normal impact speed above which restitution falls.
+        speed_exponent: ``α`` [1] >= 0, how fast it falls (0: no speed dependence, the seed's law).
     """
 
     e_floor: float
     e_max: float
     critical_angle: float
+    reference_speed: float = 0.0
+    speed_exponent: float = 0.0
 
     def __post_init__(self):
         _finite_in(self.e_floor, "regolith e_floor (e0)", 0.0, 1.0)
@@ -86,6 +103,11 @@ class Regolith:
         th = _finite_in(self.critical_angle, "regolith critical_angle", 0.0, math.pi / 2, "rad")
         if th <= 0.0:
             raise InputError("regolith critical_angle", self.critical_angle, "must be > 0 rad")
+        _finite_in(self.reference_speed, "regolith reference_speed", 0.0, unit="m/s")
+        _finite_in(self.speed_exponent, "regolith speed_exponent", 0.0)
+        if self.speed_exponent > 0.0 and self.reference_speed <= 0.0:
+            raise InputError("regolith reference_speed", self.reference_speed,
+                             "must be > 0 m/s when speed_exponent > 0 (the speed law needs its reference speed)")
 
     @staticmethod
     def critical_angle_from_grains(*, grain_density: float, grain_diameter: float, probe_density: float,
@@ -117,10 +139,41 @@ class Regolith:
             grain_density=grain_density, grain_diameter=grain_diameter, probe_density=probe_density,
             probe_diameter=probe_diameter))
 
-    def restitution(self, impact_angle):
-        """``e(θ)`` of eq 2.113 for impact angles θ [rad] (numpy, any shape)."""
+    def restitution(self, impact_angle, normal_speed=0.0):
+        """``e(v, θ)`` for impact angles θ [rad] and normal impact speeds ``|v_n|`` [m/s] (numpy,
+        broadcast)."""
         th = np.minimum(np.asarray(impact_angle, float), self.critical_angle)
-        return self.e_max + th / self.critical_angle * (self.e_floor - self.e_max)
+        e = self.e_max + th / self.critical_angle * (self.e_floor - self.e_max)
+        vn = np.abs(np.asarray(normal_speed, float))
+        if self.speed_exponent > 0.0:
+            with np.errstate(divide="ignore"):
+                e = e * np.minimum(1.0, (self.reference_speed / vn) ** self.speed_exponent)
+        return e
+
+
+def low_gravity_regolith(restitution: float = 0.3, speed_exponent: float = 0.88,
+                         reference_speed: float = 0.05) -> Regolith:
+    """The restitution of a lander's impacts into fine regolith in microgravity, from experiments.
+
+    ``e = restitution · min(1, (reference_speed/|v_n|)^speed_exponent)`` at every impact angle
+    (``e₀ = e₁``: the speed law acts on the *normal* speed, so grazing impacts already rebound more,
+    as Nishida et al. and Wright et al. observed). The defaults are set from microgravity
+    experiments, none from a lander (docs/references.md; the table in docs/validation.md):
+
+    * ``restitution = 0.3`` at ``reference_speed = 0.05`` m/s: the rebounds Colwell et al. saw at
+      impact speeds of about 5 cm/s (as summarised in seed 004 §2.6), and the rebounds of the lowest-
+      energy impacts below 10⁻⁴ g in PRIME and COLLIDE (Brisset et al. 2018).
+    * ``speed_exponent = 0.88``: the law through COLLIDE's coefficients of restitution "on the order
+      of 5 per cent" for impacts at 15–100 cm/s (Colwell & Taylor 1999), taken at their geometric
+      mean 38.7 cm/s: ``α = ln(0.3/0.05)/ln(38.7/5) = 0.877``. The same data bound α: COLLIDE's
+      e of 0.01–0.1 at that speed give α from 0.54 to 1.66, the range to draw for a prior.
+
+    The experiments disagree about the slowest impacts: Murdoch et al. (2017) saw no rebound of a
+    10 cm sphere at 2–40 cm/s in 0.2–1 m/s² effective gravity, COLLIDE-2 saw embedding below
+    ~20 cm/s (Colwell 2003). ``restitution`` from 0 to 0.4 spans them.
+    """
+    return Regolith(e_floor=restitution, e_max=restitution, critical_angle=math.pi / 2,
+                    reference_speed=reference_speed, speed_exponent=speed_exponent)
 
 
 @dataclass(frozen=True)
@@ -131,7 +184,8 @@ class ContactParams:
         restitution: energetic coefficient of restitution e [1], in [0, 1] (eq 2.60).
         friction: Coulomb friction coefficient f [1], >= 0 (eqs 2.65, 2.97).
         rolling_resistance: rolling-resistance coefficient C_RR [1], >= 0 (eqs 2.85, 2.107).
-        regolith: optional restitution modulation by impact angle (eqs 2.111–2.113).
+        regolith: optional restitution law of a granular surface, by impact angle (eqs 2.111–2.113)
+            and normal speed (:class:`Regolith`); it replaces ``restitution`` at every impact.
     """
 
     restitution: float = 0.5
@@ -153,7 +207,9 @@ class ContactParams:
                          0.0 if r is None else 1.0,
                          self.restitution if r is None else r.e_floor,
                          self.restitution if r is None else r.e_max,
-                         math.pi / 2 if r is None else r.critical_angle], dtype=np.float64)
+                         math.pi / 2 if r is None else r.critical_angle,
+                         0.0 if r is None else r.reference_speed,
+                         0.0 if r is None else r.speed_exponent], dtype=np.float64)
 
 
 @component("body")

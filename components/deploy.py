@@ -70,9 +70,11 @@ class ProbeContact:
     terrain_pair: np.ndarray = column("1", shape=PAIR_FIELD_COUNT, dims=("pair_field",),
                                       labels={"pair_field": PAIR_FIELDS},
                                       doc="restitution, friction, rolling_resistance, regolith, e_floor, e_max, "
-                                          "critical_angle (components.contact_params.PAIR_FIELDS)",
+                                          "critical_angle, reference_speed, speed_exponent "
+                                          "(components.contact_params.PAIR_FIELDS)",
                                       check=elementwise({0: (0.0, 1.0), 1: (0.0, np.inf), 2: (0.0, np.inf),
-                                                         4: (0.0, 1.0), 5: (0.0, 1.0)}, PAIR_FIELDS))
+                                                         4: (0.0, 1.0), 5: (0.0, 1.0), 7: (0.0, np.inf),
+                                                         8: (0.0, np.inf)}, PAIR_FIELDS))
     rolling_radius: float = column("m", default=0.0, doc="R of the rolling-resistance torque (0: no rolling "
                                                          "resistance)", check=nonnegative("m"))
 

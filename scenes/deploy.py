@@ -301,21 +301,32 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
 
 
 def _contact_dispersion(probe, contact: ContactParams, draws: dict) -> Dispersion:
+    """Draw the probe–terrain pair row per sample: ``restitution`` (the regolith law's ``e₀ = e₁``
+    when ``contact.regolith`` is set), ``friction``, ``rolling_resistance`` or, with a regolith
+    speed law, ``speed_exponent``."""
     from components.contact_params import PAIR_FIELDS
 
+    reg = contact.regolith
+    allowed = ("restitution", "friction", "rolling_resistance") + (("speed_exponent",) if reg is not None else ())
     idx = {}
     for k in draws:
-        if k not in ("restitution", "friction", "rolling_resistance"):
-            raise InputError("contact dispersion", k, "must be restitution, friction or rolling_resistance")
+        if k not in allowed:
+            raise InputError("contact dispersion", k, "must be one of " + ", ".join(allowed))
         idx[k] = PAIR_FIELDS.index(k)
+    if reg is not None and "restitution" in draws and reg.e_floor != reg.e_max:
+        raise InputError("contact dispersion", "restitution", "cannot be drawn for a regolith law whose e_floor "
+                         f"({reg.e_floor}) and e_max ({reg.e_max}) differ: it would not reach the impacts")
+    if reg is not None and "speed_exponent" in draws and reg.reference_speed <= 0.0:
+        raise InputError("contact dispersion", "speed_exponent", "needs the regolith law's reference_speed > 0")
     base = contact.row()
+    i_e, i_e0, i_e1 = idx.get("restitution", 0), PAIR_FIELDS.index("e_floor"), PAIR_FIELDS.index("e_max")
 
     def draw(rng):
         row = base.copy()
         for k, d in draws.items():     # not clipped: a draw outside its rule is refused per sample, before work
             row[idx[k]] = float(d(rng))
-        if contact.regolith is None:
-            row[PAIR_FIELDS.index("e_floor")] = row[PAIR_FIELDS.index("e_max")] = row[idx.get("restitution", 0)]
+        if reg is None or "restitution" in draws:
+            row[i_e0] = row[i_e1] = row[i_e]
         return row
 
     return Dispersion(probe, "probe_terrain_pair", draw, name="contact_terrain")

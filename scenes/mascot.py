@@ -59,16 +59,20 @@ RELEASE_SPEED = 0.098
 OBSERVED = {"fall_time": (350.0, 10.0), "bounce_time": (663.0, 66.0), "displacement": (17.0, 3.0)}
 
 
-def build(*, restitution: float = 0.6, friction: float = 0.65, restitution_range=None, friction_range=None,
-          level: int = 1, gravity: str = "voxel", latitude: float = -22.0, t_cap: float = 36000.0,
+def build(*, contact: str = "rigid", restitution: float | None = None, friction: float = 0.65,
+          restitution_range=None, friction_range=None, speed_exponent: float | None = None,
+          speed_exponent_range=None, level: int = 1, gravity: str = "voxel", latitude: float = -22.0, t_cap: float = 36000.0,
           frame: float | None = None, record_every: int | None = None) -> Scene:
-    """MASCOT on Ryugu (module docstring); ``restitution_range`` / ``friction_range`` = [low, high]
-    draw the contact parameters uniformly per sample."""
+    """MASCOT on Ryugu (module docstring). ``contact='rigid'`` (e 0.6 unless given) or
+    ``'regolith'`` (:func:`components.contact_params.low_gravity_regolith`); ``restitution_range`` /
+    ``friction_range`` / ``speed_exponent_range`` = [low, high] draw those parameters uniformly per
+    sample."""
     return mission_scene(
         "mascot", "MASCOT released 41 m over Ryugu (Scholten et al. 2019): descent, bouncing, rest",
         body="spinning-top", radii=RYUGU_RADII, mesh=None, mesh_units=None, gm=RYUGU_GM, period_h=RYUGU_PERIOD_H,
         retrograde=True, gravity=gravity, resolution=64, rocks=False, fbm=False, latitude=latitude, longitude=0.0,
         altitude=RELEASE_ALTITUDE, descent_speed=RELEASE_SPEED, position_sigma3=0.0, velocity_sigma3=0.0,
-        probe="box", size=MASCOT_SIZE, mass=MASCOT_MASS, density=500.0, level=level, restitution=restitution,
-        friction=friction, restitution_range=restitution_range, friction_range=friction_range,
-        rolling_resistance=0.0, t_cap=t_cap, frame=frame, record_every=record_every)
+        probe="box", size=MASCOT_SIZE, mass=MASCOT_MASS, density=500.0, level=level, contact=contact,
+        restitution=restitution, friction=friction, restitution_range=restitution_range,
+        friction_range=friction_range, speed_exponent=speed_exponent, speed_exponent_range=speed_exponent_range,
+        rolling_resistance=0.0, rigid_restitution=0.6, t_cap=t_cap, frame=frame, record_every=record_every)

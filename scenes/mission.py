@@ -20,6 +20,7 @@ latitude and longitude are planetocentric [deg] in that frame; a retrograde spin
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from components.contact_params import ContactParams
+from components.contact_params import ContactParams, Regolith, low_gravity_regolith
 from components.deploy import DeploySettings, DeployTarget
 from components.gravity import G, PointMass, Polyhedron
 from components.terrain import TerrainSDF
@@ -246,19 +247,29 @@ def release_above(target: DeployTarget, *, latitude: float, longitude: float, al
 
 
 def deployment(name: str, target: DeployTarget, probe, release: Release, *, restitution=0.5, friction=0.5,
-               rolling_resistance: float = 0.0, t_cap: float = 36000.0, frame: float | None = None,
-               record_every: int | None = None, random_attitude: bool = True, description: str = "",
-               params: dict[str, Any] | None = None) -> Scene:
+               rolling_resistance: float = 0.0, regolith: Regolith | None = None, speed_exponent=None,
+               t_cap: float = 36000.0, frame: float | None = None, record_every: int | None = None,
+               random_attitude: bool = True, description: str = "", params: dict[str, Any] | None = None) -> Scene:
     """A deployment scene: ``probe`` (from :func:`box_probe` / :func:`solid_probe`) released at
     ``release`` over ``target``. ``restitution`` and ``friction`` are numbers or dispersions
     (``tumble.uniform(lo, hi)``, ``tumble.normal``, ``tumble.lognormal`` or any ``draw(rng)``);
-    a dispersed one is drawn per sample and stored under ``inputs/contact_terrain``."""
+    a dispersed one is drawn per sample and stored under ``inputs/contact_terrain``.
+
+    ``regolith`` (a :class:`components.contact_params.Regolith`, e.g.
+    :func:`components.contact_params.low_gravity_regolith`) makes the terrain granular: its law
+    replaces the constant restitution at every impact; ``restitution`` then sets its ``e₀ = e₁``
+    when the law has no angle modulation (``e₀ = e₁``), and ``speed_exponent`` (number or
+    dispersion) its ``α``."""
     from scenes.deploy import DEFAULT_FRAME, deployment_scene
 
     geom, mp = probe
     draws: dict[str, Callable] = {}
     nominal = {}
-    for key, v in (("restitution", restitution), ("friction", friction)):
+    if speed_exponent is not None and regolith is None:
+        raise InputError("speed_exponent", speed_exponent, "applies to a regolith contact law only (regolith=...)")
+    for key, v in (("restitution", restitution), ("friction", friction), ("speed_exponent", speed_exponent)):
+        if v is None:
+            continue
         if callable(v):      # dispersed: drawn per sample; the authored value is one draw
             draws[key] = v
             first = float(v(np.random.default_rng(0)))
@@ -269,8 +280,12 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
             nominal[key] = first
         else:
             nominal[key] = float(v)
+    if regolith is not None and regolith.e_floor == regolith.e_max:     # e₀ = e₁: restitution sets both
+        regolith = dataclasses.replace(regolith, e_floor=nominal["restitution"], e_max=nominal["restitution"],
+                                       **({"speed_exponent": nominal["speed_exponent"]}
+                                          if "speed_exponent" in nominal else {}))
     contact = ContactParams(restitution=nominal["restitution"], friction=nominal["friction"],
-                            rolling_resistance=float(rolling_resistance))
+                            rolling_resistance=float(rolling_resistance), regolith=regolith)
     return deployment_scene(name, description or f"{geom.name} probe released over {target.name}", target=target,
                             shapes=[geom], shape_mass=[mp], contact=contact, position=release.position,
                             position_sigma3=release.position_sigma3, velocity=release.velocity,
@@ -287,11 +302,13 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
                   latitude: float = -22.0, longitude: float = 0.0, altitude: float = 40.0, descent_speed: float = 0.0,
                   position_sigma3: float = 0.0, velocity_sigma3: float = 0.0, probe: str = "box",
                   size=(0.3, 0.28, 0.2), mass: float = 10.0, density: float = 500.0, level: int = 1,
-                  restitution: float = 0.5, friction: float = 0.5, restitution_range=None, friction_range=None,
-                  rolling_resistance: float = 0.0, t_cap: float = 36000.0, frame: float | None = None,
-                  record_every: int | None = None) -> Scene:
+                  contact: str = "rigid", restitution: float | None = None, friction: float = 0.5,
+                  restitution_range=None, friction_range=None, speed_exponent: float | None = None,
+                  speed_exponent_range=None, rolling_resistance: float = 0.0, t_cap: float = 36000.0,
+                  frame: float | None = None, record_every: int | None = None) -> Scene:
     """``deploy``: any mission from ``-p`` (defaults: a 10 kg 0.3 × 0.28 × 0.2 m box 40 m above a
-    500 × 440 m spinning-top body at latitude −22°, GM 30 m³/s², 7.6 h retrograde spin).
+    500 × 440 m spinning-top body at latitude −22°, GM 30 m³/s², 7.6 h retrograde spin, rigid
+    contact with e 0.5).
     ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample."""
     params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
     return mission_scene("deploy", "a mission set up from -p (tumble scenes deploy lists them)", **params)
@@ -299,10 +316,14 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
 
 def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units, gm, period_h, retrograde, gravity,
                   resolution, rocks, fbm, latitude, longitude, altitude, descent_speed, position_sigma3,
-                  velocity_sigma3, probe, size, mass, density, level, restitution, friction, restitution_range,
-                  friction_range, rolling_resistance, t_cap, frame, record_every) -> Scene:
+                  velocity_sigma3, probe, size, mass, density, level, contact, restitution, friction,
+                  restitution_range, friction_range, speed_exponent, speed_exponent_range, rolling_resistance, t_cap,
+                  frame, record_every, rigid_restitution: float = 0.5) -> Scene:
     """The scene of :func:`build_mission` under another name (a named mission such as
-    :mod:`scenes.mascot`); every argument as there."""
+    :mod:`scenes.mascot`); every argument as there. ``contact`` is ``'rigid'`` (Stronge with a
+    constant ``restitution``, ``rigid_restitution`` when not given) or ``'regolith'``
+    (:func:`components.contact_params.low_gravity_regolith`: ``restitution`` is its restitution at
+    5 cm/s, 0.3 when not given, and ``speed_exponent`` its α, 0.88 when not given)."""
     from ecs.scene import uniform
 
     def spread(name, rng_range, value, top):
@@ -317,8 +338,20 @@ def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units,
             raise InputError(name, rng_range, rule)
         return uniform(lo, hi)
 
+    if contact not in ("rigid", "regolith"):
+        raise InputError("contact", contact, "must be 'rigid' (Stronge, constant e) or 'regolith' (e by impact speed)")
+    regolith = low_gravity_regolith() if contact == "regolith" else None
+    if regolith is None and (speed_exponent is not None or speed_exponent_range is not None):
+        raise InputError("speed_exponent" if speed_exponent is not None else "speed_exponent_range",
+                         speed_exponent if speed_exponent is not None else speed_exponent_range,
+                         "applies to contact='regolith' only")
+    if restitution is None:
+        restitution = rigid_restitution if regolith is None else regolith.e_floor
+    if regolith is not None and speed_exponent is None:
+        speed_exponent = regolith.speed_exponent
     e_draw = spread("restitution_range", restitution_range, restitution, 1.0)    # before the slow part
     f_draw = spread("friction_range", friction_range, friction, None)
+    a_draw = spread("speed_exponent_range", speed_exponent_range, speed_exponent, None)
     target = small_body(body, radii=radii, mesh=mesh, mesh_units=mesh_units, gm=gm, period_h=period_h,
                         retrograde=retrograde, gravity=gravity, resolution=resolution, rocks=rocks, fbm=fbm)
     if probe == "box":
@@ -329,15 +362,16 @@ def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units,
                         descent_speed=descent_speed, position_sigma3=position_sigma3,
                         velocity_sigma3=velocity_sigma3)
     params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
-    return deployment(name, target, pr, rel, restitution=e_draw, friction=f_draw,
-                      rolling_resistance=rolling_resistance, t_cap=t_cap, frame=frame, record_every=record_every,
+    return deployment(name, target, pr, rel, restitution=e_draw, friction=f_draw, regolith=regolith,
+                      speed_exponent=a_draw, rolling_resistance=rolling_resistance, t_cap=t_cap, frame=frame, record_every=record_every,
                       description=description, params=params)
 
 
 _MISSION_PARAMS = ("body", "radii", "mesh", "mesh_units", "gm", "period_h", "retrograde", "gravity", "resolution",
                    "rocks", "fbm", "latitude", "longitude", "altitude", "descent_speed", "position_sigma3",
-                   "velocity_sigma3", "probe", "size", "mass", "density", "level", "restitution", "friction",
-                   "restitution_range", "friction_range", "rolling_resistance", "t_cap", "frame", "record_every")
+                   "velocity_sigma3", "probe", "size", "mass", "density", "level", "contact", "restitution", "friction",
+                   "restitution_range", "friction_range", "speed_exponent", "speed_exponent_range",
+                   "rolling_resistance", "t_cap", "frame", "record_every")
 
 #: ``tumble scenes deploy`` lists these with the defaults.
 PARAMETERS = {
@@ -356,7 +390,12 @@ PARAMETERS = {
     "velocity_sigma3": "[m/s] 3-sigma release velocity spread per axis",
     "probe": "'box' or a solid: sphere, tetrahedron, cube, octahedron, dodecahedron, icosahedron",
     "size": "[m] box edge lengths [a, b, c]", "mass": "[kg] probe mass", "density": "[kg/m^3] solid probe density",
-    "level": "probe tessellation level", "restitution": "[1] e", "friction": "[1] f",
+    "level": "probe tessellation level",
+    "contact": "'rigid' (Stronge, constant e) or 'regolith' (e falls with impact speed; docs/validation.md)",
+    "restitution": "[1] e (regolith: e at normal impact speeds up to 5 cm/s; default 0.5 rigid, 0.3 regolith)",
+    "friction": "[1] f",
+    "speed_exponent": "[1] regolith: alpha of e = restitution * min(1, (0.05 m/s / |v_n|)^alpha) (default 0.88)",
+    "speed_exponent_range": "[1] [low, high]: regolith alpha uniform per sample",
     "restitution_range": "[1] [low, high]: e uniform per sample", "friction_range": "[1] [low, high]: f uniform per sample",
     "rolling_resistance": "[1] C_RR", "t_cap": "[s] simulated-time cap", "frame": "[s] frame (trajectory sampling)",
     "record_every": "[frames] trajectory decimation",

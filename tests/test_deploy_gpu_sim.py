@@ -3,8 +3,9 @@
 The scene is ``deploy-srp`` (scenes/examples/deploy_srp.py): a box probe with a user force (solar
 radiation pressure, exaggerated 1000× so that it matters), so the phase kernels are the copies
 linked against the generated right-hand side of the world's row terms (ecs.terms.fuse_terms).
-Three samples from 0 to 3000 s: the first lands (flight, the first impact at 418 s, 30 Stronge
-collisions, contact motion, settling), the second and third are thrown outward at 2 and 1.5 m/s
+Three samples from 0 to 3000 s: the first lands (flight, the first impact at 418 s, Stronge
+collisions with the granular restitution law of components.contact_params.low_gravity_regolith,
+contact motion, settling), the second and third are thrown outward at 2 and 1.5 m/s
 and escape, so the index lists hold rows in different modes. The GPU run streams them through two
 slots (``World.compile(active=2)``): the third sample enters the slot the second leaves, refilled
 on the device (ecs.kernels.set_rows); the CPU run keeps all three in its tables.
@@ -52,6 +53,7 @@ SCRIPT = textwrap.dedent(
     import collections, json, sys
     import numpy as np
     import ecs.kernels as K
+    from components.contact_params import ContactParams, low_gravity_regolith
     from scenes.examples.deploy_srp import build
     from systems.deployment.loop import DeploymentLoop
 
@@ -72,8 +74,11 @@ SCRIPT = textwrap.dedent(
     x0 = np.asarray(w.table_with("probe_shape")["body_position"])[0]
     up = x0 / np.linalg.norm(x0)
     active = int(sys.argv[2]) if sys.argv[2] != "0" else None
+    # the granular contact law (restitution by impact speed) on the terrain: its GPU twin runs too
+    pair = ContactParams(0.5, 0.6, regolith=low_gravity_regolith(restitution=0.5)).row()
     w.compile(samples=3, backend=sys.argv[1], active=active,
-              overrides={{(probe, "body_velocity"): np.array([[0.0, 0.0, 0.0], 2.0 * up, 1.5 * up])}})
+              overrides={{(probe, "body_velocity"): np.array([[0.0, 0.0, 0.0], 2.0 * up, 1.5 * up]),
+                          (probe, "probe_terrain_pair"): np.tile(pair, (3, 1))}})
     loop = next(s for s in w.systems if isinstance(s, DeploymentLoop))
     res = w.run(t_end={T_END}, dt=scene.dt, record_every=1, record=("body_position",),
                 final={FINALS!r})

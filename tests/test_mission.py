@@ -75,6 +75,27 @@ def test_same_mission_from_p_on_the_builtin_deploy_scene(tmp_path):
     assert params["radii"] == [250.0, 250.0, 220.0] and params["gm"] == 30.0 and params["retrograde"] is True
 
 
+def test_regolith_contact_from_p_draws_its_parameters_into_the_pair_row(tmp_path):
+    """``-p contact=regolith`` puts the granular law in every sample's probe–terrain row; a drawn
+    restitution sets its e₀ = e₁ and a drawn speed exponent its α; misuse is refused by name."""
+    from components.contact_params import PAIR_FIELDS
+
+    out = tumble.run_batch("deploy", samples=4, out=tmp_path / "r.zarr",
+                           params={"contact": "regolith", "gravity": "point_mass", "restitution_range": [0.1, 0.4],
+                                   "speed_exponent_range": [0.6, 1.2], "t_cap": 600.0})
+    row = xr.open_zarr(out, group="inputs").contact_terrain.load()
+    assert list(row.pair_field.values) == list(PAIR_FIELDS)
+    e, a = row.sel(pair_field="restitution").values, row.sel(pair_field="speed_exponent").values
+    assert np.all((0.1 <= e) & (e < 0.4)) and np.all((0.6 <= a) & (a < 1.2)) and np.ptp(e) > 0 and np.ptp(a) > 0
+    assert np.array_equal(row.sel(pair_field="e_floor").values, e) and np.array_equal(row.sel(pair_field="e_max"), e)
+    assert np.all(row.sel(pair_field="regolith").values == 1.0)
+    assert np.all(row.sel(pair_field="reference_speed").values == 0.05)
+    for bad, name in (({"contact": "sand"}, "contact"), ({"speed_exponent": 1.0}, "speed_exponent"),
+                      ({"contact": "regolith", "speed_exponent_range": [1.0, 0.5]}, "speed_exponent_range")):
+        with pytest.raises(tumble.InputError, match=name):
+            tumble.load_scene("deploy", **bad)
+
+
 def test_scene_file_imports_a_module_beside_it(tmp_path):
     (tmp_path / "mylib.py").write_text("RADII = (250.0, 250.0, 220.0)\n")
     (tmp_path / "uses_lib.py").write_text(_mission_source().replace("import tumble\n", "import tumble\nimport mylib\n")

@@ -54,7 +54,7 @@ def test_every_deployment_kind_renders_with_units(deploy_store, tmp_path):
         fig = plots.KINDS[k](plots.StoreView.open(deploy_store))
         _check_units(fig)
         matplotlib.pyplot.close(fig)
-    fig = plots.distributions(plots.StoreView.open(deploy_store), by="contact_terrain[0]")   # by restitution
+    fig = plots.distributions(plots.StoreView.open(deploy_store), by="contact_terrain[restitution]")
     _check_units(fig)
     matplotlib.pyplot.close(fig)
     files = plots.plot(deploy_store, out_dir=tmp_path / "figs")

@@ -465,7 +465,7 @@ def plot(path: pathlib.Path = typer.Argument(..., help="A store written by `tumb
          out: Optional[pathlib.Path] = typer.Option(None, "--out", "-o", help="Folder for the figures "
                                                                              "[default: <store>-plots/]."),
          by: Optional[str] = typer.Option(None, "--by", help="Input to split the distributions by, e.g. "
-                                                           "contact_terrain[0] (restitution) [default: the probe "
+                                                           "contact_terrain[restitution] [default: the probe "
                                                            "shape when dispersed]."),
          debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
     """Draw a store's figures (PNG files, one per kind) and print their paths."""

@@ -316,7 +316,8 @@ def _split_input(v: StoreView, by: str | None = None):
 
 def distributions(store, by: str | None = None):
     """Settling time and bounce count: overall histograms and split by a dispersed input (``by``:
-    e.g. ``"contact_terrain[0]"`` for the restitution, ``"contact_terrain[1]"`` the friction); the
+    e.g. ``"contact_terrain[restitution]"``, ``"contact_terrain[friction]"``: a labelled axis is named
+    by its labels, any other by index, ``"release_velocity[2]"``); the
     split row only when the store has such an input."""
     v = _view(store)
     plt = _mpl()
@@ -465,8 +466,13 @@ def _scalar_columns(ds, skip=()) -> dict[str, np.ndarray]:
             continue
         a = np.asarray(da.values)
         tail = a.shape[1:]
+        named = [d for d in da.dims[1:] if da.sizes[d] > 1 and d in da.coords and da.coords[d].dtype.kind in "UOT"]
         if int(np.prod(tail)) == 1:                            # one value per sample (and entity)
             out[k] = a.reshape(len(a)).astype(float)
+        elif len(named) == 1 and all(da.sizes[d] == 1 for d in da.dims[1:] if d != named[0]):
+            ax = da.dims.index(named[0])                       # a labelled axis: one column per label
+            for j, lab in enumerate(da.coords[named[0]].values):
+                out[f"{k}[{lab}]"] = np.take(a, j, axis=ax).reshape(len(a)).astype(float)
         elif int(np.prod(tail)) <= 8:                          # a few components: one column each
             squeezed = [n for n in tail if n > 1]
             flat = a.reshape(len(a), -1)

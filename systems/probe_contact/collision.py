@@ -126,8 +126,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import prange
 
-from components.contact_params import (PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F, PAIR_FIELD_COUNT, PAIR_REGOLITH,
-                                       PAIR_THETA_C)
+from components.contact_params import (PAIR_ALPHA, PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F, PAIR_FIELD_COUNT,
+                                       PAIR_REGOLITH, PAIR_THETA_C, PAIR_VREF)
 from ecs.stepping import DP54, step_factor
 from ecs import InputError, Phase, System
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
@@ -266,14 +266,16 @@ impact_normal = dual_call(_impact_normal)
 _impact_n = impact_normal.cpu
 
 
-def _regolith_restitution(e, regolith, e_floor, e_max, theta_c, vn, speed):
-    """Seed eqs 2.111 and 2.113: restitution modulated by the impact angle.
+def _regolith_restitution(e, regolith, e_floor, e_max, theta_c, v_ref, alpha, vn, speed):
+    """Restitution on a granular surface (components.contact_params.Regolith): seed eqs 2.111 and
+    2.113 (by impact angle) times ``min(1, (v_ref/|v_n|)^α)`` (by normal impact speed).
 
     Args:
         e: the pair's restitution (returned unchanged when ``regolith`` is 0).
-        regolith: 1.0 to modulate, 0.0 not to.
+        regolith: 1.0 to apply the law, 0.0 not to.
         e_floor, e_max: e₀ (steep impacts) and e₁ (grazing limit).
         theta_c: critical angle [rad].
+        v_ref, alpha: reference speed [m/s] and exponent of the speed law (alpha 0: off).
         vn: normal contact-point velocity ``v·N`` [m/s] (negative when approaching).
         speed: ``|v|`` [m/s].
     """
@@ -289,7 +291,10 @@ def _regolith_restitution(e, regolith, e_floor, e_max, theta_c, vn, speed):
         th = 0.0
     if th > theta_c:
         th = theta_c
-    return e_max + th / theta_c * (e_floor - e_max)
+    er = e_max + th / theta_c * (e_floor - e_max)
+    if alpha > 0.0 and -vn > v_ref:
+        er *= (v_ref / -vn) ** alpha
+    return er
 
 
 regolith_restitution = dual_call(_regolith_restitution)
@@ -1046,7 +1051,7 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts
             break
         vn, sp, nx, ny, nz = _vertex_vn(best, q0, q1, q2, q3, vx, vy, vz, wx, wy, wz, verts, vtype, vdir, sn_row)
         e = _regolith_e(e_pair, pair[i, PAIR_REGOLITH], pair[i, PAIR_E0], pair[i, PAIR_E1], pair[i, PAIR_THETA_C],
-                        bvn, bsp)
+                        pair[i, PAIR_VREF], pair[i, PAIR_ALPHA], bvn, bsp)
         st, fl, ns = _impact(w, mass[i], inertia[i], q0, q1, q2, q3, verts[best, 0], verts[best, 1],
                              verts[best, 2], nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f, cr0, cr1, cr2, wstar, rtol,
                              max_steps)
