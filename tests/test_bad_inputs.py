@@ -335,7 +335,7 @@ CASES = [
     ("precession-period-zero", "precession", ["-p", "period=0"], ["period", "0", "> 0 [s]"]),
     ("restitution-dispersion-out-of-range", lambda t: deploy_file(
         t, extra="scene.dispersions.append(Dispersion('probe', 'probe_terrain_pair', lambda rng: [1.5, 0.5, 0, 0, "
-                  "1.5, 1.5, 1.5], name='pair'))"),
+                  "1.5, 1.5, 1.5, 0, 0], name='pair'))"),
      [], ["dispersion pair of probe (sample 0)", "1.5", "0 <= restitution <= 1"]),
 ]
 
