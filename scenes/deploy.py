@@ -13,6 +13,10 @@ Built-in scenes (parameters are keyword-only; ``tumble run NAME --param key=valu
   high altitude (``altitude="high"``: [500, 0, 0] m ± 30 m, [−0.03, 0, 0] m/s ± 0.01 m/s).
 * ``deploy-cube`` — Table 4.6: 5 kg cube of 500 kg/m³, e = f = 0.5, release [0, 0, 200] m ± 15 m,
   [0, 0, −0.05] m/s ± 0.01 m/s, random attitude. The README's main job.
+* Every scene takes ``contact``: ``'rigid'`` (the seed's Stronge impacts with a constant e, the
+  default) or ``'regolith'`` (:func:`components.contact_params.low_gravity_regolith`: e falls with
+  the normal impact speed; ``restitution`` is then its e at speeds up to 5 cm/s, 0.3 by default;
+  docs/validation.md).
 * Every scene takes ``restitution_sigma3`` / ``friction_sigma3`` (3σ of a normal draw per sample,
   truncated to [0, 1] / [0, ∞) by drawing again, stored as ``inputs/contact_terrain``), ``t_cap`` [s], ``frame`` [s]
   (default :data:`DEFAULT_FRAME`) and ``record_every`` [frames] (trajectories; default: finals and
@@ -41,12 +45,13 @@ terrain (§2.3.2: features up to 4.8 m, 5 octaves).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 
-from components.contact_params import ContactParams
+from components.contact_params import ContactParams, Regolith, low_gravity_regolith
 from components.deploy import (DeploySettings, DeployTarget, ProbeContact, ProbeInertial, ProbePhase, ProbeRecord)
 from components.rigid import MassProps, RigidState, RotatingFrame
 from components.gravity import PointMass, Polyhedron
@@ -78,7 +83,10 @@ PARAMETERS = {
     "t_cap": "[s] simulated-time cap: a probe not settled by then ends TIMED_OUT",
     "frame": "[s] trajectory sampling (changes no step: dense output) and phase-loop synchronisation",
     "record_every": "[frames] trajectory decimation (default: finals and events only)",
-    "restitution": "[1] probe-terrain restitution e in [0, 1]",
+    "contact": "'rigid' (Stronge, constant e; default) or 'regolith' (e falls with the normal impact speed, "
+               "components.contact_params.low_gravity_regolith; docs/validation.md)",
+    "restitution": "[1] probe-terrain restitution e in [0, 1] (regolith: e at normal impact speeds up to 5 cm/s, "
+                   "default 0.3)",
     "friction": "[1] probe-terrain friction coefficient f >= 0",
     "rolling_resistance": "[1] rolling-resistance coefficient C_RR >= 0",
     "restitution_sigma3": "[1] 3-sigma of a per-sample normal spread of e (truncated to [0, 1]: redrawn, never clipped)",
@@ -300,6 +308,32 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
                  dispersions=disp, params=params or {})
 
 
+#: Contact laws a deployment scene's ``contact`` parameter selects.
+CONTACT_LAWS = ("rigid", "regolith")
+
+
+def terrain_contact_law(contact: str, restitution: float | None, *,
+                        rigid_restitution: float) -> tuple[Regolith | None, float]:
+    """``(regolith law or None, restitution)`` of a scene's ``contact`` and ``restitution``
+    parameters: ``'rigid'`` is Stronge with a constant ``restitution`` (``rigid_restitution`` when
+    not given); ``'regolith'`` is :func:`components.contact_params.low_gravity_regolith` with its
+    ``e₀ = e₁`` set to ``restitution`` (its default 0.3 when not given)."""
+    if contact not in CONTACT_LAWS:
+        raise InputError("contact", contact, "must be 'rigid' (Stronge, constant e) or 'regolith' (e by the normal "
+                                             "impact speed, docs/validation.md)")
+    if contact == "rigid":
+        return None, rigid_restitution if restitution is None else restitution
+    reg = low_gravity_regolith()
+    e = reg.e_floor if restitution is None else restitution
+    return dataclasses.replace(reg, e_floor=e, e_max=e), e
+
+
+def _law_params(contact: str) -> dict:
+    """``contact`` among a scene's stored parameters only when it is not the default (so stores of
+    the defaults keep their earlier parameters)."""
+    return {} if contact == "rigid" else {"contact": contact}
+
+
 def _contact_dispersion(probe, contact: ContactParams, draws: dict) -> Dispersion:
     """Draw the probe–terrain pair row per sample: ``restitution`` (the regolith law's ``e₀ = e₁``
     when ``contact.regolith`` is set), ``friction``, ``rolling_resistance`` or, with a regolith
@@ -348,13 +382,15 @@ def _release(altitude: str):
 
 
 def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
-                 frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.65,
-                 friction: float = 1.0, rolling_resistance: float = 0.035, radius: float = 0.125, mass: float = 5.0,
+                 frame: float = DEFAULT_FRAME, record_every: int | None = None, contact: str = "rigid",
+                 restitution: float | None = None, friction: float = 1.0, rolling_resistance: float = 0.035,
+                 radius: float = 0.125, mass: float = 5.0,
                  j: float = 0.4, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
                  rocks_per_m2: float = 14.0, rock_region: float = 30.0, fbm: bool = False) -> Scene:
-    """``deploy-sphere`` (Tables 4.2–4.3)."""
+    """``deploy-sphere`` (Tables 4.2–4.3; e 0.65 unless ``restitution`` or ``contact`` says otherwise)."""
     from scenes.assets.mass_properties import MassProperties
 
+    regolith, restitution = terrain_contact_law(contact, restitution, rigid_restitution=0.65)
     r = positive("radius", radius, "m")
     m = positive("mass", mass, "kg")
     if not (0.0 <= j <= 2.0 / 3.0):
@@ -364,13 +400,13 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
     params = dict(altitude=altitude, gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, rolling_resistance=rolling_resistance, radius=r, mass=m,
                   j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
-                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm), **_law_params(contact))
     return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
                             rocks=rocks, rock_centre=p, rocks_per_m2=rocks_per_m2, rock_region=rock_region,
                             fbm=bool(fbm)),
                             shapes=[sphere_probe(r)], shape_mass=[mp],
                             contact=ContactParams(restitution=restitution, friction=friction,
-                                                  rolling_resistance=rolling_resistance),
+                                                  rolling_resistance=rolling_resistance, regolith=regolith),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs, random_attitude=True,
                             rolling_radius=r, settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")),
                             contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,
@@ -379,16 +415,17 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
 
 
 def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
-               frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
-               friction: float = 0.5, mass: float = 5.0, density: float = 500.0, level: int = 0,
-               restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0,
-               rock_region: float = 30.0, fbm: bool = False) -> Scene:
-    """``deploy-cube`` (Table 4.6)."""
+               frame: float = DEFAULT_FRAME, record_every: int | None = None, contact: str = "rigid",
+               restitution: float | None = None, friction: float = 0.5, mass: float = 5.0, density: float = 500.0,
+               level: int = 0, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
+               rocks_per_m2: float = 14.0, rock_region: float = 30.0, fbm: bool = False) -> Scene:
+    """``deploy-cube`` (Table 4.6; e 0.5 unless ``restitution`` or ``contact`` says otherwise)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
+    _, restitution = terrain_contact_law(contact, restitution, rigid_restitution=0.5)
     params = dict(gravity=gravity, rocks=rocks, t_cap=t_cap, frame=frame, record_every=record_every,
                   restitution=restitution, friction=friction, mass=mass, density=density, level=level,
                   restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
-                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm), **_law_params(contact))
     return _one_shape_scene("deploy-cube", geom, mass, params)
 
 
@@ -398,13 +435,14 @@ def _one_shape_scene(name: str, geom, mass: float, params: dict) -> Scene:
     (the builder's stored parameters)."""
     g = params.get
     p, ps, v, vs = _release("low")
-    e, f = g("restitution"), g("friction")
+    regolith, e = terrain_contact_law(g("contact", "rigid"), g("restitution"), rigid_restitution=0.5)
+    f = g("friction")
     return deployment_scene(name, DESCRIPTIONS[name],
                             target=itokawa_target(gravity=g("gravity"), rocks=g("rocks"), rock_centre=p,
                                                   rocks_per_m2=g("rocks_per_m2", 14.0),
                                                   rock_region=g("rock_region", 30.0), fbm=bool(g("fbm", False))),
                             shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=positive("mass", mass, "kg"))],
-                            contact=ContactParams(restitution=e, friction=f),
+                            contact=ContactParams(restitution=e, friction=f, regolith=regolith),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
                             settings=DeploySettings(t_cap=positive("t_cap", g("t_cap"), "s")), frame=g("frame"),
                             contact_dispersions=_contact_spreads(e, g("restitution_sigma3"), f, g("friction_sigma3")),
@@ -418,16 +456,17 @@ def _optional(**kw) -> dict:
 
 def build_box(*, size=BOX_SIZE, mass: float = 10.0, level: int = 0, gravity: str = "voxel",
               rocks: bool | str = False, fbm: bool = False, t_cap: float = 36000.0, frame: float = DEFAULT_FRAME,
-              record_every: int | None = None, restitution: float = 0.5, friction: float = 0.5,
-              restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0, rocks_per_m2: float = 14.0,
-              rock_region: float = 30.0) -> Scene:
+              record_every: int | None = None, contact: str = "rigid", restitution: float | None = None,
+              friction: float = 0.5, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
+              rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
     """``deploy-box``: a solid box of edge lengths ``size`` [m] (body x, y, z) and ``mass`` [kg],
     tessellated to ``level``, released as deploy-cube (Table 4.6)."""
     geom = box(size, level=level)
+    _, restitution = terrain_contact_law(contact, restitution, rigid_restitution=0.5)
     params = dict(size=[float(x) for x in size], mass=mass, level=level, gravity=gravity, rocks=rocks, t_cap=t_cap,
                   frame=frame, record_every=record_every, restitution=restitution, friction=friction,
                   restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
-                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm))
+                  **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm), **_law_params(contact))
     return _one_shape_scene("deploy-box", geom, mass, params)
 
 
@@ -471,12 +510,14 @@ SHAPES = ("sphere", "dodecahedron", "icosahedron", "cube", "octahedron", "tetrah
 
 
 def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: float = 36000.0,
-                 frame: float = DEFAULT_FRAME, record_every: int | None = None, restitution: float = 0.5,
-                 friction: float = 0.5, mass: float = 5.0, density: float = 500.0, shapes: str = "all",
+                 frame: float = DEFAULT_FRAME, record_every: int | None = None, contact: str = "rigid",
+                 restitution: float | None = None, friction: float = 0.5, mass: float = 5.0, density: float = 500.0,
+                 shapes: str = "all",
                  rocks_per_m2: float = 14.0, rock_region: float = 30.0, level: int = 0, fbm: bool = False,
                  restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0) -> Scene:
     """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
     comma-separated subset; ``level``: tessellation of the polyhedra, the sphere has no vertices)."""
+    regolith, restitution = terrain_contact_law(contact, restitution, rigid_restitution=0.5)
     names = SHAPES if shapes == "all" else tuple(s.strip() for s in str(shapes).split(","))
     geoms, mps = [], []
     for s in names:
@@ -494,13 +535,13 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
                   restitution=restitution, friction=friction, mass=mass, density=density, shapes=",".join(names),
                   **_rock_params(rocks, rocks_per_m2, rock_region),
                   **_optional(fbm=fbm, level=level, restitution_sigma3=restitution_sigma3,
-                              friction_sigma3=friction_sigma3))
+                              friction_sigma3=friction_sigma3), **_law_params(contact))
     return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
                             target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
                                                   rocks_per_m2=rocks_per_m2, rock_region=rock_region,
                                                   fbm=bool(fbm)),
                             shapes=geoms, shape_mass=mps,
-                            contact=ContactParams(restitution=restitution, friction=friction),
+                            contact=ContactParams(restitution=restitution, friction=friction, regolith=regolith),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
                             settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")), frame=frame,
                             contact_dispersions=_contact_spreads(restitution, restitution_sigma3, friction,

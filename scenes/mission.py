@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from components.contact_params import ContactParams, Regolith, low_gravity_regolith
+from components.contact_params import ContactParams, Regolith
 from components.deploy import DeploySettings, DeployTarget
 from components.gravity import G, PointMass, Polyhedron
 from components.terrain import TerrainSDF
@@ -338,15 +338,13 @@ def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units,
             raise InputError(name, rng_range, rule)
         return uniform(lo, hi)
 
-    if contact not in ("rigid", "regolith"):
-        raise InputError("contact", contact, "must be 'rigid' (Stronge, constant e) or 'regolith' (e by impact speed)")
-    regolith = low_gravity_regolith() if contact == "regolith" else None
+    from scenes.deploy import terrain_contact_law
+
+    regolith, restitution = terrain_contact_law(contact, restitution, rigid_restitution=rigid_restitution)
     if regolith is None and (speed_exponent is not None or speed_exponent_range is not None):
         raise InputError("speed_exponent" if speed_exponent is not None else "speed_exponent_range",
                          speed_exponent if speed_exponent is not None else speed_exponent_range,
                          "applies to contact='regolith' only")
-    if restitution is None:
-        restitution = rigid_restitution if regolith is None else regolith.e_floor
     if regolith is not None and speed_exponent is None:
         speed_exponent = regolith.speed_exponent
     e_draw = spread("restitution_range", restitution_range, restitution, 1.0)    # before the slow part

@@ -96,6 +96,31 @@ def test_regolith_contact_from_p_draws_its_parameters_into_the_pair_row(tmp_path
             tumble.load_scene("deploy", **bad)
 
 
+@pytest.mark.parametrize("name, seed_e", [("deploy-cube", 0.5), ("deploy-sphere", 0.65), ("deploy-shapes", 0.5),
+                                          ("deploy-box", 0.5)])
+def test_seed_scenes_select_the_regolith_law_and_keep_the_seeds_e_by_default(name, seed_e):
+    """``-p contact=regolith`` on each of the seed's deployment scenes: the probe–terrain row carries
+    the law (e₀ = e₁ = 0.3 unless ``restitution`` is given, 5 cm/s, α 0.88); without it the row is
+    the seed's constant e, and the stored parameters do not name a contact law."""
+    from components.contact_params import PAIR_FIELDS
+
+    from components.deploy import ProbeContact
+
+    def row(**kw):
+        sc = tumble.load_scene(name, gravity="point_mass", **kw)
+        (_, (pc,)), = sc.world.query(ProbeContact)
+        return dict(zip(PAIR_FIELDS, np.asarray(pc.terrain_pair))), sc
+
+    rigid, sc = row()
+    assert rigid["regolith"] == 0.0 and rigid["restitution"] == seed_e and "contact" not in sc.params
+    reg, sc = row(contact="regolith")
+    assert (reg["regolith"], reg["e_floor"], reg["e_max"], reg["reference_speed"], reg["speed_exponent"]) == \
+        (1.0, 0.3, 0.3, 0.05, 0.88) and sc.params["contact"] == "regolith"
+    assert row(contact="regolith", restitution=0.2)[0]["e_floor"] == 0.2
+    with pytest.raises(tumble.InputError, match="contact"):
+        tumble.load_scene(name, gravity="point_mass", contact="sand")
+
+
 def test_scene_file_imports_a_module_beside_it(tmp_path):
     (tmp_path / "mylib.py").write_text("RADII = (250.0, 250.0, 220.0)\n")
     (tmp_path / "uses_lib.py").write_text(_mission_source().replace("import tumble\n", "import tumble\nimport mylib\n")
