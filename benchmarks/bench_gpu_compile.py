@@ -1,7 +1,8 @@
 """``tumble bench gpu-compile``: what every GPU kernel a scene launches costs to build, and whether it fits.
 
 No device is needed. Each scene runs a few frames on the CPU while every
-:func:`ecs.kernels.launch_rows` / :func:`ecs.kernels.launch_span` call is recorded; the mode loop's
+:func:`ecs.kernels.launch_rows` / :func:`ecs.kernels.launch_span` call and every
+:class:`ecs.kernels.PreparedRows` launch is recorded; the mode loop's
 device-only launches (its compaction kernels and a span over a device list) are added from its
 bound context. The CUDA driver of each recorded kernel (:func:`ecs.kernels.gpu_row_kernel`,
 :func:`ecs.kernels.gpu_span_kernel`, ..., its callees' GPU twins linked in) is then compiled for
@@ -87,9 +88,19 @@ def record_launches(specs: list[str]) -> dict:
         calls.setdefault(key, (K.gpu_span_kernel, span, n, args, len(args)))
         return launch_span("cpu", span, n, *args)
 
+    prepared_call = K.PreparedRows.__call__
+
+    def rec_prepared(self, n, *tail):     # a launch a system prepared at bind (CPU-only ones have no row)
+        if self.row is not None and n:
+            args = self.fixed + tail
+            key = getattr(self.row, "py", getattr(self.row, "py_func", None)).__qualname__
+            calls.setdefault(key, (K.gpu_row_kernel, self.row, n, args, len(args)))
+        return prepared_call(self, n, *tail)
+
     import importlib
     import pkgutil
 
+    K.PreparedRows.__call__ = rec_prepared
     patched = []
     for m in pkgutil.walk_packages(systems.__path__, "systems."):
         mod = importlib.import_module(m.name)
@@ -122,6 +133,7 @@ def record_launches(specs: list[str]) -> dict:
                     calls.setdefault("listed:_collide_rows", (K.gpu_listed_span_kernel, ctx.kernels["collide_rows"],
                                                               np.zeros(1, np.int64), args, len(args)))
     finally:
+        K.PreparedRows.__call__ = prepared_call
         for mod, attr in patched:
             setattr(mod, attr, launch if attr == "launch_rows" else launch_span)
     return calls

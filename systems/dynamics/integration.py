@@ -33,7 +33,7 @@ J. Comput. Appl. Math. 6 (1980) 19–26.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import prange
@@ -43,7 +43,7 @@ from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.terms import fuse_terms, refuse_modal
-from ecs.kernels import array_module, cpu_parallel, dual, launch_rows, to_backend, to_host
+from ecs.kernels import PreparedRows, array_module, cpu_parallel, dual, to_backend, to_host
 from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems.dynamics import rigid_terms
@@ -92,10 +92,17 @@ def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
         y0[i, 6 + k] = att[i, k]
 
 
-def _set_stage(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler, euler_mode, time):
-    """Write Y = y0 + h Σ_j a[stage, j] K_j into the state columns; row_time = t0 + c h."""
+def _set_stage(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c):
+    """Write Y = y0 + h Σ_j a[stage, j] K_j into the state columns (``state`` = position, velocity,
+    attitude, rate), row_time = t0 + c h, and clear the row's force and torque (``wrench``) for the
+    stage's derivative systems to add into."""
     if not active[i]:
         return
+    pos, vel, att, omega = state
+    force, torque = wrench
+    for k in range(3):
+        force[i, k] = 0.0
+        torque[i, k] = 0.0
     hi = h[i]
     for k in range(STATE_SIZE):
         v = y0[i, k]
@@ -169,9 +176,9 @@ def _group_error(g, size, active, esq, ecount, efinite, g_err):
             g_err[r] = err
 
 
-def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, pos, vel, att, omega,
                  euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
-                 max_steps, grouped, g_err):
+                 max_steps, grouped, g_err, t_target):
     """Combine the stages, control the error, accept or reject, and write the row back. ``grouped``:
     the error and finiteness are the row's group's (:func:`_group_error`), so coupled rows accept,
     reject and size their steps together. (At most 30 parameters: numba 0.6x cannot inline a
@@ -303,19 +310,19 @@ def pack_state_rows(n, active, pos, vel, att, omega, euler, euler_mode, y0):
 
 
 @cpu_parallel
-def set_stage_rows(n, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler, euler_mode, time):
+def set_stage_rows(n, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c):
     for i in prange(n):
-        _set_stage_cpu(i, active, y0, K, a, stage, h, t0, c, pos, vel, att, omega, euler, euler_mode, time)
+        _set_stage_cpu(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c)
 
 
 @cpu_parallel
-def finish_step_rows(n, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att, omega,
+def finish_step_rows(n, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, pos, vel, att, omega,
                      euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
-                     max_steps, grouped, g_err):
+                     max_steps, grouped, g_err, t_target):
     for i in prange(n):
-        _finish_step_cpu(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, t_target, pos, vel, att,
+        _finish_step_cpu(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, pos, vel, att,
                          omega, euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min,
-                         attempts, max_steps, grouped, g_err)
+                         attempts, max_steps, grouped, g_err, t_target)
 
 
 @cpu_parallel
@@ -329,23 +336,6 @@ def row_error_rows(n, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, ato
 def group_error_rows(n, size, active, esq, ecount, efinite, g_err):
     for g in prange(n):
         _group_error_cpu(g, size, active, esq, ecount, efinite, g_err)
-
-
-def _zero_wrench(i, active, force, torque):
-    if active[i]:
-        for k in range(3):
-            force[i, k] = 0.0
-            torque[i, k] = 0.0
-
-
-zero_wrench = dual(_zero_wrench)
-_zero_wrench_cpu = zero_wrench.cpu
-
-
-@cpu_parallel
-def zero_rows(n, active, force, torque):
-    for i in prange(n):
-        _zero_wrench_cpu(i, active, force, torque)
 
 
 # --------------------------------------------------------------------------- the system
@@ -373,6 +363,7 @@ class _Work:
     ecount: np.ndarray
     efinite: np.ndarray
     g_err: np.ndarray
+    launch: dict = field(default_factory=dict)   # name -> PreparedRows (Integrator._prepare)
 
 
 class Integrator(System):
@@ -444,6 +435,36 @@ class Integrator(System):
         xp = np if not self.work else array_module(self.work[0].y0)
         self._a, self._b, self._c = xp.asarray(self.tableau.a), xp.asarray(self.tableau.b), self.tableau.c
         self._b_err = xp.asarray(self.tableau.b_err if self.adaptive else self.tableau.b)
+        for w in self.work:
+            self._prepare(world.backend, w)
+
+    def _prepare(self, backend: str, w: _Work) -> None:
+        """The launches of one table's step, their arguments gathered once (:class:`ecs.kernels.PreparedRows`);
+        what changes from call to call (stage, its node, the frame's end time) goes last."""
+        t, tab = w.table, self.tableau
+        state = (t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"])
+        semi = self.method == "semi_implicit_euler"
+        w.launch = {
+            "pack": PreparedRows(backend, pack_state_rows, pack_state, w.active, *state, w.euler, w.euler_mode, w.y0),
+            "stage": PreparedRows(backend, set_stage_rows, set_stage, w.active, w.y0, w.K, self._a, w.h, w.t0, state,
+                                  w.euler, w.euler_mode, t["row_time"], (t["body_force"], t["body_torque"])),
+            "derivative": PreparedRows(backend, body_derivative_rows, body_derivative, w.active, *state, w.euler,
+                                       w.euler_mode, t["body_mass"], t["body_com"], t["body_inertia"],
+                                       t["body_force"], t["body_torque"], self._frame_rate, w.key, w.L, w.K),
+            "row_error": PreparedRows(backend, row_error_rows, row_error, w.active, w.y0, w.K, self._b, self._b_err,
+                                      tab.stages, w.h, w.euler_mode, self.rtol, self.atol, semi, w.esq, w.ecount,
+                                      w.efinite),
+            "group_error": PreparedRows(backend, group_error_rows, group_error, w.group, w.active, w.esq, w.ecount,
+                                        w.efinite, w.g_err),
+            "finish": PreparedRows(backend, finish_step_rows, finish_step, w.active, t["row_status"], t["row_reason"],
+                                   w.y0, w.K, self._b, self._b_err, tab.stages, w.h, w.h_prop, w.t0, *state,
+                                   w.euler, w.euler_mode, t["row_time"], self.rtol, self.atol, self.adaptive, semi,
+                                   tab.error_order, self.h_min, w.attempts, self.max_steps, w.group > 1, w.g_err),
+        }
+        if self.terms:
+            w.launch["terms"] = PreparedRows("cpu", self._add_terms, None, w.active, t["row_time"], *state,
+                                             t["body_mass"], t["body_com"], t["body_force"], t["body_torque"],
+                                             self._term_args[id(w)])
 
     def _bind_frame(self, world) -> None:
         """The integration frame: inertial, or the world's :class:`components.rigid.RotatingFrame`.
@@ -495,46 +516,23 @@ class Integrator(System):
                 xp.minimum(w.h_prop, xp.subtract(t_target, w.t0), out=w.h)
             else:
                 xp.subtract(t_target, w.t0, out=w.h)
-            launch_rows(frame.backend, pack_state_rows, pack_state, t.row_count, w.active, t["body_position"],
-                        t["body_velocity"], t["body_attitude"], t["body_omega"], w.euler, w.euler_mode, w.y0)
-        semi = self.method == "semi_implicit_euler"
+            w.launch["pack"](t.row_count)
         while any(bool(array_module(w.active).any(w.active)) for w in self.work):
             for stage in range(tab.stages):
+                c = float(self._c[stage])
                 for w in self.work:
-                    t = w.table
-                    launch_rows(frame.backend, set_stage_rows, set_stage, t.row_count, w.active, w.y0, w.K,
-                                self._a, stage, w.h, w.t0, self._c[stage], t["body_position"], t["body_velocity"],
-                                t["body_attitude"], t["body_omega"], w.euler, w.euler_mode, t["row_time"])
-                    launch_rows(frame.backend, zero_rows, zero_wrench, t.row_count, w.active, t["body_force"],
-                                t["body_torque"])
+                    w.launch["stage"](w.table.row_count, stage, c)
                 frame.stage = stage
                 frame.run_derivatives()
                 for w in self.work if self.terms else ():
-                    t = w.table
-                    self._add_terms(t.row_count, w.active, t["row_time"], t["body_position"], t["body_velocity"],
-                                    t["body_attitude"], t["body_omega"], t["body_mass"], t["body_com"],
-                                    t["body_force"], t["body_torque"], self._term_args[id(w)])
+                    w.launch["terms"](w.table.row_count)
                 for w in self.work:
-                    t = w.table
-                    launch_rows(frame.backend, body_derivative_rows, body_derivative, t.row_count, w.active,
-                                t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"], w.euler,
-                                w.euler_mode, t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
-                                t["body_torque"], self._frame_rate, w.key, w.L, w.K, stage)
+                    w.launch["derivative"](w.table.row_count, stage)
             for w in self.work:
-                t = w.table
-                grouped = w.group > 1
-                if grouped:
-                    launch_rows(frame.backend, row_error_rows, row_error, t.row_count, w.active, w.y0, w.K, self._b,
-                                self._b_err, tab.stages, w.h, w.euler_mode, self.rtol, self.atol, semi, w.esq,
-                                w.ecount, w.efinite)
-                    launch_rows(frame.backend, group_error_rows, group_error, t.row_count // w.group, w.group,
-                                w.active, w.esq, w.ecount, w.efinite, w.g_err)
-                launch_rows(frame.backend, finish_step_rows, finish_step, t.row_count, w.active, t["row_status"],
-                            t["row_reason"],
-                            w.y0, w.K, self._b, self._b_err, tab.stages, w.h, w.h_prop,
-                            w.t0, t_target, t["body_position"], t["body_velocity"], t["body_attitude"],
-                            t["body_omega"], w.euler, w.euler_mode, t["row_time"], self.rtol, self.atol,
-                            self.adaptive, semi, tab.error_order, self.h_min, w.attempts, self.max_steps, grouped,
-                            w.g_err)
+                n = w.table.row_count
+                if w.group > 1:
+                    w.launch["row_error"](n)
+                    w.launch["group_error"](n // w.group)
+                w.launch["finish"](n, float(t_target))
             if not self.adaptive:
                 break

@@ -76,7 +76,8 @@ def _cull_facets(s, F, B, status, pos, att, sph_c, sph_r, tree, f_body, live, wc
 
     Body level: ``near[b]`` when b's bounding sphere overlaps another running, non-excluded body's.
     Facet level: a facet of a near body stays when its sphere overlaps the axis-aligned box
-    (``box[b] = (min xyz, max xyz)`` of all its facet spheres, inertial) of such another body.
+    (``box[b] = (min xyz, max xyz)`` of all its facet spheres, inertial) of such another body;
+    a near body whose box overlaps none of theirs is no longer near.
     """
     base = s * B
     for i in range(B):
@@ -117,11 +118,31 @@ def _cull_facets(s, F, B, status, pos, att, sph_c, sph_r, tree, f_body, live, wc
             for k in range(3):
                 box[b, k] = min(box[b, k], wc[r, k] - wbr[r])
                 box[b, 3 + k] = max(box[b, 3 + k], wc[r, k] + wbr[r])
+    # A near body whose box overlaps no other near body's box leaves too: every facet sphere lies in
+    # its body's box, so none of its facets can reach such a box, nor another body's facet it.
+    any_near = False
+    for i in range(B):
+        ri = base + i
+        if near[ri] == 0:
+            continue
+        for j in range(i + 1, B):
+            rj = base + j
+            if near[rj] == 0 or (tree[ri] >= 0 and tree[ri] == tree[rj]):
+                continue
+            if (box[ri, 0] <= box[rj, 3] and box[rj, 0] <= box[ri, 3] and box[ri, 1] <= box[rj, 4]
+                    and box[rj, 1] <= box[ri, 4] and box[ri, 2] <= box[rj, 5] and box[rj, 2] <= box[ri, 5]):
+                near[ri] = 2
+                near[rj] = 2
+    for i in range(B):
+        ri = base + i
+        near[ri] = 1 if near[ri] == 2 else 0
+        if near[ri]:
+            any_near = True
     for f in range(F):
         r = fbase + f
         act[r] = 0
         b = f_body[r]
-        if live[r] == 0 or near[b] == 0:
+        if not any_near or live[r] == 0 or near[b] == 0:
             continue
         for j in range(B):
             rj = base + j
@@ -141,7 +162,8 @@ def _sort_sweep_axis(s, F, act, wc, wbr, order, axis, lo, hi):
     """Choose the sweep axis of sample s, set the intervals and insertion-sort ``order[s]`` by lower end.
 
     Facets with ``act[row] == 0`` leave the sweep (lower end +inf, sorted to the end). Returns the
-    number of facets in the sweep.
+    number of facets in the sweep; with none, the intervals and the order are left as they are (an
+    insertion sort of equal keys would keep the order) and the caller sweeps nothing.
     """
     base = s * F
     n = 0
@@ -184,7 +206,8 @@ def _sort_sweep_axis(s, F, act, wc, wbr, order, axis, lo, hi):
         if vb > AXIS_HYSTERESIS * vc:
             ax = best
     axis[s] = ax
-    for f in range(F):
+    m = F if n > 0 else 0
+    for f in range(m):
         r = base + f
         if act[r]:
             lo[r] = wc[r, ax] - wbr[r]
@@ -193,7 +216,7 @@ def _sort_sweep_axis(s, F, act, wc, wbr, order, axis, lo, hi):
             lo[r] = math.inf
             hi[r] = -math.inf
     # insertion sort of order[s, :] by lo, starting from the previous order (stable, deterministic)
-    for k in range(1, F):
+    for k in range(1, m):
         v = order[s, k]
         key = lo[base + v]
         j = k - 1
