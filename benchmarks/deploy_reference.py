@@ -4,7 +4,7 @@ One trajectory at a time, in plain Python: the rotating-frame equations of motio
 :mod:`systems.deployment.physics` (seed 004 eqs 2.2–2.5) written again in numpy/float arithmetic and
 integrated with :func:`scipy.integrate.solve_ivp`; gravity through the sources' numpy API
 (:func:`systems.gravity.kernels.acceleration`), the terrain through :func:`systems.terrain.sdf.eval_terrain`; collisions
-through the numpy API :func:`systems.probe_contact.collision.resolve_impacts` (one single-vertex Stronge impact
+through the numpy API :func:`systems.probe_contact.surface_impacts.resolve_impacts` (one single-vertex Stronge impact
 per call); contact forces through the row kernel :func:`systems.probe_contact.contact_motion.contact_forces_rows`
 called for one row. None of the engine's phase kernels (fly / collide / contact / end) is used:
 this module re-implements the phase logic of :mod:`systems.deployment.loop` the way one would write it
@@ -77,7 +77,8 @@ from components.deploy import DeploySettings, DeployTarget, ProbeContact
 from components.rigid import MassProps, RigidState
 from components.probe import ProbeShape, ProbeShapes, ShapeKind
 from components.status import Status
-from systems.probe_contact.collision import IMPACT_RESOLVED, resolve_impacts
+from systems.probe_contact.collision import IMPACT_RESOLVED
+from systems.probe_contact.surface_impacts import resolve_impacts
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE, contact_forces_rows, contact_work_size
 from systems.gravity.kernels import acceleration, potential
 from systems.terrain.sdf import eval_terrain

@@ -25,10 +25,11 @@ from scipy.spatial.transform import Rotation
 from components.contact_params import PAIR_FIELD_COUNT, ContactParams, ContactPairs, Regolith, low_gravity_regolith
 from ecs import InputError, World
 from systems.probe_contact.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_NOT_APPROACHING, IMPACT_RESOLVED,
-                               MULTI_ITERATION_CAP, MULTI_RESOLVED, VERTEX_CORNER, VERTEX_EDGE, VERTEX_FACE,
-                               ResolveSurfaceImpacts, WORK_SIZE, impact_normal, kinetic_energy,
-                               regolith_restitution, resolve_impacts, reversal_direction, reversal_h,
-                               vertex_impacts_rows)
+                                             MULTI_ITERATION_CAP, MULTI_RESOLVED, VERTEX_CORNER, VERTEX_EDGE,
+                                             VERTEX_FACE, WORK_SIZE, impact_normal, regolith_restitution,
+                                             vertex_impacts_rows)
+from systems.probe_contact.impulse import reversal_direction, reversal_h
+from systems.probe_contact.surface_impacts import ResolveSurfaceImpacts, kinetic_energy, resolve_impacts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -647,7 +648,7 @@ GPU_SCRIPT = textwrap.dedent(
     """
     import json, numpy as np
     from scipy.spatial.transform import Rotation
-    from systems.probe_contact.collision import resolve_impacts
+    from systems.probe_contact.surface_impacts import resolve_impacts
     rng = np.random.default_rng(21)
     n = 12
     dims = rng.uniform(0.1, 1.0, (n, 3)); m = rng.uniform(1, 5, n); d2 = dims ** 2
@@ -755,7 +756,8 @@ def test_plastic_impact_near_the_stick_limit_closes_its_slip():
     the normal impulse is positive and the total impulse satisfies Coulomb's cone on average
     (|P_t| <= f p)."""
     from ecs.attitude import quat_rotate
-    from systems.probe_contact.collision import IMPACT_RESOLVED, kinetic_energy, resolve_impacts
+    from systems.probe_contact.collision import IMPACT_RESOLVED
+    from systems.probe_contact.surface_impacts import kinetic_energy, resolve_impacts
 
     q = np.array([-0.6677701904597684, -0.07184492302068193, 0.49109562156868664, -0.5547489254117961])
     r = np.array([-0.05463884141835358, 0.1430463439391652, 0.0])           # vertex, body axes

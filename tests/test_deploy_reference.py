@@ -4,7 +4,7 @@ One ``deploy-cube`` sample (seed 0, sample 0; point-mass gravity for speed — t
 terrain, the probe and the collision model are the scene's) goes through the engine
 (``World.compile`` + ``World.run``) and through :mod:`benchmarks.deploy_reference` (the
 rotating-frame equations written again in numpy and integrated by ``scipy.integrate.solve_ivp``
-DOP853 with a terminal clearance event; the collision by ``systems.probe_contact.collision.resolve_impacts``).
+DOP853 with a terminal clearance event; the collision by ``systems.probe_contact.surface_impacts.resolve_impacts``).
 Both start from the same drawn release state, so the first touchdown and the first collision's
 outcome must agree. What happens after the first bounce is not compared: the cube's bouncing is
 chaotic (a 1e-12 m/s difference grows until which vertex lands next differs), so later bounces,
@@ -18,7 +18,7 @@ import pytest
 
 from benchmarks.deploy_reference import ReferenceProbe, sample_states, single_numba_thread
 from scenes.deploy import build_cube
-from systems.probe_contact.collision import kinetic_energy
+from systems.probe_contact.surface_impacts import kinetic_energy
 
 #: Sample 0 of seed 0 first touches down at t ≈ 1130 s; the engine runs a little past it only.
 T_CAP = 1200.0

@@ -8,11 +8,15 @@ jump. Every kernel is written once (:func:`ecs.kernels.dual_call`: :func:`ecs.ke
 IR inlining) and runs as a CPU row driver or a CUDA kernel from the same source; a
 collision keeps its constants and integrator state in one float64 work row (``WORK_SIZE``).
 
-Public API: :func:`resolve_impacts` (numpy, a batch of independent single-vertex impacts, CPU or
-GPU), the row kernels :data:`resolve_impact` / :data:`impact_row` / :data:`vertex_impacts_row` with
-their CPU drivers :func:`impact_rows` / :func:`vertex_impacts_rows`, :data:`impact_normal` (eq 2.33),
-:data:`regolith_restitution` (eqs 2.111–2.113), :data:`reversal_direction` (eqs 2.74–2.77),
-:func:`kinetic_energy`, and the EVENT system :class:`ResolveSurfaceImpacts`.
+Here: the row kernels :data:`resolve_impact` / :data:`impact_row` / :data:`vertex_impacts_row` with
+their CPU drivers :func:`impact_rows` / :func:`vertex_impacts_rows`, :data:`impact_normal` (eq 2.33)
+and :data:`regolith_restitution` (eqs 2.111–2.113; a new restitution law goes beside it). The
+integration in the impulse (work array, right-hand side, DP5(4) step, event location,
+:data:`~systems.probe_contact.impulse.reversal_direction` of eqs 2.74–2.77) is
+:mod:`systems.probe_contact.impulse`; the numpy API :func:`~systems.probe_contact.surface_impacts.resolve_impacts`
+(a batch of independent single-vertex impacts, CPU or GPU), :func:`~systems.probe_contact.surface_impacts.kinetic_energy`
+and the EVENT system :class:`~systems.probe_contact.surface_impacts.ResolveSurfaceImpacts` are
+:mod:`systems.probe_contact.surface_impacts`.
 
 Model (Stronge, *Impact Mechanics*, CUP 2000/2018, ch. 5; seed eqs 2.53–2.84)
 -----------------------------------------------------------------------------
@@ -109,7 +113,7 @@ Misprints / OCR reconstructions
   ``−N_F``, the negated outward face normal.
 * Eq 2.111: ``θ = arcsin(−v·N/|v|)`` with ``v`` the pre-impact contact-point velocity.
 
-Several vertices at once (policy, :data:`vertex_impacts_row`, :class:`ResolveSurfaceImpacts`)
+Several vertices at once (policy, :data:`vertex_impacts_row`, ``ResolveSurfaceImpacts``)
 ------------------------------------------------------------------------------------------
 Among the touching vertices, resolve the one whose normal contact velocity is the most negative,
 recompute every touching vertex's normal velocity with the new body velocities, and repeat until
@@ -121,23 +125,39 @@ none approaches faster than a tolerance, or an iteration cap is hit (status
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from numba import prange
 
-from components.contact_params import (PAIR_ALPHA, PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F, PAIR_FIELD_COUNT,
+from components.contact_params import (PAIR_ALPHA, PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F,
                                        PAIR_REGOLITH, PAIR_THETA_C, PAIR_VREF)
-from ecs.stepping import DP54, step_factor
-from ecs import InputError, Phase, System
+from ecs.stepping import step_factor
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
-from ecs.kernels import cpu_parallel, dual, dual_call, launch_rows
+from ecs.kernels import cpu_parallel, dual_call
+from systems.probe_contact.impulse import (STATE, W_CR, W_EPS, W_F, W_J, W_M11, W_M12, W_M13, W_M22, W_M23, W_M33,
+                                           W_N, W_OUT, W_R, W_ROLL, W_U1, W_U2, W_V10, W_V20, W_V30, W_W0,
+                                           W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN, copy_state,
+                                           dopri_step, error_norm, integrate_span, locate_event, normal_work,
+                                           reversal_direction, tangential_velocity, v3_of)
+from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
 
 
 _cross = cross_call.cpu
 _rot = quat_rotate_call.cpu
 _rot_inv = quat_rotate_inverse_call.cpu
 _step_factor = step_factor.cpu
+_inv3 = inverse_sym3.cpu
+_japply = sym3_apply.cpu
+_mcouple = apply_coupling.cpu
+_step = dopri_step.cpu
+_enorm = error_norm.cpu
+_vt = tangential_velocity.cpu
+_v3 = v3_of.cpu
+_wn = normal_work.cpu
+_copy = copy_state.cpu
+_locate = locate_event.cpu
+_rev_dir = reversal_direction.cpu
+_span = integrate_span.cpu
 
 # ----------------------------------------------------------------------------------------- codes
 #: Status of one impact.
@@ -178,44 +198,6 @@ _REVERSAL = np.int64(2)
 _AT_ZERO = np.int64(3)
 
 # ===================================================================================== kernels
-def _inverse_sym3(a00, a01, a02, a11, a12, a22):
-    """Inverse of a symmetric 3×3 matrix; returns its 6 unique entries (00, 01, 02, 11, 12, 22)."""
-    c00 = a11 * a22 - a12 * a12
-    c01 = a02 * a12 - a01 * a22
-    c02 = a01 * a12 - a02 * a11
-    c11 = a00 * a22 - a02 * a02
-    c12 = a01 * a02 - a00 * a12
-    c22 = a00 * a11 - a01 * a01
-    det = a00 * c00 + a01 * c01 + a02 * c02
-    inv = 1.0 / det
-    return (c00 * inv, c01 * inv, c02 * inv, c11 * inv, c12 * inv, c22 * inv)
-
-
-def _sym3_apply(j00, j01, j02, j11, j12, j22, x, y, z):
-    """``J x`` for a symmetric J given by its 6 unique entries."""
-    return (j00 * x + j01 * y + j02 * z, j01 * x + j11 * y + j12 * z, j02 * x + j12 * y + j22 * z)
-
-
-inverse_sym3 = dual_call(_inverse_sym3)
-sym3_apply = dual_call(_sym3_apply)
-_inv3 = inverse_sym3.cpu
-_japply = sym3_apply.cpu
-
-
-def _apply_coupling(minv, j00, j01, j02, j11, j12, j22, rix, riy, riz, rjx, rjy, rjz, x, y, z):
-    """Seed eq 2.56: ``[M_ij] x = x/m − r_i × (I⁻¹ (r_j × x))`` — the velocity change of body point
-    ``r_i`` for a unit impulse ``x`` at body point ``r_j`` (all vectors in one frame, from the CoM;
-    ``j..`` the inverse inertia in that frame). With ``r_i = r_j = r`` this is ``[M]`` of eq 2.55."""
-    cx, cy, cz = _cross(rjx, rjy, rjz, x, y, z)
-    jx, jy, jz = _japply(j00, j01, j02, j11, j12, j22, cx, cy, cz)
-    tx, ty, tz = _cross(rix, riy, riz, jx, jy, jz)
-    return (minv * x - tx, minv * y - ty, minv * z - tz)
-
-
-apply_coupling = dual_call(_apply_coupling)
-_mcouple = apply_coupling.cpu
-
-
 def _perpendicular(nx, ny, nz):
     """A unit vector perpendicular to the unit vector n (crossed with its smallest axis)."""
     ax, ay, az = abs(nx), abs(ny), abs(nz)
@@ -299,355 +281,6 @@ def _regolith_restitution(e, regolith, e_floor, e_max, theta_c, v_ref, alpha, vn
 
 regolith_restitution = dual_call(_regolith_restitution)
 _regolith_e = regolith_restitution.cpu
-
-
-# ------------------------------------------------------------------ the per-row work array
-# Every collision keeps its constants and its integrator state in one float64 row ``w`` of length
-# WORK_SIZE (the drivers pass ``work[i]``): small arrays compile and run far better in numba than
-# the equivalent large tuples, and the same layout serves CPU rows and GPU threads.
-# Offsets are numpy int64 on purpose: numba compiles a separate specialisation of a callee for
-# every distinct Python-int *literal* argument, numpy scalars are plain int64.
-_i = np.int64
-W_M11, W_M12, W_M13, W_M22, W_M23, W_M33 = _i(0), _i(1), _i(2), _i(3), _i(4), _i(5)  # contact-frame [M]
-W_V10, W_V20, W_V30 = _i(6), _i(7), _i(8)      # initial contact velocity (contact frame)
-W_F = _i(9)                                    # friction coefficient
-W_EPS = _i(10)                                 # direction tolerance on s
-W_ROLL = _i(11)                                # 1.0: rolling resistance on
-W_U1, W_U2, W_N, W_R = _i(12), _i(15), _i(18), _i(21)  # contact axes û₁, û₂, N; contact point r
-W_J = _i(24)                                   # inverse inertia (6 entries)
-W_W0 = _i(30)                                  # initial angular velocity
-W_CR = _i(33)                                  # C_RR,k R per body axis
-W_WSTAR = _i(36)                               # ω* of eq 2.87
-W_Y = _i(40)        # accepted state (P1, P2, W_n, L0, L1, L2)
-W_Y1 = _i(46)       # candidate state of a step
-W_YT = _i(52)       # stage state
-W_K = _i(58)        # 7 stage derivatives, 6 each
-W_ERR = _i(100)     # error estimate of the last step
-W_YL = _i(106)      # state located by the event iteration
-W_OUT = _i(112)     # outputs: Δv (3), Δω (3), p, P (3), W_c
-WORK_SIZE = 128
-STATE = _i(6)
-_EV_V3 = _i(0)      # event: compression end, v₃ = 0
-_EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
-
-# Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator); row 6 of A is b.
-_DP_A = np.ascontiguousarray(DP54.a[:, :6])
-_DP_C = np.ascontiguousarray(DP54.c)
-_DP_E = np.ascontiguousarray(DP54.b_err)
-
-
-def _rolling_rate(w, p, s_off, d1, d2, k_off):
-    """dL_RR/dp (body axes) of eqs 2.85–2.88 into ``w[k_off + 3 : k_off + 6]``, at the state
-    ``w[s_off:]`` (total contact impulse (P1, P2, p), its rate (d1, d2, 1))."""
-    P1 = w[s_off]
-    P2 = w[s_off + 1]
-    Px = P1 * w[W_U1] + P2 * w[W_U2] + p * w[W_N]
-    Py = P1 * w[W_U1 + 1] + P2 * w[W_U2 + 1] + p * w[W_N + 1]
-    Pz = P1 * w[W_U1 + 2] + P2 * w[W_U2 + 2] + p * w[W_N + 2]
-    dPx = d1 * w[W_U1] + d2 * w[W_U2] + w[W_N]
-    dPy = d1 * w[W_U1 + 1] + d2 * w[W_U2 + 1] + w[W_N + 1]
-    dPz = d1 * w[W_U1 + 2] + d2 * w[W_U2 + 2] + w[W_N + 2]
-    rx, ry, rz = w[W_R], w[W_R + 1], w[W_R + 2]
-    hx, hy, hz = _cross(rx, ry, rz, Px, Py, Pz)
-    ox, oy, oz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
-                         hx + w[s_off + 3], hy + w[s_off + 4], hz + w[s_off + 5])
-    ox += w[W_W0]
-    oy += w[W_W0 + 1]
-    oz += w[W_W0 + 2]
-    om = math.sqrt(ox * ox + oy * oy + oz * oz)
-    c0, c1, c2 = w[W_CR], w[W_CR + 1], w[W_CR + 2]
-    qx, qy, qz = 0.0, 0.0, 0.0
-    if om > 0.0:
-        qx, qy, qz = -c0 * ox / om, -c1 * oy / om, -c2 * oz / om
-    lx, ly, lz = _cross(rx, ry, rz, dPx, dPy, dPz)
-    lx, ly, lz = -lx, -ly, -lz
-    q2 = 0.0
-    if c0 > 0.0:
-        q2 += (lx / c0) ** 2
-    else:
-        lx = 0.0
-    if c1 > 0.0:
-        q2 += (ly / c1) ** 2
-    else:
-        ly = 0.0
-    if c2 > 0.0:
-        q2 += (lz / c2) ** 2
-    else:
-        lz = 0.0
-    if q2 > 1.0:
-        sc = 1.0 / math.sqrt(q2)
-        lx, ly, lz = lx * sc, ly * sc, lz * sc
-    lam = 1.0
-    ws = w[W_WSTAR]
-    if ws > 0.0:
-        lam = min(om, ws) / ws
-    w[k_off + 3] = lam * qx + (1.0 - lam) * lx
-    w[k_off + 4] = lam * qy + (1.0 - lam) * ly
-    w[k_off + 5] = lam * qz + (1.0 - lam) * lz
-
-
-rolling_rate = dual_call(_rolling_rate)
-_rr_rate = rolling_rate.cpu
-
-
-def _impact_rhs(w, p, s_off, k_off, phase, d1c, d2c, fb1, fb2):
-    """d/dp of the state ``w[s_off:s_off+6]`` = (P1, P2, W_n, L_RR) into ``w[k_off:k_off+6]``
-    (eqs 2.65 slip, 2.71 stick, 2.78 reversal; 2.85–2.88 rolling resistance)."""
-    P1 = w[s_off]
-    P2 = w[s_off + 1]
-    v1 = w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p
-    v2 = w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p
-    s = math.sqrt(v1 * v1 + v2 * v2)
-    f = w[W_F]
-    if phase == 0:
-        if s > w[W_EPS]:
-            d1 = -f * v1 / s
-            d2 = -f * v2 / s
-        else:  # a stage point at the stick point: keep the step's incoming direction
-            d1 = -f * fb1
-            d2 = -f * fb2
-    else:
-        d1 = d1c
-        d2 = d2c
-    w[k_off] = d1
-    w[k_off + 1] = d2
-    w[k_off + 2] = w[W_V30] + w[W_M13] * P1 + w[W_M23] * P2 + w[W_M33] * p   # dW_n/dp = v₃
-    if w[W_ROLL] > 0.0:
-        _rr_rate(w, p, s_off, d1, d2, k_off)
-    else:
-        w[k_off + 3] = 0.0
-        w[k_off + 4] = 0.0
-        w[k_off + 5] = 0.0
-
-
-impact_rhs = dual_call(_impact_rhs)
-_rhs = impact_rhs.cpu
-
-
-def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2):
-    """One Dormand–Prince 5(4) step from ``w[y_off:]``: the 5th-order state into ``w[out_off:]``
-    and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``)."""
-    for j in range(7):
-        if j == 0:
-            _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
-            continue
-        for m in range(STATE):
-            acc = 0.0
-            for l in range(j):
-                acc += _DP_A[j, l] * w[W_K + STATE * l + m]
-            w[W_YT + m] = w[y_off + m] + h * acc
-        _rhs(w, p + _DP_C[j] * h, W_YT, W_K + STATE * j, phase, d1c, d2c, fb1, fb2)
-    for m in range(STATE):
-        w[out_off + m] = w[W_YT + m]  # stage 7 is evaluated at the 5th-order solution (FSAL)
-        acc = 0.0
-        for l in range(7):
-            acc += _DP_E[l] * w[W_K + STATE * l + m]
-        w[W_ERR + m] = h * acc
-
-
-dopri_step = dual_call(_dopri_step)
-_step = dopri_step.cpu
-
-
-def _error_norm(w, p, h, tol, lscale):
-    """Error of the last step as a contact-velocity error [m/s] over ``tol`` (rotation invariant)."""
-    e1 = w[W_ERR]
-    e2 = w[W_ERR + 1]
-    ev1 = w[W_M11] * e1 + w[W_M12] * e2
-    ev2 = w[W_M12] * e1 + w[W_M22] * e2
-    ew = w[W_ERR + 2] / (p + h)
-    s = ev1 * ev1 + ev2 * ev2 + ew * ew
-    if w[W_ROLL] > 0.0:
-        jx, jy, jz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
-                             w[W_ERR + 3], w[W_ERR + 4], w[W_ERR + 5])
-        s += (jx * jx + jy * jy + jz * jz) * lscale * lscale
-    return math.sqrt(s) / tol
-
-
-error_norm = dual_call(_error_norm)
-_enorm = error_norm.cpu
-
-
-def _tangential_velocity(w, p, off):
-    """(v1, v2) at impulse (w[off], w[off+1], p): ``v = v₀ + [M] P`` (eq 2.59 integrated)."""
-    P1 = w[off]
-    P2 = w[off + 1]
-    return (w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p,
-            w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p)
-
-
-def _v3_of(w, p, off):
-    """Normal contact velocity at impulse (w[off], w[off+1], p)."""
-    return w[W_V30] + w[W_M13] * w[off] + w[W_M23] * w[off + 1] + w[W_M33] * p
-
-
-def _normal_work(w, p, off):
-    """``W_n = ∫ v₃ dp``, the work of the normal impulse (state component 2)."""
-    return w[off + 2]
-
-
-tangential_velocity = dual_call(_tangential_velocity)
-v3_of = dual_call(_v3_of)
-normal_work = dual_call(_normal_work)
-_vt = tangential_velocity.cpu
-_v3 = v3_of.cpu
-_wn = normal_work.cpu
-
-
-def _copy_state(w, src, dst):
-    for m in range(STATE):
-        w[dst + m] = w[src + m]
-
-
-copy_state = dual_call(_copy_state)
-_copy = copy_state.cpu
-
-
-def _locate_event(w, kind, target, p, h, g0, gh, phase, d1c, d2c, fb1, fb2):
-    """Step length hh in (0, h] at which the event function crosses zero (g0 < 0 <= gh) from the
-    state w[W_Y] at p: ``kind`` 0 is ``v₃``, 1 is ``W_n − target``. Safeguarded Newton on the step
-    length, re-stepping from (p, w[W_Y]). Returns hh; the located state is left in w[W_YL]."""
-    lo = 0.0
-    hi = h
-    glo = g0
-    ghi = gh
-    hh = h * (-g0) / (gh - g0) if gh > g0 else h
-    if not (hh > 0.0 and hh <= h):
-        hh = h
-    _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
-    for _ in range(60):
-        gv = _v3(w, p + hh, W_YL) if kind == 0 else _wn(w, p + hh, W_YL) - target
-        if gv == 0.0:
-            break
-        if gv < 0.0:
-            lo = hh
-            glo = gv
-        else:
-            hi = hh
-            ghi = gv
-        if kind == 0:
-            _rhs(w, p + hh, W_YL, W_K, phase, d1c, d2c, fb1, fb2)
-            sl = w[W_M13] * w[W_K] + w[W_M23] * w[W_K + 1] + w[W_M33]
-        else:
-            sl = _v3(w, p + hh, W_YL)
-        hn = hh - gv / sl if sl > 0.0 else 0.5 * (lo + hi)
-        if not (hn > lo and hn < hi):
-            hn = lo - glo * (hi - lo) / (ghi - glo) if ghi > glo else 0.5 * (lo + hi)
-            if not (hn > lo and hn < hi):
-                hn = 0.5 * (lo + hi)
-        done = abs(hn - hh) <= 4e-16 * (p + hh) or (hi - lo) <= 4e-16 * (p + hi)
-        hh = hn
-        _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
-        if done:
-            break
-    return hh
-
-
-locate_event = dual_call(_locate_event)
-_locate = locate_event.cpu
-
-
-def _reversal_h(phi, M11, M12, M13, M22, M23, f):
-    """h(φ) = s dφ/dp (eq 2.74) and g(φ) = ds/dp (eq 2.75) of slip in direction φ."""
-    c1 = math.cos(phi)
-    s1 = math.sin(phi)
-    h = M23 * c1 - M13 * s1 + f * (0.5 * (M11 - M22) * math.sin(2.0 * phi) - M12 * math.cos(2.0 * phi))
-    g = M13 * c1 + M23 * s1 - f * (M11 * c1 * c1 + 2.0 * M12 * c1 * s1 + M22 * s1 * s1)
-    return h, g
-
-
-reversal_h = dual_call(_reversal_h)
-_rev_h = reversal_h.cpu
-
-
-def _reversal_direction(M11, M12, M13, M22, M23, f, phi0):
-    """Direction φ̂ of slip reversal (eqs 2.74–2.77): the root of h with g > 0, by the third-order
-    Householder iteration of eq 2.76 from φ₀ = φ*; if that lands on a wrong root (g <= 0) or does
-    not converge, a bracketed scan of h over [−π, π] with bisection. Returns (φ̂, found)."""
-    phi = phi0
-    d = M11 - M22
-    for _ in range(12):
-        c1 = math.cos(phi)
-        s1 = math.sin(phi)
-        c2 = math.cos(2.0 * phi)
-        s2 = math.sin(2.0 * phi)
-        h = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
-        h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
-        h2 = M13 * s1 - M23 * c1 - 2.0 * f * d * s2 + 4.0 * f * M12 * c2
-        h3 = M13 * c1 + M23 * s1 - 4.0 * f * d * c2 - 8.0 * f * M12 * s2
-        den = 6.0 * h1 * h1 * h1 - 6.0 * h * h1 * h2 + h * h * h3
-        if den == 0.0:
-            break
-        dphi = (6.0 * h * h1 * h1 - 3.0 * h * h * h2) / den
-        phi -= dphi
-        if abs(dphi) <= 1e-15:
-            break
-    scale = abs(M13) + abs(M23) + f * (abs(M11) + abs(M22) + abs(M12))
-    hv, gv = _rev_h(phi, M11, M12, M13, M22, M23, f)
-    if abs(hv) <= 1e-10 * scale and gv > 0.0:
-        return phi, True
-    best = phi0
-    bestg = 0.0
-    found = False
-    n = 96
-    a = -math.pi
-    ha, ga = _rev_h(a, M11, M12, M13, M22, M23, f)
-    for k in range(1, n + 1):
-        b = -math.pi + 2.0 * math.pi * k / n
-        hb, gb = _rev_h(b, M11, M12, M13, M22, M23, f)
-        if (ha <= 0.0 < hb) or (hb <= 0.0 < ha):
-            lo = a
-            hlo = ha
-            hi = b
-            for _ in range(80):
-                mid = 0.5 * (lo + hi)
-                hm, gm = _rev_h(mid, M11, M12, M13, M22, M23, f)
-                if (hm <= 0.0) == (hlo <= 0.0):
-                    lo = mid
-                    hlo = hm
-                else:
-                    hi = mid
-            r = 0.5 * (lo + hi)
-            hr, gr = _rev_h(r, M11, M12, M13, M22, M23, f)
-            if gr > bestg:
-                bestg = gr
-                best = r
-                found = True
-        a = b
-        ha = hb
-    return best, found
-
-
-reversal_direction = dual_call(_reversal_direction)
-_rev_dir = reversal_direction.cpu
-
-
-def _integrate_span(w, p, span, phase, d1c, d2c, tol, lscale, h0, max_steps):
-    """Integrate w[W_Y] over [p, p + span] without events (rolling resistance in the closed-form
-    phases). Returns (steps, ok)."""
-    h = min(h0, span)
-    done = 0.0
-    steps = 0
-    while done < span:
-        if steps >= max_steps:
-            return steps, False
-        steps += 1
-        hh = min(h, span - done)
-        _step(w, p + done, hh, W_Y, W_Y1, phase, d1c, d2c, 0.0, 0.0)
-        en = _enorm(w, p + done, hh, tol, lscale)
-        if en <= 1.0:
-            _copy(w, W_Y1, W_Y)
-            done += hh
-            h = hh * _step_factor(en, -0.2)
-        else:
-            h = hh * _step_factor(en, -0.2)
-            if not (h > 0.0):
-                return steps, False
-    return steps, True
-
-
-integrate_span = dual_call(_integrate_span)
-_span = integrate_span.cpu
 
 
 def _impact_setup(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, f,
@@ -1099,235 +732,3 @@ def vertex_impacts_rows(n, work, mass, inertia, attitude, velocity, omega, verts
         _vertex_impacts_cpu(i, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
                             touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
                             approach_tol, out_status, out_count)
-
-
-# ===================================================================================== numpy API
-@dataclass
-class ImpactResult:
-    """Outcome of a batch of single-vertex impacts (arrays with the batch's leading axis n).
-
-    Attributes:
-        velocity: post-impact CoM velocity [m/s], [n, 3], target frame.
-        omega: post-impact angular velocity [rad/s], [n, 3], body axes.
-        impulse: total contact impulse P [N s], [n, 3], target frame (friction + normal).
-        normal_impulse: final normal impulse p [N s], [n] (>= 0).
-        compression_work: work of the normal impulse during compression W_c [J], [n] (<= 0).
-        status: IMPACT_* code per impact, [n] int8.
-        flags: FLAG_* bit set per impact, [n] int8.
-        steps: slip integration steps taken, [n] int32.
-    """
-
-    velocity: np.ndarray
-    omega: np.ndarray
-    impulse: np.ndarray
-    normal_impulse: np.ndarray
-    compression_work: np.ndarray
-    status: np.ndarray
-    flags: np.ndarray
-    steps: np.ndarray
-
-
-def _as(a, shape_tail, n, name):
-    arr = np.asarray(a, dtype=np.float64)
-    if arr.shape == shape_tail:
-        arr = np.broadcast_to(arr, (n,) + shape_tail)
-    if arr.shape != (n,) + shape_tail:
-        raise InputError(name, arr.shape, f"must have shape {shape_tail} or ({n}, {', '.join(map(str, shape_tail))})"
-                                          .replace(", )", ")"))
-    if not np.all(np.isfinite(arr)):
-        raise InputError(name, "NaN/inf", "must be finite")
-    return np.array(arr, dtype=np.float64, order="C")  # writable copy: one compiled signature
-
-
-def resolve_impacts(*, mass, inertia, contact_point, normal, velocity, omega, restitution, friction,
-                    attitude=None, rolling=None, wstar: float = 1e-3, rtol: float = 1e-10,
-                    max_steps: int = 10_000, backend: str = "cpu") -> ImpactResult:
-    """Resolve a batch of independent single-vertex impacts on a static surface (Stronge's model).
-
-    Every argument may be given per impact (leading axis n) or once for all (broadcast).
-
-    Args:
-        mass: body mass [kg], [n] or scalar, > 0.
-        inertia: inertia about the CoM [kg m²], body axes, [n, 3, 3] or [3, 3] (or 3 principal moments).
-        contact_point: contact point relative to the CoM [m], body axes, [n, 3].
-        normal: unit surface normal pointing toward the body [1], target frame, [n, 3].
-        velocity: CoM velocity [m/s], target frame, [n, 3].
-        omega: angular velocity [rad/s], body axes, [n, 3].
-        restitution: energetic coefficient of restitution e in [0, 1], [n] or scalar.
-        friction: Coulomb coefficient f >= 0, [n] or scalar.
-        attitude: body → target unit quaternion (scalar-first), [n, 4]; default identity (then
-            every vector is in one frame).
-        rolling: ``C_RR · R`` per body axis [m], [n, 3] or [3] (default none).
-        wstar: rolling regularisation rate ω* [rad/s] (eq 2.87).
-        rtol: relative tolerance of the slip integration.
-        max_steps: cap on slip integration steps per impact (status IMPACT_STEP_LIMIT beyond).
-        backend: "cpu" or "gpu".
-
-    Returns:
-        :class:`ImpactResult`.
-
-    Raises:
-        InputError: bad shapes, non-finite values, mass <= 0, e outside [0, 1], f < 0, a zero normal.
-    """
-    pts = np.asarray(contact_point, dtype=np.float64)
-    n = 1 if pts.ndim == 1 else pts.shape[0]
-    m = _as(mass, (), n, "mass")
-    if np.any(m <= 0):
-        raise InputError("mass", float(m.min()), "must be > 0 kg")
-    I = np.asarray(inertia, dtype=np.float64)
-    if I.shape[-1:] == (3,) and I.ndim in (1, 2) and I.shape != (3, 3):
-        I = np.einsum("...i,ij->...ij", I, np.eye(3))
-    I = _as(I, (3, 3), n, "inertia")
-    scale = np.abs(I).max(axis=(1, 2), keepdims=True)
-    if np.any(np.abs(I - np.swapaxes(I, -1, -2)) > 1e-10 * scale):
-        raise InputError("inertia", "asymmetric", "must be a symmetric tensor")
-    I = np.ascontiguousarray(0.5 * (I + np.swapaxes(I, -1, -2)))
-    if np.any(np.linalg.eigvalsh(I) <= 0):
-        raise InputError("inertia", "not positive definite", "must be positive definite")
-    r = _as(contact_point, (3,), n, "contact_point")
-    N = _as(normal, (3,), n, "normal")
-    nn = np.linalg.norm(N, axis=1)
-    if np.any(nn <= 0):
-        raise InputError("normal", "zero vector", "must be a non-zero vector (unit)")
-    v = _as(velocity, (3,), n, "velocity")
-    w = _as(omega, (3,), n, "omega")
-    e = _as(restitution, (), n, "restitution")
-    if np.any((e < 0) | (e > 1)):
-        raise InputError("restitution", float(e[(e < 0) | (e > 1)][0]), "must be in [0, 1]")
-    f = _as(friction, (), n, "friction")
-    if np.any(f < 0):
-        raise InputError("friction", float(f.min()), "must be >= 0")
-    q = _as((1.0, 0.0, 0.0, 0.0) if attitude is None else attitude, (4,), n, "attitude")
-    if np.any(np.abs(np.linalg.norm(q, axis=1) - 1.0) > 1e-6):
-        raise InputError("attitude", "non-unit quaternion", "must be unit quaternions (scalar-first)")
-    rr = _as((0.0, 0.0, 0.0) if rolling is None else rolling, (3,), n, "rolling")
-    if np.any(rr < 0):
-        raise InputError("rolling", float(rr.min()), "must be >= 0 (C_RR · R per body axis, m)")
-    if not (rtol > 0 and math.isfinite(rtol)):
-        raise InputError("rtol", rtol, "must be a positive finite tolerance")
-    if not (wstar >= 0 and math.isfinite(wstar)):
-        raise InputError("wstar", wstar, "must be >= 0 rad/s")
-    if int(max_steps) < 1:
-        raise InputError("max_steps", max_steps, "must be >= 1")
-    if backend not in ("cpu", "gpu"):
-        raise InputError("backend", backend, "must be 'cpu' or 'gpu'")
-    out = ImpactResult(np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n),
-                       np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int32))
-    work = np.zeros((n, WORK_SIZE))
-    args = (work, m, I, q, r, N, v, w, e, f, rr, float(wstar), float(rtol), int(max_steps), out.velocity, out.omega,
-            out.impulse, out.normal_impulse, out.compression_work, out.status, out.flags, out.steps)
-    if backend == "gpu":
-        from ecs.kernels import cuda_simulated
-
-        if cuda_simulated():
-            launch_rows("gpu", impact_rows, impact_row, n, *args)
-        else:  # pragma: no cover - needs a device
-            import cupy
-
-            dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-            launch_rows("gpu", impact_rows, impact_row, n, *dev)
-            for a, d in zip(args, dev):
-                if isinstance(a, np.ndarray):
-                    a[...] = cupy.asnumpy(d)
-    else:
-        launch_rows("cpu", impact_rows, impact_row, n, *args)
-    return out
-
-
-def kinetic_energy(mass, inertia, velocity, omega) -> np.ndarray:
-    """``½ m |v|² + ½ ωᵀ I ω`` [J] of CoM velocity (any frame) and body-axes ω / inertia; [n]."""
-    m = np.asarray(mass, float)
-    I = np.asarray(inertia, float)
-    v = np.asarray(velocity, float)
-    w = np.asarray(omega, float)
-    return 0.5 * m * np.einsum("...i,...i->...", v, v) + 0.5 * np.einsum("...i,...ij,...j->...", w, I, w)
-
-
-# ===================================================================================== EVENT system
-class ResolveSurfaceImpacts(System):
-    """EVENT phase: resolve the impacts of every body's touching vertices on an analytic surface.
-
-    A building block for the deployment phases (a later issue): when an integrator localises a
-    touchdown it calls ``frame.run_events()``; this system then finds the body's vertices within
-    ``contact_distance`` of the surface (or below it) and applies the multi-vertex policy with
-    Stronge impacts (see the module docstring). The body's shape is given here as its vertex list;
-    the probe components of the terrain issue will replace these arguments.
-
-    Args:
-        surface: an analytic surface from :mod:`systems.probe_contact.contact_motion` (PlaneSurface, SphereSurface).
-        vertices: [K, 3] vertex positions relative to the body reference point [m], body axes.
-        vertex_types: [K] VERTEX_CORNER/EDGE/FACE (default: all corners).
-        vertex_dirs: [K, 3] edge direction or outward face normal per vertex, body axes.
-        params: the material pair's :class:`~components.contact_params.ContactParams`.
-        rolling_mask, rolling_radius: axes the body rolls about and its rolling radius [m].
-        contact_distance: a vertex touches when its signed distance is <= this [m].
-        max_iter, approach_tol: multi-vertex policy cap and approach tolerance [m/s].
-    """
-
-    phase = Phase.EVENT
-    reads = ("body_position", "body_attitude", "body_mass", "body_inertia", "body_com")
-    writes = ("body_velocity", "body_omega")
-
-    def __init__(self, surface, vertices, *, params, vertex_types=None, vertex_dirs=None,
-                 rolling_mask=(1.0, 1.0, 1.0), rolling_radius: float = 0.0, contact_distance: float = 1e-9,
-                 wstar: float = 1e-3, rtol: float = 1e-10, max_steps: int = 10_000, max_iter: int = 100,
-                 approach_tol: float = 1e-9):
-        from components.contact_params import ContactParams
-
-        self.surface = surface
-        self.vertices = np.ascontiguousarray(np.asarray(vertices, float).reshape(-1, 3))
-        k = self.vertices.shape[0]
-        if k == 0 or not np.all(np.isfinite(self.vertices)):
-            raise InputError("vertices", np.asarray(vertices).shape, "must be a finite [K, 3] array with K >= 1")
-        self.vertex_types = np.zeros(k, np.int8) if vertex_types is None else np.asarray(vertex_types, np.int8)
-        self.vertex_dirs = np.zeros((k, 3)) if vertex_dirs is None else np.asarray(vertex_dirs, float)
-        if self.vertex_types.shape != (k,) or np.any((self.vertex_types < 0) | (self.vertex_types > 2)):
-            raise InputError("vertex_types", self.vertex_types.tolist(), f"must be {k} codes in {{0, 1, 2}}")
-        if self.vertex_dirs.shape != (k, 3):
-            raise InputError("vertex_dirs", self.vertex_dirs.shape, f"must have shape ({k}, 3)")
-        if not isinstance(params, ContactParams):
-            raise InputError("params", params, "must be a ContactParams")
-        self.pair_row = params.row()
-        self.rolling_mask = np.asarray(rolling_mask, float)
-        self.rolling_radius = float(rolling_radius)
-        self.contact_distance = float(contact_distance)
-        self.wstar, self.rtol, self.max_steps = float(wstar), float(rtol), int(max_steps)
-        self.max_iter, self.approach_tol = int(max_iter), float(approach_tol)
-        self.last_status = None
-        self.last_count = None
-
-    def bind(self, world) -> None:
-        self.tables = world.tables_with("body_position", "body_velocity", "body_attitude", "body_omega",
-                                        "body_mass", "body_inertia", "body_com")
-
-    def process(self, frame) -> None:
-        from ecs.attitude import quat_rotate as qrot
-
-        for t in self.tables:
-            n = t.row_count
-            K = self.vertices.shape[0]
-            att = t["body_attitude"]
-            att = np.ascontiguousarray(att / np.linalg.norm(att, axis=1, keepdims=True))
-            com = t["body_com"]
-            w = t["body_omega"]
-            # vertex positions (target frame), surface distance and normal
-            pos = t["body_position"][:, None, :] + qrot(att[:, None, :], np.broadcast_to(self.vertices, (n, K, 3)))
-            d, grad, _ = self.surface.evaluate(pos.reshape(-1, 3))
-            sn = np.ascontiguousarray((grad / np.linalg.norm(grad, axis=1, keepdims=True)).reshape(n, K, 3))
-            touching = (d.reshape(n, K) <= self.contact_distance).astype(np.int8)
-            touching[t["row_status"] != 0] = 0
-            # the kernel works at the CoM: vertices from the CoM, CoM velocity (target frame)
-            if n and not np.all(com == com[:1]):
-                raise InputError("body_com", "differs between rows", "ResolveSurfaceImpacts needs one CoM offset")
-            verts = np.ascontiguousarray(self.vertices - (com[0] if n else 0.0))
-            vcom = np.ascontiguousarray(t["body_velocity"] + qrot(att, np.cross(w, com)))
-            pair = np.ascontiguousarray(np.broadcast_to(self.pair_row, (n, PAIR_FIELD_COUNT)))
-            status = np.zeros(n, np.int8)
-            count = np.zeros(n, np.int32)
-            work = np.zeros((n, WORK_SIZE))
-            vertex_impacts_rows(n, work, np.ascontiguousarray(t["body_mass"]), np.ascontiguousarray(t["body_inertia"]),
-                                att, vcom, w, verts, self.vertex_types, self.vertex_dirs, sn, touching, pair,
-                                self.rolling_mask, self.rolling_radius, self.wstar, self.rtol, self.max_steps,
-                                self.max_iter, self.approach_tol, status, count)
-            t["body_velocity"][...] = vcom - qrot(att, np.cross(w, com))
-            self.last_status, self.last_count = status, count

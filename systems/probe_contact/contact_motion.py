@@ -107,7 +107,8 @@ from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import cpu_parallel, dual_call
 from ecs.attitude import quat_rotate as _quat_rotate_np
 from ecs.attitude import quat_rotate_inverse as _quat_rotate_inverse_np
-from systems.probe_contact.collision import apply_coupling, inverse_sym3, resolve_impacts, sym3_apply
+from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
+from systems.probe_contact.surface_impacts import resolve_impacts
 from systems.probe_contact.linalg import (_lr_pinv, _pinv, chol_solve, gram6, low_rank_pinv_solve,
                                          sym_pinv_solve)
 
@@ -284,8 +285,8 @@ def enter_contact(*, mass, inertia, contact_point, normal, velocity, omega, fric
                   **kwargs):
     """The final collision that starts contact motion: Stronge's impact with e = 0.
 
-    Same arguments as :func:`systems.probe_contact.collision.resolve_impacts` (without restitution); returns its
-    :class:`~systems.probe_contact.collision.ImpactResult`. Afterwards the normal contact velocity is zero (up to
+    Same arguments as :func:`systems.probe_contact.surface_impacts.resolve_impacts` (without restitution); returns its
+    :class:`~systems.probe_contact.surface_impacts.ImpactResult`. Afterwards the normal contact velocity is zero (up to
     round-off) and contact motion takes over.
     """
     return resolve_impacts(mass=mass, inertia=inertia, contact_point=contact_point, normal=normal,

@@ -1,7 +1,9 @@
-"""Small dense linear algebra for contact motion's force solve, as device kernels on a row's work
-array (one source, CPU and GPU): Cholesky with a provable conditioning test, a symmetric
-pseudo-inverse by Jacobi sweeps for the rank-deficient cases, and the low-rank solve through the
-6 x 6 Gram matrix. :mod:`systems.probe_contact.contact_motion` documents where each is used."""
+"""Small dense linear algebra of probe contact, as device kernels (one source, CPU and GPU): the
+symmetric 3 x 3 inverse and product and the coupling matrix of seed 004 eqs 2.55–2.56 (collisions
+and contact motion); for contact motion's force solve, on a row's work array, Cholesky with a
+provable conditioning test, a symmetric pseudo-inverse by Jacobi sweeps for the rank-deficient
+cases, and the low-rank solve through the 6 x 6 Gram matrix.
+:mod:`systems.probe_contact.contact_motion` documents where each is used."""
 
 from __future__ import annotations
 
@@ -9,7 +11,48 @@ import math
 
 import numpy as np
 
+from ecs.attitude import cross_call
 from ecs.kernels import dual_call
+
+_cross = cross_call.cpu
+
+
+def _inverse_sym3(a00, a01, a02, a11, a12, a22):
+    """Inverse of a symmetric 3×3 matrix; returns its 6 unique entries (00, 01, 02, 11, 12, 22)."""
+    c00 = a11 * a22 - a12 * a12
+    c01 = a02 * a12 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c11 = a00 * a22 - a02 * a02
+    c12 = a01 * a02 - a00 * a12
+    c22 = a00 * a11 - a01 * a01
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    inv = 1.0 / det
+    return (c00 * inv, c01 * inv, c02 * inv, c11 * inv, c12 * inv, c22 * inv)
+
+
+def _sym3_apply(j00, j01, j02, j11, j12, j22, x, y, z):
+    """``J x`` for a symmetric J given by its 6 unique entries."""
+    return (j00 * x + j01 * y + j02 * z, j01 * x + j11 * y + j12 * z, j02 * x + j12 * y + j22 * z)
+
+
+inverse_sym3 = dual_call(_inverse_sym3)
+sym3_apply = dual_call(_sym3_apply)
+_inv3 = inverse_sym3.cpu
+_japply = sym3_apply.cpu
+
+
+def _apply_coupling(minv, j00, j01, j02, j11, j12, j22, rix, riy, riz, rjx, rjy, rjz, x, y, z):
+    """Seed eq 2.56: ``[M_ij] x = x/m − r_i × (I⁻¹ (r_j × x))`` — the velocity change of body point
+    ``r_i`` for a unit impulse ``x`` at body point ``r_j`` (all vectors in one frame, from the CoM;
+    ``j..`` the inverse inertia in that frame). With ``r_i = r_j = r`` this is ``[M]`` of eq 2.55."""
+    cx, cy, cz = _cross(rjx, rjy, rjz, x, y, z)
+    jx, jy, jz = _japply(j00, j01, j02, j11, j12, j22, cx, cy, cz)
+    tx, ty, tz = _cross(rix, riy, riz, jx, jy, jz)
+    return (minv * x - tx, minv * y - ty, minv * z - tz)
+
+
+apply_coupling = dual_call(_apply_coupling)
+_mcouple = apply_coupling.cpu
 
 
 def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):

@@ -1,0 +1,371 @@
+"""Stronge's impulse equations over one collision (seed 004 §2.5, eqs 2.55–2.88), integrated in the
+impulse: the per-row work array that holds a collision's constants and integrator state, the
+right-hand side d(state)/dp in slip, stick and slip reversal (with rolling resistance), the
+Dormand–Prince 5(4) step and its error norm, the location of the end of compression and of
+restitution on a step, the direction of slip reversal, and the integration of one span.
+:mod:`systems.probe_contact.collision` sets a collision up, runs its phases with these kernels and
+documents the equations, the phases and the misprints corrected.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ecs.attitude import cross_call
+from ecs.kernels import dual_call
+from ecs.stepping import DP54, step_factor
+from systems.probe_contact.linalg import sym3_apply
+
+_cross = cross_call.cpu
+_japply = sym3_apply.cpu
+_step_factor = step_factor.cpu
+
+# ------------------------------------------------------------------ the per-row work array
+# Every collision keeps its constants and its integrator state in one float64 row ``w`` of length
+# WORK_SIZE (the drivers pass ``work[i]``): small arrays compile and run far better in numba than
+# the equivalent large tuples, and the same layout serves CPU rows and GPU threads.
+# Offsets are numpy int64 on purpose: numba compiles a separate specialisation of a callee for
+# every distinct Python-int *literal* argument, numpy scalars are plain int64.
+_i = np.int64
+W_M11, W_M12, W_M13, W_M22, W_M23, W_M33 = _i(0), _i(1), _i(2), _i(3), _i(4), _i(5)  # contact-frame [M]
+W_V10, W_V20, W_V30 = _i(6), _i(7), _i(8)      # initial contact velocity (contact frame)
+W_F = _i(9)                                    # friction coefficient
+W_EPS = _i(10)                                 # direction tolerance on s
+W_ROLL = _i(11)                                # 1.0: rolling resistance on
+W_U1, W_U2, W_N, W_R = _i(12), _i(15), _i(18), _i(21)  # contact axes û₁, û₂, N; contact point r
+W_J = _i(24)                                   # inverse inertia (6 entries)
+W_W0 = _i(30)                                  # initial angular velocity
+W_CR = _i(33)                                  # C_RR,k R per body axis
+W_WSTAR = _i(36)                               # ω* of eq 2.87
+W_Y = _i(40)        # accepted state (P1, P2, W_n, L0, L1, L2)
+W_Y1 = _i(46)       # candidate state of a step
+W_YT = _i(52)       # stage state
+W_K = _i(58)        # 7 stage derivatives, 6 each
+W_ERR = _i(100)     # error estimate of the last step
+W_YL = _i(106)      # state located by the event iteration
+W_OUT = _i(112)     # outputs: Δv (3), Δω (3), p, P (3), W_c
+WORK_SIZE = 128
+STATE = _i(6)
+_EV_V3 = _i(0)      # event: compression end, v₃ = 0
+_EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
+
+# Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator); row 6 of A is b.
+_DP_A = np.ascontiguousarray(DP54.a[:, :6])
+_DP_C = np.ascontiguousarray(DP54.c)
+_DP_E = np.ascontiguousarray(DP54.b_err)
+
+
+def _rolling_rate(w, p, s_off, d1, d2, k_off):
+    """dL_RR/dp (body axes) of eqs 2.85–2.88 into ``w[k_off + 3 : k_off + 6]``, at the state
+    ``w[s_off:]`` (total contact impulse (P1, P2, p), its rate (d1, d2, 1))."""
+    P1 = w[s_off]
+    P2 = w[s_off + 1]
+    Px = P1 * w[W_U1] + P2 * w[W_U2] + p * w[W_N]
+    Py = P1 * w[W_U1 + 1] + P2 * w[W_U2 + 1] + p * w[W_N + 1]
+    Pz = P1 * w[W_U1 + 2] + P2 * w[W_U2 + 2] + p * w[W_N + 2]
+    dPx = d1 * w[W_U1] + d2 * w[W_U2] + w[W_N]
+    dPy = d1 * w[W_U1 + 1] + d2 * w[W_U2 + 1] + w[W_N + 1]
+    dPz = d1 * w[W_U1 + 2] + d2 * w[W_U2 + 2] + w[W_N + 2]
+    rx, ry, rz = w[W_R], w[W_R + 1], w[W_R + 2]
+    hx, hy, hz = _cross(rx, ry, rz, Px, Py, Pz)
+    ox, oy, oz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
+                         hx + w[s_off + 3], hy + w[s_off + 4], hz + w[s_off + 5])
+    ox += w[W_W0]
+    oy += w[W_W0 + 1]
+    oz += w[W_W0 + 2]
+    om = math.sqrt(ox * ox + oy * oy + oz * oz)
+    c0, c1, c2 = w[W_CR], w[W_CR + 1], w[W_CR + 2]
+    qx, qy, qz = 0.0, 0.0, 0.0
+    if om > 0.0:
+        qx, qy, qz = -c0 * ox / om, -c1 * oy / om, -c2 * oz / om
+    lx, ly, lz = _cross(rx, ry, rz, dPx, dPy, dPz)
+    lx, ly, lz = -lx, -ly, -lz
+    q2 = 0.0
+    if c0 > 0.0:
+        q2 += (lx / c0) ** 2
+    else:
+        lx = 0.0
+    if c1 > 0.0:
+        q2 += (ly / c1) ** 2
+    else:
+        ly = 0.0
+    if c2 > 0.0:
+        q2 += (lz / c2) ** 2
+    else:
+        lz = 0.0
+    if q2 > 1.0:
+        sc = 1.0 / math.sqrt(q2)
+        lx, ly, lz = lx * sc, ly * sc, lz * sc
+    lam = 1.0
+    ws = w[W_WSTAR]
+    if ws > 0.0:
+        lam = min(om, ws) / ws
+    w[k_off + 3] = lam * qx + (1.0 - lam) * lx
+    w[k_off + 4] = lam * qy + (1.0 - lam) * ly
+    w[k_off + 5] = lam * qz + (1.0 - lam) * lz
+
+
+rolling_rate = dual_call(_rolling_rate)
+_rr_rate = rolling_rate.cpu
+
+
+def _impact_rhs(w, p, s_off, k_off, phase, d1c, d2c, fb1, fb2):
+    """d/dp of the state ``w[s_off:s_off+6]`` = (P1, P2, W_n, L_RR) into ``w[k_off:k_off+6]``
+    (eqs 2.65 slip, 2.71 stick, 2.78 reversal; 2.85–2.88 rolling resistance)."""
+    P1 = w[s_off]
+    P2 = w[s_off + 1]
+    v1 = w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p
+    v2 = w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p
+    s = math.sqrt(v1 * v1 + v2 * v2)
+    f = w[W_F]
+    if phase == 0:
+        if s > w[W_EPS]:
+            d1 = -f * v1 / s
+            d2 = -f * v2 / s
+        else:  # a stage point at the stick point: keep the step's incoming direction
+            d1 = -f * fb1
+            d2 = -f * fb2
+    else:
+        d1 = d1c
+        d2 = d2c
+    w[k_off] = d1
+    w[k_off + 1] = d2
+    w[k_off + 2] = w[W_V30] + w[W_M13] * P1 + w[W_M23] * P2 + w[W_M33] * p   # dW_n/dp = v₃
+    if w[W_ROLL] > 0.0:
+        _rr_rate(w, p, s_off, d1, d2, k_off)
+    else:
+        w[k_off + 3] = 0.0
+        w[k_off + 4] = 0.0
+        w[k_off + 5] = 0.0
+
+
+impact_rhs = dual_call(_impact_rhs)
+_rhs = impact_rhs.cpu
+
+
+def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2):
+    """One Dormand–Prince 5(4) step from ``w[y_off:]``: the 5th-order state into ``w[out_off:]``
+    and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``)."""
+    for j in range(7):
+        if j == 0:
+            _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
+            continue
+        for m in range(STATE):
+            acc = 0.0
+            for l in range(j):
+                acc += _DP_A[j, l] * w[W_K + STATE * l + m]
+            w[W_YT + m] = w[y_off + m] + h * acc
+        _rhs(w, p + _DP_C[j] * h, W_YT, W_K + STATE * j, phase, d1c, d2c, fb1, fb2)
+    for m in range(STATE):
+        w[out_off + m] = w[W_YT + m]  # stage 7 is evaluated at the 5th-order solution (FSAL)
+        acc = 0.0
+        for l in range(7):
+            acc += _DP_E[l] * w[W_K + STATE * l + m]
+        w[W_ERR + m] = h * acc
+
+
+dopri_step = dual_call(_dopri_step)
+_step = dopri_step.cpu
+
+
+def _error_norm(w, p, h, tol, lscale):
+    """Error of the last step as a contact-velocity error [m/s] over ``tol`` (rotation invariant)."""
+    e1 = w[W_ERR]
+    e2 = w[W_ERR + 1]
+    ev1 = w[W_M11] * e1 + w[W_M12] * e2
+    ev2 = w[W_M12] * e1 + w[W_M22] * e2
+    ew = w[W_ERR + 2] / (p + h)
+    s = ev1 * ev1 + ev2 * ev2 + ew * ew
+    if w[W_ROLL] > 0.0:
+        jx, jy, jz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
+                             w[W_ERR + 3], w[W_ERR + 4], w[W_ERR + 5])
+        s += (jx * jx + jy * jy + jz * jz) * lscale * lscale
+    return math.sqrt(s) / tol
+
+
+error_norm = dual_call(_error_norm)
+_enorm = error_norm.cpu
+
+
+def _tangential_velocity(w, p, off):
+    """(v1, v2) at impulse (w[off], w[off+1], p): ``v = v₀ + [M] P`` (eq 2.59 integrated)."""
+    P1 = w[off]
+    P2 = w[off + 1]
+    return (w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p,
+            w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p)
+
+
+def _v3_of(w, p, off):
+    """Normal contact velocity at impulse (w[off], w[off+1], p)."""
+    return w[W_V30] + w[W_M13] * w[off] + w[W_M23] * w[off + 1] + w[W_M33] * p
+
+
+def _normal_work(w, p, off):
+    """``W_n = ∫ v₃ dp``, the work of the normal impulse (state component 2)."""
+    return w[off + 2]
+
+
+tangential_velocity = dual_call(_tangential_velocity)
+v3_of = dual_call(_v3_of)
+normal_work = dual_call(_normal_work)
+_vt = tangential_velocity.cpu
+_v3 = v3_of.cpu
+_wn = normal_work.cpu
+
+
+def _copy_state(w, src, dst):
+    for m in range(STATE):
+        w[dst + m] = w[src + m]
+
+
+copy_state = dual_call(_copy_state)
+_copy = copy_state.cpu
+
+
+def _locate_event(w, kind, target, p, h, g0, gh, phase, d1c, d2c, fb1, fb2):
+    """Step length hh in (0, h] at which the event function crosses zero (g0 < 0 <= gh) from the
+    state w[W_Y] at p: ``kind`` 0 is ``v₃``, 1 is ``W_n − target``. Safeguarded Newton on the step
+    length, re-stepping from (p, w[W_Y]). Returns hh; the located state is left in w[W_YL]."""
+    lo = 0.0
+    hi = h
+    glo = g0
+    ghi = gh
+    hh = h * (-g0) / (gh - g0) if gh > g0 else h
+    if not (hh > 0.0 and hh <= h):
+        hh = h
+    _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
+    for _ in range(60):
+        gv = _v3(w, p + hh, W_YL) if kind == 0 else _wn(w, p + hh, W_YL) - target
+        if gv == 0.0:
+            break
+        if gv < 0.0:
+            lo = hh
+            glo = gv
+        else:
+            hi = hh
+            ghi = gv
+        if kind == 0:
+            _rhs(w, p + hh, W_YL, W_K, phase, d1c, d2c, fb1, fb2)
+            sl = w[W_M13] * w[W_K] + w[W_M23] * w[W_K + 1] + w[W_M33]
+        else:
+            sl = _v3(w, p + hh, W_YL)
+        hn = hh - gv / sl if sl > 0.0 else 0.5 * (lo + hi)
+        if not (hn > lo and hn < hi):
+            hn = lo - glo * (hi - lo) / (ghi - glo) if ghi > glo else 0.5 * (lo + hi)
+            if not (hn > lo and hn < hi):
+                hn = 0.5 * (lo + hi)
+        done = abs(hn - hh) <= 4e-16 * (p + hh) or (hi - lo) <= 4e-16 * (p + hi)
+        hh = hn
+        _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
+        if done:
+            break
+    return hh
+
+
+locate_event = dual_call(_locate_event)
+_locate = locate_event.cpu
+
+
+def _reversal_h(phi, M11, M12, M13, M22, M23, f):
+    """h(φ) = s dφ/dp (eq 2.74) and g(φ) = ds/dp (eq 2.75) of slip in direction φ."""
+    c1 = math.cos(phi)
+    s1 = math.sin(phi)
+    h = M23 * c1 - M13 * s1 + f * (0.5 * (M11 - M22) * math.sin(2.0 * phi) - M12 * math.cos(2.0 * phi))
+    g = M13 * c1 + M23 * s1 - f * (M11 * c1 * c1 + 2.0 * M12 * c1 * s1 + M22 * s1 * s1)
+    return h, g
+
+
+reversal_h = dual_call(_reversal_h)
+_rev_h = reversal_h.cpu
+
+
+def _reversal_direction(M11, M12, M13, M22, M23, f, phi0):
+    """Direction φ̂ of slip reversal (eqs 2.74–2.77): the root of h with g > 0, by the third-order
+    Householder iteration of eq 2.76 from φ₀ = φ*; if that lands on a wrong root (g <= 0) or does
+    not converge, a bracketed scan of h over [−π, π] with bisection. Returns (φ̂, found)."""
+    phi = phi0
+    d = M11 - M22
+    for _ in range(12):
+        c1 = math.cos(phi)
+        s1 = math.sin(phi)
+        c2 = math.cos(2.0 * phi)
+        s2 = math.sin(2.0 * phi)
+        h = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
+        h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
+        h2 = M13 * s1 - M23 * c1 - 2.0 * f * d * s2 + 4.0 * f * M12 * c2
+        h3 = M13 * c1 + M23 * s1 - 4.0 * f * d * c2 - 8.0 * f * M12 * s2
+        den = 6.0 * h1 * h1 * h1 - 6.0 * h * h1 * h2 + h * h * h3
+        if den == 0.0:
+            break
+        dphi = (6.0 * h * h1 * h1 - 3.0 * h * h * h2) / den
+        phi -= dphi
+        if abs(dphi) <= 1e-15:
+            break
+    scale = abs(M13) + abs(M23) + f * (abs(M11) + abs(M22) + abs(M12))
+    hv, gv = _rev_h(phi, M11, M12, M13, M22, M23, f)
+    if abs(hv) <= 1e-10 * scale and gv > 0.0:
+        return phi, True
+    best = phi0
+    bestg = 0.0
+    found = False
+    n = 96
+    a = -math.pi
+    ha, ga = _rev_h(a, M11, M12, M13, M22, M23, f)
+    for k in range(1, n + 1):
+        b = -math.pi + 2.0 * math.pi * k / n
+        hb, gb = _rev_h(b, M11, M12, M13, M22, M23, f)
+        if (ha <= 0.0 < hb) or (hb <= 0.0 < ha):
+            lo = a
+            hlo = ha
+            hi = b
+            for _ in range(80):
+                mid = 0.5 * (lo + hi)
+                hm, gm = _rev_h(mid, M11, M12, M13, M22, M23, f)
+                if (hm <= 0.0) == (hlo <= 0.0):
+                    lo = mid
+                    hlo = hm
+                else:
+                    hi = mid
+            r = 0.5 * (lo + hi)
+            hr, gr = _rev_h(r, M11, M12, M13, M22, M23, f)
+            if gr > bestg:
+                bestg = gr
+                best = r
+                found = True
+        a = b
+        ha = hb
+    return best, found
+
+
+reversal_direction = dual_call(_reversal_direction)
+_rev_dir = reversal_direction.cpu
+
+
+def _integrate_span(w, p, span, phase, d1c, d2c, tol, lscale, h0, max_steps):
+    """Integrate w[W_Y] over [p, p + span] without events (rolling resistance in the closed-form
+    phases). Returns (steps, ok)."""
+    h = min(h0, span)
+    done = 0.0
+    steps = 0
+    while done < span:
+        if steps >= max_steps:
+            return steps, False
+        steps += 1
+        hh = min(h, span - done)
+        _step(w, p + done, hh, W_Y, W_Y1, phase, d1c, d2c, 0.0, 0.0)
+        en = _enorm(w, p + done, hh, tol, lscale)
+        if en <= 1.0:
+            _copy(w, W_Y1, W_Y)
+            done += hh
+            h = hh * _step_factor(en, -0.2)
+        else:
+            h = hh * _step_factor(en, -0.2)
+            if not (h > 0.0):
+                return steps, False
+    return steps, True
+
+
+integrate_span = dual_call(_integrate_span)
+_span = integrate_span.cpu
