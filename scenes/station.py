@@ -81,7 +81,8 @@ from scenes.dumbbell import MU_EARTH, R_EARTH
 from systems.forces.drag import AtmosphericDrag
 from systems.gravity.fields import GravitySystem
 from systems.multibody.dynamics import JointCommands, MultibodyDynamics, rigid_equivalent, tree_poses
-from systems.multibody.kernels import crba, new_scratch
+from systems.multibody.spatial import new_scratch
+from systems.multibody.algorithms import crba
 from systems.forces.solar_pressure import SolarRadiationPressure
 from systems.gravity.third_body import ThirdBodyGravity
 
@@ -236,7 +237,7 @@ def joint_servo(spec, *, period: float, damping_ratio: float = 0.7):
     servo (:class:`components.multibody.JointSpring`: rest = the present angle) of natural period
     ``period`` [s] and the given damping ratio, scaled to the inertia the joint drives while every
     other degree of freedom is free, ``I_j = 1 / (H⁻¹)_jj`` with H the joint-space mass matrix at the
-    present pose (composite-rigid-body algorithm, :data:`systems.multibody.kernels.crba`; the free
+    present pose (composite-rigid-body algorithm, :data:`systems.multibody.algorithms.crba`; the free
     root included): ``k = I_j ω²``, ``c = 2 ζ I_j ω``, ``ω = 2π / period``. The coupled modes then
     lie within a few times ω (checked for the station's default pose: 0.04–0.18 rad/s at
     ω = 0.052)."""

@@ -16,7 +16,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from components.multibody import FIXED, FREE, NV, PRISMATIC, REVOLUTE, SPHERICAL, tree_spec
-from systems.multibody.kernels import aba, crba, new_scratch, rnea
+from systems.multibody.spatial import new_scratch
+from systems.multibody.algorithms import aba, crba, rnea
 
 pin = pytest.importorskip("pinocchio", reason="pinocchio (pip package 'pin', the 'test' extra) is not installed")
 

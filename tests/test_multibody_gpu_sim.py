@@ -24,7 +24,9 @@ SCRIPT = textwrap.dedent(
     from components.multibody import tree_spec
     from ecs.stepping import TABLEAUX
     from ecs.terms import no_terms_args
-    from systems.multibody.kernels import STATE, aba, new_scratch, rk_step, rnea
+    from systems.multibody.spatial import new_scratch
+    from systems.multibody.algorithms import aba, rnea
+    from systems.multibody.kernels import STATE, rk_step
 
     rng = np.random.default_rng(3)
     E, S = 5, 3

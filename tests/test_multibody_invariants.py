@@ -21,7 +21,9 @@ import pytest
 from components.multibody import tree_spec
 from ecs.stepping import TABLEAUX
 from ecs.terms import no_terms_args
-from systems.multibody.kernels import STATE, energy_momentum, new_scratch, rk_step
+from systems.multibody.spatial import new_scratch
+from systems.multibody.algorithms import energy_momentum
+from systems.multibody.kernels import STATE, rk_step
 
 RK4 = TABLEAUX["rk4"]
 EPS = np.finfo(float).eps

@@ -23,7 +23,8 @@ from ecs import World
 from scenes.dumbbell import MU_EARTH, R_EARTH
 from systems.multibody.dynamics import MultibodyDynamics
 from ecs.terms import no_terms_args
-from systems.multibody.kernels import STATE, kuo_nguyen_step, new_scratch
+from systems.multibody.spatial import new_scratch
+from systems.multibody.kernels import STATE, kuo_nguyen_step
 
 R = R_EARTH + 400e3
 V = math.sqrt(MU_EARTH / R)

@@ -19,7 +19,8 @@ from ecs.status import Status
 from scenes.dumbbell import MU_EARTH, R_EARTH, build, libration_frequency, pitch_angle
 from systems.multibody.dynamics import MultibodyDynamics
 from ecs.terms import no_terms_args
-from systems.multibody.kernels import MW, link_forces
+from systems.multibody.spatial import MW
+from systems.multibody.kernels import link_forces
 
 
 def test_gravity_torque_summed_over_bodies_is_the_rigid_body_gradient_torque():
@@ -180,7 +181,8 @@ def _locked_station(inclination: float = 0.0):
     composite mass properties."""
     import dataclasses
 
-    from systems.multibody.kernels import link_poses, new_scratch
+    from systems.multibody.spatial import new_scratch
+    from systems.multibody.kernels import link_poses
 
     r = R_EARTH + 420e3
     n = math.sqrt(MU_EARTH / r ** 3)
@@ -514,7 +516,9 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
     non-root joint accelerations depend on the gravity differences only). Measured relative errors
     (of the largest joint acceleration, 1.2e-3): full gravity 1.2e-11, differential 0 (bitwise the
     reference's; limit 1e-13); the root's acceleration agrees between the modes to 1e-14 of g."""
-    from systems.multibody.kernels import STATE, aba, derivative, new_scratch, world_pose
+    from systems.multibody.spatial import new_scratch
+    from systems.multibody.algorithms import aba, world_pose
+    from systems.multibody.kernels import STATE, derivative
 
     spec = _arm_in_orbit()
     n = spec.n

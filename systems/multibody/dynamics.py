@@ -72,9 +72,10 @@ from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, launch_r
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
 from systems.dynamics.loads import series_value
-from systems.multibody.kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples, link_motion_sample,
-                                       link_motion_samples, link_poses, new_scratch, poi_row, poi_rows, tree_centre,
-                                       tree_centres)
+from systems.multibody.spatial import new_scratch
+from systems.multibody.algorithms import tree_centre, tree_centres
+from systems.multibody.kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples,
+                                       link_motion_sample, link_motion_samples, link_poses, poi_row, poi_rows)
 from ecs.attitude import dcm_to_quat, quat_to_dcm
 
 JOINT_COLUMNS = ("joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q", "joint_qd", "joint_tau",
