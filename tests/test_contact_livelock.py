@@ -20,7 +20,7 @@ The scene here uses point-mass gravity (the voxel field takes a while to build; 
 not depend on it) and starts the captured state in COLLIDE at t = 0 (the rotating-frame equations
 do not depend on t). Measured on the code before the fix: all four tests fail; with only the
 entry-normal part of the fix (:mod:`systems.deployment.collide`) the second state's fail, with only the
-slot part (:mod:`systems.deployment.contact`, :func:`systems.deployment.physics.held`) the first state's
+slot part (:mod:`systems.deployment.contact`, :func:`systems.deployment.events.held`) the first state's
 and the second state's run to rest fail.
 """
 

@@ -16,7 +16,7 @@ the 2,000 is 0.100 mm (the contact gap). Three of the formerly deepest samples, 
   the bounce, along the face normal (eq 2.33), resolved nothing, flight carried the vertex 0.1 mm
   deeper each 11 ms, and a projection that could not lift it let the depth ratchet.
 
-The first test checks :data:`systems.deployment.physics.lift_out` against the closed-form answer on a
+The first test checks :data:`systems.deployment.events.lift_out` against the closed-form answer on a
 V-shaped groove of two planes.
 """
 
@@ -31,7 +31,8 @@ from components.status import Status
 from components.terrain import TerrainSDF, sdf_plane
 from ecs import store as zstore
 from scenes.deploy import build_box
-from systems.deployment.physics import LIFT_TOL, WORK_SIZE, Y0, lift_out
+from systems.deployment.physics import WORK_SIZE, Y0
+from systems.deployment.events import LIFT_TOL, lift_out
 from systems.deployment.loop import DeploymentLoop
 from systems.terrain.sdf import eval_terrain, terrain_args
 

@@ -42,7 +42,7 @@ For each such row, at its current state:
    again resolved nothing, and only the projection below held the probe up, every 11 ms.
 4. **Projection**: vertices found below the surface (flight sinks up to ``contact_gap`` after a
    launch that starts touching; contact motion's held vertices as much) are lifted out by
-   :data:`systems.deployment.physics.lift_out` (every vertex, a Newton step on the active
+   :data:`systems.deployment.events.lift_out` (every vertex, a Newton step on the active
    constraints), so that successive phase starts never ratchet the probe deeper; the depth of the
    deepest vertex is recorded (``probe_max_penetration``).
 5. **Records**: one event per collision (:func:`declare_collision_events`), the first-impact time,
@@ -64,7 +64,8 @@ from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, kinetic_body,
                                              vertex_impacts_row)
-from systems.deployment.physics import K0, THR, TS, WARM, Y0, lift_out, load_state, probe_rhs, terrain_at
+from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs, terrain_at
+from systems.deployment.events import lift_out
 
 _i = np.int64
 _cross = cross_call.cpu

@@ -30,13 +30,13 @@ After an accepted step:
   or one that was touching (active, or touching without a slot) and sank deeper than
   ``contact_gap`` (a concave kink of the interpolated terrain crossed within the step, or a vertex
   without a slot left unsupported), is an impact: the crossing
-  (:data:`~systems.deployment.physics.contact_clearance`) is localised like a flight event and the row
+  (:data:`~systems.deployment.events.contact_clearance`) is localised like a flight event and the row
   switches to COLLIDE. A touching vertex without a slot counted as clear instead "touched down"
   within the first step when it sat a round-off above the surface, its collision had nothing to
   resolve (it approached slower than the collision's tolerance), and the row came back at the
   same instant (a livelock: 12 of 100 ``deploy-cube`` samples at level 3 on ``rocks=psr``).
 * **Drift**: the active vertices are kept from sinking (a translation that lifts them onto the
-  surface, :data:`systems.deployment.physics.lift_out`), the projection step of constraint
+  surface, :data:`systems.deployment.events.lift_out`), the projection step of constraint
   stabilisation; the penetration is recorded.
 * **Event threshold**: the event function starts above zero when every vertex lies on or above
   the surface (the collision's and the drift's projections see to it). Where a projection could
@@ -59,9 +59,11 @@ from ecs.attitude import cross_call, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from systems.deployment.modes import KernelMode
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE
-from systems.deployment.physics import (CONTACT_ATTEMPTS, CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, drop_snapshots_after, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, contact_clearance,
-                                    load_state, locate_event, probe_rhs, state_finite, step_size, terrain_at,
-                                    lift_out, vertex_distance, vertex_world)
+from systems.deployment.physics import (CONTACT_ATTEMPTS, CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends,
+                                        commit_step, dp_attempt, finish_row, load_state, probe_rhs, state_finite,
+                                        step_size, terrain_at, vertex_distance, vertex_world)
+from systems.deployment.events import (drop_snapshots_after, record_snapshots, trace_step, contact_clearance,
+                                       locate_event, lift_out)
 
 _i = np.int64
 _dp = dp_attempt.cpu
@@ -133,10 +135,10 @@ def _active_set(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, gap):
     sampling, ties to the lower index), so the active contacts span the touching patch, the support
     polygon of a face on a plane included, instead of crowding into its first-numbered corner.
     The others lie, up to the terrain's relief, in the plane the spanning ones hold; they carry no
-    force, and raise a collision once they sink by ``gap`` (:data:`systems.deployment.physics.held`).
+    force, and raise a collision once they sink by ``gap`` (:data:`systems.deployment.events.held`).
     ``sel[i]`` is scratch, one number per vertex of the shape (the contact scratch's ``touch``); it is
     left ≥ 0 exactly at the vertices touching at Y0 that did not take a slot (and at every touching
-    vertex when all fit), which the contact event function reads (:data:`systems.deployment.physics.held`).
+    vertex when all fit), which the contact event function reads (:data:`systems.deployment.events.held`).
     """
     nslot = act.shape[1]
     for k in range(nslot):

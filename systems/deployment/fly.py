@@ -20,7 +20,7 @@ current clearance plus a quarter of the bounding radius, so a vertex cannot pass
 feature unseen. In the voxel field a step ends just past the cell face its CoM would cross
 (:data:`~systems.deployment.physics.smooth_step`: g is only C⁰ there) and keeps the step proposal it was
 cut from. When the event function falls to zero (from above), the crossing is localised on
-the step length (:data:`systems.deployment.physics.locate_event`: trials at the root of the crossing
+the step length (:data:`systems.deployment.events.locate_event`: trials at the root of the crossing
 vertex's cubic Hermite interpolant, safeguarded), every trial being a fresh DP5(4) step from the
 step's start (5th-order accurate at the trial time), until the bracket is shorter than
 ``event_tol``; the row stops at the bracket's *outer* end (clearance ≥ 0, at most
@@ -42,9 +42,10 @@ from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
-from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, drop_snapshots_after,
-                                    escaping, frame_ends, record_snapshots, trace_step, commit_step, dp_attempt, finish_row, FLY_ATTEMPTS,
-                                    load_state, locate_event, probe_rhs, smooth_step, state_finite, step_size)
+from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, frame_ends, commit_step,
+                                        dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs, smooth_step,
+                                        state_finite, step_size)
+from systems.deployment.events import drop_snapshots_after, escaping, record_snapshots, trace_step, locate_event
 
 _clear = clearance.cpu
 _dp = dp_attempt.cpu

@@ -65,8 +65,9 @@ from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, c
                                     declare_collision_events)
 from systems.deployment.contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deployment.fly import FlyProbes, fly_rows
-from systems.deployment.physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, escaping, gravity_args,
-                                    terrain_at, terrain_at_grid)
+from systems.deployment.physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args, terrain_at,
+                                        terrain_at_grid)
+from systems.deployment.events import escaping
 
 _escaping = escaping.cpu
 _tat = terrain_at.cpu
@@ -645,7 +646,7 @@ class DeploymentLoop(ModeLoop):
 
         Rows are never stopped at a frame end (a cut step would make the recording interval change
         the physics); the kernels keep, for every record time a step crossed, the state there by a
-        fresh step from the step's start (:data:`systems.deployment.physics.record_snapshots`). Until
+        fresh step from the step's start (:data:`systems.deployment.events.record_snapshots`). Until
         the next frame starts (:meth:`_restore`), the state columns show those states, so that
         recorders and inertial views see every row at the frame end.
         """
