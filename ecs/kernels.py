@@ -898,18 +898,20 @@ class PreparedRows:
             self._check(d, n, tail)
         entry[0](n, *self.fixed, *tail)
 
-    def _types(self, d, n, tail) -> tuple:
-        return tuple(d.typeof_pyval(a) for a in (n, *self.fixed, *tail))
+    @staticmethod
+    def _changing(d, n, tail) -> tuple:
+        """The numba types of what may change from call to call: the row count and the tail."""
+        return tuple(d.typeof_pyval(a) for a in (n, *tail))
 
     def _resolve(self, d, n, tail) -> tuple:
-        sig = self._types(d, n, tail)
+        sig = tuple(d.typeof_pyval(a) for a in (n, *self.fixed, *tail))
         cres = d.overloads.get(sig)
         if cres is None:       # a signature the dispatcher matched by conversion: keep dispatching
-            return (lambda *args: d(*args), sig)
-        return (cres.entry_point, sig)
+            return (lambda *args: d(*args), self._changing(d, n, tail))
+        return (cres.entry_point, self._changing(d, n, tail))
 
     def _check(self, d, n, tail) -> None:
-        sig = self._types(d, n, tail)
+        sig = self._changing(d, n, tail)
         if sig != self._entry[id(d)][1]:
             raise TypeError(f"PreparedRows({getattr(self.driver, '__name__', self.driver)!r}): argument types "
                             f"changed since the launch was resolved: {sig} != {self._entry[id(d)][1]}")
