@@ -244,7 +244,7 @@ def test_flight_through_voxel_cells_matches_scipy():
 
 @pytest.mark.parametrize("features", ["grid", "fbm", "psr", "polyhedral", "analytic"])
 def test_kernel_terrain_query_equals_the_terrain_api(features):
-    """The deployment kernels' inlined terrain query (systems.deployment.physics.terrain_at: a bare grid
+    """The deployment kernels' inlined terrain query (systems.deployment.geometry.terrain_at: a bare grid
     sampled in place, any other terrain through terrain_at_any) against systems.terrain.sdf.eval_terrain (the
     numpy driver) near the Itokawa-like surface, for every kind of terrain."""
     import dataclasses
@@ -254,7 +254,7 @@ def test_kernel_terrain_query_equals_the_terrain_api(features):
     from components.terrain import sdf_ellipsoid
     from scenes.assets.noise import fbm_noise
     from scenes.deploy import itokawa_target
-    from systems.deployment.physics import terrain_at
+    from systems.deployment.geometry import terrain_at
     from systems.terrain.sdf import terrain_args
 
     tat = terrain_at.cpu

@@ -64,7 +64,8 @@ from ecs.kernels import dual, kernel_tuple, listed, set_rows, to_backend
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as IMPACT_WORK_SIZE, kinetic_body,
                                              vertex_impacts_row)
-from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs, terrain_at
+from systems.deployment.geometry import terrain_at
+from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs
 from systems.deployment.events import lift_out
 
 _i = np.int64

@@ -61,7 +61,8 @@ from systems.deployment.modes import KernelMode
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE
 from systems.deployment.physics import (CONTACT_ATTEMPTS, CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends,
                                         commit_step, dp_attempt, finish_row, load_state, probe_rhs, state_finite,
-                                        step_size, terrain_at, vertex_distance, vertex_world)
+                                        step_size)
+from systems.deployment.geometry import terrain_at, vertex_distance, vertex_world
 from systems.deployment.events import (drop_snapshots_after, record_snapshots, trace_step, contact_clearance,
                                        locate_event, lift_out)
 

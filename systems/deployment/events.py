@@ -15,8 +15,8 @@ import numpy as np
 
 from ecs.attitude import cross_call, quat_normalize, quat_rotate_call
 from ecs.kernels import dual, dual_call
-from systems.deployment.physics import (AUX, CS_TOUCH, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1, clearance,
-                                        dp_attempt, terrain_at, vertex_distance, vertex_world)
+from systems.deployment.physics import AUX, CS_TOUCH, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1, dp_attempt
+from systems.deployment.geometry import clearance, terrain_at, vertex_distance, vertex_world
 
 _cross = cross_call.cpu
 _dpa = dp_attempt.cpu
@@ -305,7 +305,7 @@ lift_out = dual_call(_lift_out)
 
 
 def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track):
-    """Event function at w[ys:] — :data:`clearance` (which 0) or :data:`contact_clearance`
+    """Event function at w[ys:] — :data:`~systems.deployment.geometry.clearance` (which 0) or :data:`contact_clearance`
     (which 1) — with one vertex's own term of it and that term's rate.
 
     Returns ``(g, g_track, ġ_track, argmin)``: the event value; vertex ``track``'s term (the

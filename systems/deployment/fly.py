@@ -42,7 +42,8 @@ from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
-from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, clearance, frame_ends, commit_step,
+from systems.deployment.geometry import clearance
+from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends, commit_step,
                                         dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs, smooth_step,
                                         state_finite, step_size)
 from systems.deployment.events import drop_snapshots_after, escaping, record_snapshots, trace_step, locate_event

@@ -65,8 +65,8 @@ from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, c
                                     declare_collision_events)
 from systems.deployment.contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deployment.fly import FlyProbes, fly_rows
-from systems.deployment.physics import (SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args, terrain_at,
-                                        terrain_at_grid)
+from systems.deployment.physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args
+from systems.deployment.geometry import terrain_at, terrain_at_grid
 from systems.deployment.events import escaping
 
 _escaping = escaping.cpu
