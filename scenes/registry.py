@@ -41,6 +41,8 @@ BUILTIN_SCENES: dict[str, tuple[str, str]] = {
     "mascot": ("scenes.mascot",
                "MASCOT released 41 m over Ryugu (Scholten et al. 2019): a flown landing to validate and calibrate "
                "against"),
+    "hayabusa": ("scenes.hayabusa",
+                 "Hayabusa's free fall from 17 m onto Itokawa's Muses Sea (Yano et al. 2006): a second flown landing"),
     "deploy": ("scenes.mission:build_mission",
                "any mission from -p: body by radii or shape file, GM, spin, release lat/lon/altitude, probe, spreads"),
     "deploy-box": ("scenes.deploy:build_box",
