@@ -40,7 +40,7 @@ import esper
 from .errors import ScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .terms import SampleTerm, Term
+    from .terms import JointLaw, SampleTerm, Term
     from .world import Frame
 
 
@@ -84,6 +84,9 @@ class System(esper.Processor):
     #: a "terms" pipeline that steps a sample's rows together and calls the world's sample terms
     #: (:meth:`sample_term`, :class:`ecs.terms.SampleTerm`) at every stage (the multibody solve)
     takes_sample_terms: bool = False
+    #: a "terms" pipeline that steps the joints of articulated trees and calls the world's joint
+    #: laws (:meth:`joint_law`, :class:`ecs.terms.JointLaw`) at every stage (the multibody solve)
+    takes_joint_laws: bool = False
     #: this system can run a *streaming active set* (:meth:`ecs.world.World.compile` with
     #: ``active``): it keeps per-row state only in table columns or resets it in :meth:`refill`,
     #: and steps each row to its own frame end (:meth:`ecs.world.Frame.row_ends`)
@@ -130,6 +133,12 @@ class System(esper.Processor):
         (default)."""
         return None
 
+    def joint_law(self, world) -> "JointLaw | None":
+        """The joint law (:class:`ecs.terms.JointLaw`) this DERIVATIVE system adds at the joints
+        of articulated trees, in pipelines that step joints (``takes_joint_laws``), or ``None``
+        (default)."""
+        return None
+
     def compile_units(self) -> list:
         """The CPU kernel compiles this bound system will need (:class:`ecs.kernels.CompileUnit`):
         a cold start compiles them before the first frame, shared between processes
@@ -164,6 +173,14 @@ def check_derivatives(world, systems: Sequence[System]) -> None:
     for s in derivs:
         has_term = s.term(world) is not None
         has_sample_term = s.sample_term(world) is not None
+        if s.joint_law(world) is not None:
+            for p in pipes:
+                if not p.takes_joint_laws:
+                    raise ScheduleError(
+                        f"system {s.name} (phase DERIVATIVE) cannot take part in {p.name}: it is a joint law "
+                        f"(ecs.terms.JointLaw), and {p.name} steps no joints (use "
+                        f"systems.multibody.dynamics.MultibodyDynamics)")
+            continue
         for p in pipes:
             if p.derivative_pipeline == "terms" and has_sample_term and not p.takes_sample_terms:
                 raise ScheduleError(

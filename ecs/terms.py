@@ -55,7 +55,7 @@ from ._cache import cache_dir
 from .errors import InputError
 from .kernels import reachable_kernels, relink
 
-__all__ = ["Term", "SampleTerm", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
+__all__ = ["Term", "SampleTerm", "JointLaw", "joint_law_none", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
            "terms_active_none", "terms_couple_attitude_none", "sample_terms_none"]
 
 #: The state arguments every term kernel takes before its columns and parameters.
@@ -194,6 +194,61 @@ class SampleTerm:
     kernel: Callable
     args: tuple
     links: tuple
+
+
+#: The arguments of a joint law's kernel (:class:`JointLaw`), in order.
+JOINT_LAW_ARGS = ("kind", "q", "qd", "time", "p", "tau")
+
+
+@dataclass(frozen=True)
+class JointLaw:
+    """A generalised force at the joints of articulated trees, returned by a DERIVATIVE system's
+    :meth:`ecs.System.joint_law`: a joint motor, a servo, a nonlinear spring, a friction model.
+
+    A pipeline that steps joints (``takes_joint_laws``:
+    :class:`systems.multibody.dynamics.MultibodyDynamics`) calls ``kernel`` at every stage, for every
+    joint that is neither fixed nor locked, after the built-in laws (joint friction, spring-damper,
+    end stops) and before the articulated-body solve. Its kernels are copied with ``kernel`` in
+    place of :func:`joint_law_none` (:func:`specialise`)::
+
+        kernel(kind, q, qd, time, p, tau)
+
+    * ``kind`` the joint's kind code (``components.multibody.REVOLUTE``, ``PRISMATIC``,
+      ``SPHERICAL``, ``FREE``);
+    * ``q`` the joint's 7 position slots, ``qd`` its 6 rate slots (a revolute or prismatic joint
+      uses slot 0: angle [rad] or displacement [m], rate [rad/s] or [m/s]);
+    * ``time`` [s] the stage time;
+    * ``p`` the joint's values of ``columns``, in order (float64);
+    * ``tau`` the joint's 6 generalised-force slots (N·m about, or N along, the joint axis for
+      slot 0 of a 1-DOF joint): the kernel **adds** its force into them and returns nothing.
+
+    Attributes:
+        name: shown in errors (a Python identifier).
+        kernel: the numba ``njit`` kernel (above).
+        columns: the per-link float columns the law reads (a user component's, declared with
+            :func:`ecs.column`); every link table the pipeline steps must have them.
+    """
+
+    name: str
+    kernel: Callable
+    columns: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.name.isidentifier() or keyword.iskeyword(self.name):
+            raise InputError("JointLaw.name", self.name, "must be a Python identifier")
+        if not isinstance(self.kernel, numba.core.registry.CPUDispatcher):
+            raise InputError(f"JointLaw {self.name}: kernel", self.kernel,
+                             "must be a numba njit function (numba.njit(cache=True))")
+        for c in self.columns:
+            if not str(c).isidentifier():
+                raise InputError(f"JointLaw {self.name}: column", c, "must be a column name (an identifier)")
+        try:
+            sig = inspect.signature(self.kernel.py_func)
+        except (TypeError, ValueError):  # pragma: no cover - a builtin
+            return
+        if len(sig.parameters) != len(JOINT_LAW_ARGS):
+            raise InputError(f"JointLaw {self.name}: parameter count of kernel {self.kernel.py_func.__name__}",
+                             len(sig.parameters), f"must take {len(JOINT_LAW_ARGS)}: {', '.join(JOINT_LAW_ARGS)}")
 
 
 def refuse_modal(terms, pipeline: str) -> None:
@@ -435,6 +490,12 @@ def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, 
 @numba.njit(cache=True, inline="always")
 def sample_terms_none(b, n, stage, time, Rw, fext, args):
     """No sample term: the coupled rows' wrenches stay as the row terms left them."""
+    return
+
+
+@numba.njit(cache=True, inline="always")
+def joint_law_none(kind, q, qd, time, p, tau):
+    """No joint law beyond the built-in ones (:class:`JointLaw`): the joint's forces stay as they are."""
     return
 
 

@@ -254,3 +254,34 @@ def test_facet_contact_between_links_on_the_gpu_backend_matches_the_cpu_under_th
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["gpu_vs_cpu"] == 0.0 and out["same_events"] and out["changes"] == [[1, 2], [1, 2]], out
+
+
+JOINT_LAW_SCRIPT = textwrap.dedent(
+    """
+    import json, numpy as np
+    from scenes.examples.joint_servo import build, tracking_error
+
+    res = {}
+    for backend in ("cpu", "gpu"):
+        sc = build(kp=8.0, kd=1.2, rate=0.5, t_end=2.0)
+        link = sc.world.entity("arm.link0")
+        sc.world.compile(samples=2, backend=backend, overrides={(link, "servo_kp"): np.array([8.0, 5.0])})
+        res[backend] = sc.world.run(t_end=2.0, dt=0.01, final=("joint_q",)).finals["joint_q"].reshape(2, -1)[:, 0]
+    closed = [1.0 - float(tracking_error(2.0, kp=k, kd=1.2, rate=0.5)) for k in (8.0, 5.0)]
+    print(json.dumps({"gpu_vs_cpu": float(np.max(np.abs(res["gpu"] - res["cpu"]))),
+                      "vs_closed_form": float(np.max(np.abs(res["gpu"] - closed)))}))
+    """
+)
+
+
+def test_a_user_joint_law_on_the_gpu_backend_matches_the_cpu_under_the_simulator():
+    """The rate servo of scenes/examples/joint_servo.py (an ecs.terms.JointLaw, a user's njit kernel)
+    launched through the multibody kernels' CUDA twins under numba's CUDA simulator, two samples
+    with their own gains: final joint angles identical to the CPU backend, and each on its closed
+    form (1e-10 rad)."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    p = subprocess.run([sys.executable, "-c", JOINT_LAW_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["gpu_vs_cpu"] == 0.0 and out["vs_closed_form"] < 1e-10, out

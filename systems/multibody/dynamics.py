@@ -39,7 +39,10 @@ at the system CoM).
 
 Joint forces: ``joint_tau`` (written by :class:`JointCommands` from :class:`components.multibody.JointCommand`
 series, or by any user controller system, once per frame), friction, spring-dampers and end stops
-(:class:`components.multibody.JointFriction`, ``JointSpring``, ``JointLimit``) evaluated at every stage.
+(:class:`components.multibody.JointFriction`, ``JointSpring``, ``JointLimit``) evaluated at every stage,
+then the world's **joint law** (:class:`ecs.terms.JointLaw`, from a DERIVATIVE system's ``joint_law``:
+a motor, a servo, a nonlinear spring; one per world, ``scenes/examples/joint_servo.py``), also at
+every stage, its parameters read from its own columns on every link.
 
 Stepping: an explicit fixed-step tableau of :mod:`ecs.stepping` (``"rk4"`` default, ``"euler"``),
 compensated state update (``rk_step``), or the Kuo–Nguyen scheme of seed 001 (``"kuo_nguyen"``);
@@ -64,7 +67,8 @@ import numpy as np
 from numba import prange
 
 from components.gravity import PointMass
-from ecs.terms import FusedTerms, fuse_terms, no_terms_args, refuse_modal, sample_terms_none, specialise
+from ecs.terms import (FusedTerms, fuse_terms, joint_law_none, no_terms_args, refuse_modal, sample_terms_none,
+                       specialise)
 from components.loads import LoadSeries
 from components.multibody import FIXED, FREE, QD_SLOTS, TreeSpec, joint_state_error, tree_spec
 from ecs import InputError, Phase, System
@@ -94,7 +98,7 @@ GRAVITY_MODES = {"full": 0, "differential": 1, "linearized": 2}
 class _Work:
     """Per-table scratch of the system (numpy, or cupy on the GPU backend)."""
 
-    def __init__(self, table, stages, xp):
+    def __init__(self, table, stages, xp, law_columns=LAW_COLUMNS):
         n = table.row_count
         self.table = table
         self.E = table.entity_count
@@ -105,7 +109,8 @@ class _Work:
         self.K = xp.asarray(K)
         self.tauw, self.fext, self.qdd = xp.zeros((n, QD_SLOTS)), xp.zeros((n, 6)), xp.zeros((n, 6))
         self.Rw, self.pw = xp.zeros((n, 3, 3)), xp.zeros((n, 3))
-        self.law = xp.zeros((n, len(LAW_COLUMNS)))
+        self.law_columns = tuple(law_columns)  # the built-in laws' columns, then the joint law's
+        self.law = xp.zeros((n, len(self.law_columns)))
         self.ACC = None                         # per-link motion for points of interest (if any)
         self.tt = None                          # the row terms' argument (columns, arrays, parameters)
         self.env = xp.zeros((n, 6))             # row terms held between updates (environment_every > 1)
@@ -114,7 +119,7 @@ class _Work:
 
     def refresh_law(self) -> None:
         """Joint-law parameters from their columns (another system may have changed them)."""
-        for j, c in enumerate(LAW_COLUMNS):
+        for j, c in enumerate(self.law_columns):
             self.law[:, j] = self.table[c]
 
 
@@ -143,6 +148,7 @@ class MultibodyDynamics(System):
     phase = Phase.SCHEDULED
     derivative_pipeline = "terms"       # the world's row terms act on every link, at every stage
     takes_sample_terms = True           # and its sample term (facet contact between links), per sample
+    takes_joint_laws = True             # and its joint law (ecs.terms.JointLaw), per joint and stage
     reads = JOINT_COLUMNS + LINK_COLUMNS + POI_COLUMNS[:2] + CENTRE_COLUMNS[:1]
     # not row_time: the rigid-body Integrator writes it (one writer per column and phase), and a
     # world may hold both rigid bodies and trees; a link table's rows all stand at the frame end
@@ -233,7 +239,18 @@ class MultibodyDynamics(System):
                                          f"must be a column of every link table (table of "
                                          f"{world.name_of(int(t.entities[0]))} lacks it: give its links the "
                                          f"component, e.g. components.environment.Cannonball)")
-            self.work.append(_Work(t, max(self.nstages, 2), xp))
+            law_columns = LAW_COLUMNS
+            if self._law is not None:
+                for c in self._law.columns:
+                    if c not in t or tuple(t[c].shape) != (t.row_count,):
+                        raise InputError(f"JointLaw {self._law.name}: column", c,
+                                         f"must be a scalar column of every link table (table of "
+                                         f"{world.name_of(int(t.entities[0]))} "
+                                         f"{'lacks it' if c not in t else 'has it with shape ' + str(tuple(t[c].shape))}"
+                                         f": give every link the law's component, with values that do nothing "
+                                         f"where it should not act)")
+                law_columns = LAW_COLUMNS + tuple(self._law.columns)
+            self.work.append(_Work(t, max(self.nstages, 2), xp, law_columns))
             rows = self._fused.args(t, xp) if self._fused else no_terms_args()
             self.work[-1].tt = rows[:2] + ((self._sample.args, self._sample.links) if self._sample is not None
                                            else rows[2:])
@@ -281,17 +298,20 @@ class MultibodyDynamics(System):
 
     def _bind_terms(self, world, central) -> None:
         """Fuse the world's row terms into the multibody kernels (module docstring: which ones)."""
-        self.terms, self._fused, self._sample = (), None, None
+        self.terms, self._fused, self._sample, self._law = (), None, None, None
         self._k = {"advance_samples": advance_samples, "link_motion_samples": link_motion_samples}
         terms = []
+        def one(held, new, system, what):
+            """The world's one ``what`` (a sample term, a joint law): ``new`` if none is held yet."""
+            if new is not None and held is not None:
+                raise InputError(f"{system.name} (a {what})", new.name,
+                                 f"is a second {what} beside {held.name}: the multibody solve takes one "
+                                 "(sum them in one kernel)")
+            return held if new is None else new
+
         for s in world.schedule()[Phase.DERIVATIVE]:
-            sample = s.sample_term(world)
-            if sample is not None:
-                if self._sample is not None:
-                    raise InputError(f"{s.name} (a sample term)", sample.name,
-                                     f"is a second sample term beside {self._sample.name}: the multibody solve "
-                                     "takes one")
-                self._sample = sample
+            self._sample = one(self._sample, s.sample_term(world), s, "sample term")
+            self._law = one(self._law, s.joint_law(world), s, "joint law")
             term = s.term(world)
             if term is None:
                 continue
@@ -314,13 +334,17 @@ class MultibodyDynamics(System):
             raise InputError("MultibodyDynamics.environment_every", self.every,
                              "does nothing without row terms on the links (no DERIVATIVE system with a term()): "
                              "leave it at 1")
-        if not terms and self._sample is None:
+        if not terms and self._sample is None and self._law is None:
             return
         self.terms = tuple(terms)
         roots = {"advance_range": advance_samples.kernel, "link_motion_range": link_motion_samples.kernel,
                  "advance_sample": advance_sample.cpu, "link_motion_sample": link_motion_sample.cpu}
+        swap = {}
         if self._sample is not None:    # copies of the kernels calling the sample term's kernel
-            roots = specialise(roots, {sample_terms_none: self._sample.kernel})
+            swap[sample_terms_none] = self._sample.kernel
+        if self._law is not None:       # ... and the joint law's
+            swap[joint_law_none] = self._law.kernel
+        roots = specialise(roots, swap)
         if terms:
             self._fused: FusedTerms = fuse_terms(self.terms, roots)
             roots = self._fused.kernels

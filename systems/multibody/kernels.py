@@ -39,7 +39,7 @@ from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
 from ecs.status import Status
-from ecs.terms import row_terms_none, sample_terms_none, terms_active_none
+from ecs.terms import joint_law_none, row_terms_none, sample_terms_none, terms_active_none
 from systems.gravity.kernels import gradient_torque
 from systems.multibody.spatial import MW, VA, VV, nv_nominal, nv_of
 from systems.multibody.algorithms import aba_solve, origin, system_com, world_pose
@@ -61,10 +61,13 @@ _gg_torque = gradient_torque.cpu
 _terms = row_terms_none            # the world's row terms: ecs.terms.fuse_terms links copies against them
 _terms_on = terms_active_none
 _sample_terms = sample_terms_none  # the world's sample term (facet contact between links): ecs.terms.SampleTerm
+_joint_law = joint_law_none  # the world's joint law (a motor, a servo: ecs.terms.JointLaw), after the built-in ones
 #: Joint-law parameters, ``law[r, LAW_*]``: the columns they come from (components.multibody).
 LAW_COLUMNS = tuple("joint_" + f for f in LAW_FIELDS)
 (LAW_VISCOUS, LAW_COULOMB, LAW_SLIP, LAW_STIFFNESS, LAW_DAMPING, LAW_REST, LAW_LOWER, LAW_UPPER, LAW_LIMIT_STIFFNESS,
  LAW_LIMIT_DAMPING) = range(len(LAW_COLUMNS))
+#: The built-in laws' parameter count: a joint law's columns (ecs.terms.JointLaw) follow them in ``law``.
+N_LAW = len(LAW_COLUMNS)
 #: ``row_status`` code of a FAILED row.
 FAILED_CODE = int(Status.FAILED)
 #: Width of the per-link motion array of :func:`_link_motion`.
@@ -221,7 +224,8 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     ``viscous qd + coulomb tanh(qd / slip)`` per velocity coordinate, plus, for revolute and
     prismatic joints, the spring-damper ``−k (q − q_rest) − c qd`` and the end stops
     (penalty ``k_l (lower − q) − c_l qd`` below ``lower``, likewise above ``upper``, when
-    ``k_l > 0``); the per-row parameters are ``law[r, LAW_*]`` (:data:`LAW_COLUMNS`); external link forces from
+    ``k_l > 0``); the per-row parameters are ``law[r, LAW_*]`` (:data:`LAW_COLUMNS`); then the world's
+    joint law (:class:`ecs.terms.JointLaw`) with its parameters ``law[r, N_LAW:]``; external link forces from
     :func:`_link_forces`, with gravity ``gmode`` 0 (full), 1 (differential) or 2 (linearised); modes
     1 and 2 apply to a sample whose first link is an unlocked free root, full gravity otherwise (a
     fixed base feels the uniform part); the world's row terms at stage time ``time``. Locked
@@ -250,6 +254,8 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
                 elif x > law[r, LAW_UPPER]:
                     t += kl * (law[r, LAW_UPPER] - x) - law[r, LAW_LIMIT_DAMPING] * w
             tauw[r, 0] += t
+        if not locked[r] and kk != FIXED:               # the world's joint law, its columns after the built-ins'
+            _joint_law(kk, q[r], qd[r], time, law[r, N_LAW:], tauw[r])
     _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
