@@ -30,6 +30,9 @@ Sources
   by :func:`scenes.assets.voxel.build_voxel_field`.
 * :class:`LinearizedGravity` — first-order expansion about a reference point (eq 2.43), built by
   :func:`systems.gravity.kernels.linearize`.
+* :class:`UserField` — a field the user writes as a numba kernel ``(p, x, y, z) -> (U, gx, gy, gz)``
+  with its own parameters (a mascon model, a field from a mission's gravity science): every pipeline
+  links it in place of the built-in kinds (``scenes/examples/gravity_mascons.py``).
 * :class:`SphericalHarmonics` — a planet's exterior field as a spherical-harmonic series of fully
   normalised coefficients C̄_nm, S̄_nm (Montenbruck & Gill, *Satellite Orbits*, Springer 2000,
   §3.2), read from an ICGEM ``.gfc`` file (:meth:`SphericalHarmonics.from_gfc`); the field frame is
@@ -63,6 +66,7 @@ __all__ = [
     "PointMass",
     "Polyhedron",
     "SphericalHarmonics",
+    "UserField",
     "VoxelField",
     "as_points",
     "polyhedron_tables",
@@ -569,3 +573,53 @@ class SphericalHarmonics(GravitySource):
     def kernel_params(self) -> tuple:
         c, s = self.unnormalized()
         return (self.mu, self.radius, self.degree, np.ascontiguousarray(np.stack([c, s], axis=-1)))
+
+
+class UserField(GravitySource):
+    """A gravity field written by the user: a numba ``njit`` kernel and its parameters.
+
+    ``kernel(p, x, y, z) -> (U, gx, gy, gz)``: the potential [m²/s²] (positive, ``U = GM/r`` far
+    away) and the acceleration ``g = ∇U`` [m/s²] at the field-frame point (x, y, z) [m], ``p`` the
+    float64 array ``params``. Every pipeline that evaluates a gravity source (the rigid bodies'
+    :class:`systems.gravity.fields.GravitySystem` and its row term on links, the deployment's
+    kernels, :func:`systems.gravity.kernels.evaluate`) links a copy of its kernels with this one in
+    place of the built-in kinds (:func:`ecs.terms.specialise`), on the CPU and on the GPU. It has no
+    gravity gradient, so the gradient torque refuses it (as it refuses the voxel field).
+
+    Args:
+        kernel: the field (above).
+        params: its parameters, at least one finite number.
+        mu: the field's GM [m³/s²], for what needs the total mass (the deployment's escape test).
+        center: the field frame's centre of mass [m].
+        name: a label for messages.
+    """
+
+    kind = "user"
+
+    def __init__(self, kernel, params, *, mu: float, center=(0.0, 0.0, 0.0), name: str = "user"):
+        import inspect
+
+        import numba
+
+        if not isinstance(kernel, numba.core.registry.CPUDispatcher):
+            raise InputError(f"UserField {name}: kernel", getattr(kernel, "__name__", kernel),
+                             "must be a numba.njit function kernel(p, x, y, z) -> (U, gx, gy, gz)")
+        if len(inspect.signature(kernel.py_func).parameters) != 4:
+            raise InputError(f"UserField {name}: parameter count of kernel {kernel.py_func.__name__}",
+                             len(inspect.signature(kernel.py_func).parameters), "must take 4: p, x, y, z")
+        p = np.ascontiguousarray(np.asarray(params, dtype=np.float64).ravel())
+        if p.size == 0 or not np.all(np.isfinite(p)):
+            raise InputError(f"UserField {name}: params", np.asarray(params).tolist()[:8],
+                             "must be at least one finite number")
+        self.kernel = kernel
+        self.params = p
+        self.params.flags.writeable = False
+        self.mu = _finite_positive(mu, f"UserField {name}: mu", "m^3/s^2")
+        c = np.array(center, dtype=np.float64)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise InputError(f"UserField {name}: center", center, "must be 3 finite numbers [m]")
+        self.center_of_mass = c
+        self.name = str(name)
+
+    def kernel_params(self) -> tuple:
+        return (self.params,)

@@ -71,7 +71,7 @@ from systems.deployment.events import escaping
 
 _escaping = escaping.cpu
 _tat = terrain_at.cpu
-from systems.gravity.kernels import GRAVITY_AT_KIND, gravity_at
+from systems.gravity.kernels import gravity_at, gravity_at_for
 from systems.deployment.modes import ModeLoop
 from systems.terrain.sdf import eval_terrain, is_bare_grid, terrain_args
 
@@ -513,7 +513,7 @@ class DeploymentLoop(ModeLoop):
         """
         check_derivatives(world, world.systems)
         terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
-        swap = {gravity_at.cpu: GRAVITY_AT_KIND[int(gravity_args(target.gravity)[0])].cpu}
+        swap = {gravity_at.cpu: gravity_at_for(target.gravity)}
         if is_bare_grid(target.terrain):
             swap[terrain_at.cpu] = terrain_at_grid.cpu
         defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,

@@ -43,11 +43,12 @@ from numba import prange
 from components.environment import CelestialPole
 from components.gravity import GravitySource
 from ecs import InputError, Phase, System
-from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
+from ecs.kernels import RowDriver, cpu_jit, cpu_parallel, dual, launch_rows, to_backend
 from ecs.attitude import quat_rotate, quat_rotate_inverse
-from ecs.terms import Term
+from ecs.terms import Term, specialise
 from systems.gravity.uniform import add_weight
-from systems.gravity.kernels import GRAVITY_KINDS, gravity_args, gravity_at, gravity_gradient_at, tensor_gradient_torque
+from systems.gravity.kernels import (GRAVITY_KINDS, gravity_args, gravity_at, gravity_at_for, gravity_gradient_at,
+                                     tensor_gradient_torque)
 
 _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
@@ -292,6 +293,11 @@ class GravitySystem(System):
     def bind(self, world) -> None:
         src = self.source = self._resolve(world)
         self._driver = add_gravity_rows.parallel if src.kind in ALWAYS_PARALLEL else add_gravity_rows
+        self._row = add_gravity
+        if src.kind == "user":          # copies of the kernels linked against the user's field
+            k = specialise({**add_gravity_rows.roots("add_gravity_rows"), "add_gravity": add_gravity.cpu},
+                           {gravity_at.cpu: gravity_at_for(src)})
+            self._driver, self._row = RowDriver.linked(k, "add_gravity_rows"), k["add_gravity"]
         self.tables = world.tables_with(*COLUMNS)
         self._params = to_backend(world.backend, gravity_args(src))
         self._pole_dev = to_backend(world.backend, (self._pole,))[0]
@@ -302,7 +308,7 @@ class GravitySystem(System):
             raise InputError("GravitySystem.pole", f"frame end {frame.t + frame.dt} s",
                              f"must be within the pole table, span = {self.pole.span} s (CelestialPole.iau2006's span)")
         for t in self.tables:
-            launch_rows(frame.backend, self._driver, add_gravity, t.row_count, t["row_status"], t["body_position"],
+            launch_rows(frame.backend, self._driver, self._row, t.row_count, t["row_status"], t["body_position"],
                         t["body_attitude"], t["body_mass"], t["body_com"], t["body_inertia"], t["body_force"],
                         t["body_torque"], self._params, t["row_time"], self.spin, self.angle0, self._pole_dev,
                         self._gg)
@@ -312,7 +318,9 @@ class GravitySystem(System):
         CoM, with the gradient torque when ``gradient_torque`` is set."""
         src = self._resolve(world)
         ga = gravity_args(src)
-        return Term("gravity", gravity_term, columns=("body_inertia",), torque=self.gradient_torque,
+        kernel = gravity_term if src.kind != "user" else \
+            specialise({"gravity_term": gravity_term}, {gravity_at.cpu: gravity_at_for(src)})["gravity_term"]
+        return Term("gravity", kernel, columns=("body_inertia",), torque=self.gradient_torque,
                     attitude=self.gradient_torque, gravity=True,
                     arrays={**dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
                             "pole": self._pole},

@@ -81,11 +81,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numba
 from numba import prange
 
 from components.gravity import FieldValues, GravitySource, LinearizedGravity, Polyhedron, as_points
 from ecs.errors import InputError, positive_number
 from ecs.kernels import cpu_jit, cpu_parallel_points, dual
+from ecs.terms import specialise
 from systems.gravity.sources import (_L, _harmonics_gradient, _omega, carlson_rd, carlson_rf, edge_log,
                                      ellipsoid_field, facet_angle, harmonics_field, harmonics_gradient,
                                      linearized_field, point_mass_field, polyhedron_field, quadrupole_field,
@@ -123,9 +125,11 @@ GRAVITY_POLYHEDRON = 2
 GRAVITY_VOXEL = 3
 GRAVITY_LINEARIZED = 4
 GRAVITY_HARMONICS = 5
+GRAVITY_USER = 6
 #: source ``kind`` -> kernel code of :data:`gravity_at`.
 GRAVITY_KINDS = {"point_mass": GRAVITY_POINT_MASS, "ellipsoid": GRAVITY_ELLIPSOID, "polyhedron": GRAVITY_POLYHEDRON,
-                 "voxel": GRAVITY_VOXEL, "linearized": GRAVITY_LINEARIZED, "harmonics": GRAVITY_HARMONICS}
+                 "voxel": GRAVITY_VOXEL, "linearized": GRAVITY_LINEARIZED, "harmonics": GRAVITY_HARMONICS,
+                 "user": GRAVITY_USER}
 
 _pmf_at = point_mass_field.cpu
 _ell_at = ellipsoid_field.cpu
@@ -177,6 +181,22 @@ def _harmonics_gravity(ga, x, y, z):
     return _harm_at(x, y, z, gs[0], gs[1], int(gs[2]), ga[2])
 
 
+@numba.njit(cache=True, inline="always")
+def user_field_none(p, x, y, z):
+    """The field of a :class:`components.gravity.UserField` before a pipeline links the user's kernel
+    in its place (:func:`ecs.terms.specialise`): NaN, so a row that reaches it unlinked fails loudly."""
+    return math.nan, math.nan, math.nan, math.nan
+
+
+_user_field = user_field_none
+
+
+def _user_gravity(ga, x, y, z):
+    """:data:`gravity_at` of a :class:`components.gravity.UserField`: its kernel on its parameters
+    (``ga[6]``, :func:`gravity_args`)."""
+    return _user_field(ga[6], x, y, z)
+
+
 #: :data:`gravity_at` of one source kind, by kernel code: what a pipeline that knows its source at
 #: bind calls instead of the dispatch over every kind (:func:`ecs.terms.specialise`), so that it
 #: compiles only its own source's field.
@@ -185,13 +205,30 @@ GRAVITY_AT_KIND = {GRAVITY_POINT_MASS: dual(_point_mass_gravity, inline=False),
                    GRAVITY_POLYHEDRON: dual(_polyhedron_gravity, inline=False),
                    GRAVITY_VOXEL: dual(_voxel_gravity, inline=False),
                    GRAVITY_LINEARIZED: dual(_linearized_gravity, inline=False),
-                   GRAVITY_HARMONICS: dual(_harmonics_gravity, inline=False)}
+                   GRAVITY_HARMONICS: dual(_harmonics_gravity, inline=False),
+                   GRAVITY_USER: dual(_user_gravity, inline=False)}
 _g_point = GRAVITY_AT_KIND[GRAVITY_POINT_MASS].cpu
 _g_ellipsoid = GRAVITY_AT_KIND[GRAVITY_ELLIPSOID].cpu
 _g_polyhedron = GRAVITY_AT_KIND[GRAVITY_POLYHEDRON].cpu
 _g_voxel = GRAVITY_AT_KIND[GRAVITY_VOXEL].cpu
 _g_linearized = GRAVITY_AT_KIND[GRAVITY_LINEARIZED].cpu
 _g_harmonics = GRAVITY_AT_KIND[GRAVITY_HARMONICS].cpu
+_g_user = GRAVITY_AT_KIND[GRAVITY_USER].cpu
+
+
+def gravity_at_for(source: GravitySource):
+    """The :data:`gravity_at` of ``source``'s kind alone (CPU dispatcher; its GPU twin is built from
+    it): :data:`GRAVITY_AT_KIND`'s kernel, and for a :class:`components.gravity.UserField` a copy of
+    it linked against the user's kernel (:func:`ecs.terms.specialise`). A pipeline swaps it in for
+    :data:`gravity_at` to compile only its source's field."""
+    kind = GRAVITY_KINDS.get(getattr(source, "kind", None))
+    if kind is None:
+        raise InputError("gravity source", type(source).__name__,
+                         f"must be one of the components.gravity sources ({', '.join(GRAVITY_KINDS)})")
+    k = GRAVITY_AT_KIND[kind].cpu
+    if kind == GRAVITY_USER:
+        k = specialise({"user_gravity": k}, {user_field_none: source.kernel})["user_gravity"]
+    return k
 
 
 def _gravity_at(ga, x, y, z):
@@ -216,6 +253,8 @@ def _gravity_at(ga, x, y, z):
         return _g_voxel(ga, x, y, z)
     if gkind == 5:
         return _g_harmonics(ga, x, y, z)
+    if gkind == 6:
+        return _g_user(ga, x, y, z)
     return _g_linearized(ga, x, y, z)
 
 
@@ -275,6 +314,8 @@ def gravity_args(source: GravitySource) -> tuple:
     elif kind == GRAVITY_HARMONICS:
         gs[:3] = p[:3]
         vox = np.ascontiguousarray(p[3][..., None])       # [N+1, N+1, 2, 1]
+    elif kind == GRAVITY_USER:
+        pel = np.ascontiguousarray(p[0], dtype=np.float64)  # the user's parameters, ga[6]
     else:
         vox = np.ascontiguousarray(p[0])
         gs[:15] = [float(a) for a in p[1:]]
@@ -572,9 +613,20 @@ def _eval_harmonics(src, points) -> FieldValues:
     return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), None)
 
 
+def _eval_user(src, points) -> FieldValues:
+    p, single = as_points(points)
+    out = np.empty((p.shape[0], 4))
+    ev = specialise({"serial": eval_field_points.serial}, {gravity_at.cpu: gravity_at_for(src)})
+    ev["serial"](p, gravity_args(src), out)
+    if single:
+        return FieldValues(out[0, 0], out[0, 1:4].copy(), None)
+    return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), None)
+
+
 #: source kind -> host evaluator.
 _EVALUATORS = {"point_mass": _eval_point_mass, "ellipsoid": _eval_ellipsoid, "polyhedron": _eval_polyhedron,
-               "voxel": _eval_voxel, "linearized": _eval_linearized, "harmonics": _eval_harmonics}
+               "voxel": _eval_voxel, "linearized": _eval_linearized, "harmonics": _eval_harmonics,
+               "user": _eval_user}
 
 
 def evaluate(source: GravitySource, points) -> FieldValues:
@@ -585,7 +637,7 @@ def evaluate(source: GravitySource, points) -> FieldValues:
     if fn is None:
         raise InputError("gravity source", type(source).__name__,
                          "must be a components.gravity source (PointMass, Ellipsoid, Polyhedron, VoxelField, "
-                         "LinearizedGravity, SphericalHarmonics)")
+                         "LinearizedGravity, SphericalHarmonics, UserField)")
     return fn(source, points)
 
 
