@@ -59,7 +59,7 @@ References (docs/references.md):
 from __future__ import annotations
 
 from ecs import Scene
-from scenes.mission import mission_scene
+from scenes.mission import flown_landing
 
 #: The Itokawa-like body's semi-axes [m] (seed 004 Table 4.1), GM [m³/s²] and rotation period [h].
 ITOKAWA_RADII = (268.0, 147.0, 105.0)
@@ -88,12 +88,9 @@ def build(*, contact: str = "rigid", restitution: float | None = None, friction:
           record_every: int | None = None) -> Scene:
     """Hayabusa's first touchdown on Itokawa (module docstring). ``contact='rigid'`` (e 0.6 unless
     given) or ``'regolith'``; the ranges draw those parameters uniformly per sample."""
-    return mission_scene(
+    return flown_landing(
         "hayabusa", "Hayabusa's free fall from 17 m onto Itokawa's Muses Sea (Yano et al. 2006): bounces, rest",
-        body="itokawa", radii=ITOKAWA_RADII, mesh=None, mesh_units=None, gm=ITOKAWA_GM, period_h=ITOKAWA_PERIOD_H,
-        retrograde=True, gravity=gravity, resolution=64, rocks=False, fbm=False, latitude=latitude,
-        longitude=longitude, altitude=RELEASE_ALTITUDE, descent_speed=RELEASE_SPEED, position_sigma3=0.0,
-        velocity_sigma3=0.0, probe="box", size=HAYABUSA_SIZE, mass=HAYABUSA_MASS, density=500.0, level=level,
-        contact=contact, restitution=restitution, friction=friction, restitution_range=restitution_range,
-        friction_range=friction_range, speed_exponent=speed_exponent, speed_exponent_range=speed_exponent_range,
-        rolling_resistance=0.0, rigid_restitution=0.6, t_cap=t_cap, frame=frame, record_every=record_every)
+        body="itokawa", radii=ITOKAWA_RADII, gm=ITOKAWA_GM, period_h=ITOKAWA_PERIOD_H, latitude=latitude,
+        longitude=longitude, altitude=RELEASE_ALTITUDE, descent_speed=RELEASE_SPEED, size=HAYABUSA_SIZE,
+        mass=HAYABUSA_MASS, gravity=gravity, level=level, contact_args=locals(), t_cap=t_cap, frame=frame,
+        record_every=record_every)

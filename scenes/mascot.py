@@ -41,7 +41,7 @@ release "MASCOT's descent and bouncing path on Ryugu" (release at 41 m, drop spe
 from __future__ import annotations
 
 from ecs import Scene
-from scenes.mission import mission_scene
+from scenes.mission import flown_landing
 
 #: Ryugu's semi-axes [m] (a, b, c; c along the spin axis), GM [m³/s²] and rotation period [h].
 RYUGU_RADII = (502.0, 502.0, 438.0)
@@ -67,12 +67,8 @@ def build(*, contact: str = "rigid", restitution: float | None = None, friction:
     ``'regolith'`` (:func:`components.contact_params.low_gravity_regolith`); ``restitution_range`` /
     ``friction_range`` / ``speed_exponent_range`` = [low, high] draw those parameters uniformly per
     sample."""
-    return mission_scene(
+    return flown_landing(
         "mascot", "MASCOT released 41 m over Ryugu (Scholten et al. 2019): descent, bouncing, rest",
-        body="spinning-top", radii=RYUGU_RADII, mesh=None, mesh_units=None, gm=RYUGU_GM, period_h=RYUGU_PERIOD_H,
-        retrograde=True, gravity=gravity, resolution=64, rocks=False, fbm=False, latitude=latitude, longitude=0.0,
-        altitude=RELEASE_ALTITUDE, descent_speed=RELEASE_SPEED, position_sigma3=0.0, velocity_sigma3=0.0,
-        probe="box", size=MASCOT_SIZE, mass=MASCOT_MASS, density=500.0, level=level, contact=contact,
-        restitution=restitution, friction=friction, restitution_range=restitution_range,
-        friction_range=friction_range, speed_exponent=speed_exponent, speed_exponent_range=speed_exponent_range,
-        rolling_resistance=0.0, rigid_restitution=0.6, t_cap=t_cap, frame=frame, record_every=record_every)
+        body="spinning-top", radii=RYUGU_RADII, gm=RYUGU_GM, period_h=RYUGU_PERIOD_H, latitude=latitude, longitude=0.0,
+        altitude=RELEASE_ALTITUDE, descent_speed=RELEASE_SPEED, size=MASCOT_SIZE, mass=MASCOT_MASS, gravity=gravity,
+        level=level, contact_args=locals(), t_cap=t_cap, frame=frame, record_every=record_every)

@@ -365,6 +365,26 @@ def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units,
                       description=description, params=params)
 
 
+#: The contact arguments of a flown landing's scene (:func:`flown_landing`), by name.
+LANDING_CONTACT_ARGS = ("contact", "restitution", "friction", "restitution_range", "friction_range", "speed_exponent",
+                        "speed_exponent_range")
+
+
+def flown_landing(name: str, description: str, *, body: str, radii, gm: float, period_h: float, latitude: float,
+                  longitude: float, altitude: float, descent_speed: float, size, mass: float, gravity: str, level: int,
+                  contact_args: dict, t_cap: float, frame, record_every) -> Scene:
+    """The scene of a flown landing (:mod:`scenes.mascot`, :mod:`scenes.hayabusa`): a box lander
+    released straight down over a retrograde built-in body with no spread but its attitude, on a
+    smooth surface, the seed's rigid Stronge contact at e 0.6 unless ``contact_args`` (the scene's
+    :data:`LANDING_CONTACT_ARGS`, e.g. the scene's ``locals()``) says otherwise."""
+    return mission_scene(
+        name, description, body=body, radii=radii, mesh=None, mesh_units=None, gm=gm, period_h=period_h,
+        retrograde=True, gravity=gravity, resolution=64, rocks=False, fbm=False, latitude=latitude, longitude=longitude,
+        altitude=altitude, descent_speed=descent_speed, position_sigma3=0.0, velocity_sigma3=0.0, probe="box",
+        size=size, mass=mass, density=500.0, level=level, rolling_resistance=0.0, rigid_restitution=0.6, t_cap=t_cap,
+        frame=frame, record_every=record_every, **{k: contact_args[k] for k in LANDING_CONTACT_ARGS})
+
+
 _MISSION_PARAMS = ("body", "radii", "mesh", "mesh_units", "gm", "period_h", "retrograde", "gravity", "resolution",
                    "rocks", "fbm", "latitude", "longitude", "altitude", "descent_speed", "position_sigma3",
                    "velocity_sigma3", "probe", "size", "mass", "density", "level", "contact", "restitution", "friction",
