@@ -58,6 +58,9 @@ PAIR_FIELDS = ("restitution", "friction", "rolling_resistance", "regolith", "e_f
 (PAIR_E, PAIR_F, PAIR_CRR, PAIR_REGOLITH, PAIR_E0, PAIR_E1, PAIR_THETA_C, PAIR_VREF,
  PAIR_ALPHA) = range(len(PAIR_FIELDS))
 PAIR_FIELD_COUNT = len(PAIR_FIELDS)
+#: Values of a pair row's ``regolith`` field: the restitution law that acts at an impact: the
+#: constant ``restitution``, the :class:`Regolith` law, or the world's :class:`RestitutionLaw`.
+LAW_CONSTANT, LAW_REGOLITH, LAW_USER = 0.0, 1.0, 2.0
 
 #: Default rate β [1/s] of the contacts' velocity-level constraint stabilisation,
 #: N·v̇ + v·Ṅ = −β N·v (:mod:`systems.probe_contact.contact_motion`).
@@ -177,6 +180,40 @@ def low_gravity_regolith(restitution: float = 0.3, speed_exponent: float = 0.88,
 
 
 @dataclass(frozen=True)
+class RestitutionLaw:
+    """A restitution law written by the user: a numba ``njit`` kernel ``(e, vn, speed) -> e'``.
+
+    At every impact of a pair whose :class:`ContactParams` name this law, Stronge's impact uses
+    ``e'`` instead of the pair's constant restitution. The kernel receives the pair's
+    ``restitution`` ``e`` (drawn per sample like any pair field), the normal velocity of the contact
+    point ``vn`` [m/s] (negative: approaching) and its speed ``|v|`` [m/s]. Its own constants are
+    module globals of its file (numba freezes them; an edit recompiles). The deployment links its
+    kernels against this one (:func:`ecs.terms.specialise`), on the CPU and on the GPU. One law per
+    world: :func:`scenes.mission.deployment` adds it as a resource (``restitution_law=``).
+
+    Attributes:
+        kernel: the law (above).
+        name: a label for messages.
+    """
+
+    kernel: object
+    name: str = "user"
+
+    def __post_init__(self):
+        import inspect
+
+        import numba
+
+        if not isinstance(self.kernel, numba.core.registry.CPUDispatcher):
+            raise InputError(f"RestitutionLaw {self.name}: kernel", getattr(self.kernel, "__name__", self.kernel),
+                             "must be a numba.njit function kernel(e, vn, speed) -> e'")
+        n = len(inspect.signature(self.kernel.py_func).parameters)
+        if n != 3:
+            raise InputError(f"RestitutionLaw {self.name}: parameter count of kernel {self.kernel.py_func.__name__}",
+                             n, "must take 3: e, vn, speed")
+
+
+@dataclass(frozen=True)
 class ContactParams:
     """Impact and contact parameters of one pair of materials.
 
@@ -186,12 +223,15 @@ class ContactParams:
         rolling_resistance: rolling-resistance coefficient C_RR [1], >= 0 (eqs 2.85, 2.107).
         regolith: optional restitution law of a granular surface, by impact angle (eqs 2.111–2.113)
             and normal speed (:class:`Regolith`); it replaces ``restitution`` at every impact.
+        law: optional :class:`RestitutionLaw` of the user's, which replaces ``restitution`` at every
+            impact instead (not with ``regolith``).
     """
 
     restitution: float = 0.5
     friction: float = 0.5
     rolling_resistance: float = 0.0
     regolith: Regolith | None = None
+    law: RestitutionLaw | None = None
 
     def __post_init__(self):
         _finite_in(self.restitution, "restitution", 0.0, 1.0)
@@ -199,12 +239,16 @@ class ContactParams:
         _finite_in(self.rolling_resistance, "rolling_resistance", 0.0)
         if self.regolith is not None and not isinstance(self.regolith, Regolith):
             raise InputError("regolith", self.regolith, "must be a Regolith or None")
+        if self.law is not None and not isinstance(self.law, RestitutionLaw):
+            raise InputError("law", self.law, "must be a RestitutionLaw or None")
+        if self.law is not None and self.regolith is not None:
+            raise InputError("law", self.law.name, "cannot act with a regolith law: give one of law and regolith")
 
     def row(self) -> np.ndarray:
         """The kernel row of :data:`PAIR_FIELDS`, float64 [PAIR_FIELD_COUNT]."""
         r = self.regolith
         return np.array([self.restitution, self.friction, self.rolling_resistance,
-                         0.0 if r is None else 1.0,
+                         LAW_USER if self.law is not None else LAW_CONSTANT if r is None else LAW_REGOLITH,
                          self.restitution if r is None else r.e_floor,
                          self.restitution if r is None else r.e_max,
                          math.pi / 2 if r is None else r.critical_angle,

@@ -265,6 +265,8 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
                                  f"must be < RockField.reach = {rf.reach} m (the terrain distance is exact "
                                  "below reach)")
     world = World(name)
+    if contact.law is not None:
+        world.add_resource(contact.law)      # the deployment links its kernels against it
     res = ProbeShapes()
     ids = [add_probe_shape(res, g) for g in shapes]
     world.add_resource(res)

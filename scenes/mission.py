@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from components.contact_params import ContactParams, Regolith
+from components.contact_params import ContactParams, Regolith, RestitutionLaw
 from components.deploy import DeploySettings, DeployTarget
 from components.gravity import G, PointMass, Polyhedron
 from components.terrain import TerrainSDF
@@ -248,6 +248,7 @@ def release_above(target: DeployTarget, *, latitude: float, longitude: float, al
 
 def deployment(name: str, target: DeployTarget, probe, release: Release, *, restitution=0.5, friction=0.5,
                rolling_resistance: float = 0.0, regolith: Regolith | None = None, speed_exponent=None,
+               restitution_law: RestitutionLaw | None = None,
                t_cap: float = 36000.0, frame: float | None = None, record_every: int | None = None,
                random_attitude: bool = True, description: str = "", params: dict[str, Any] | None = None) -> Scene:
     """A deployment scene: ``probe`` (from :func:`box_probe` / :func:`solid_probe`) released at
@@ -259,7 +260,9 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
     :func:`components.contact_params.low_gravity_regolith`) makes the terrain granular: its law
     replaces the constant restitution at every impact; ``restitution`` then sets its ``e₀ = e₁``
     when the law has no angle modulation (``e₀ = e₁``), and ``speed_exponent`` (number or
-    dispersion) its ``α``."""
+    dispersion) its ``α``. ``restitution_law`` (a :class:`components.contact_params.RestitutionLaw`)
+    replaces the constant restitution by the user's law at every impact instead (its ``e`` is
+    ``restitution``, drawn or not)."""
     from scenes.deploy import DEFAULT_FRAME, deployment_scene
 
     geom, mp = probe
@@ -285,7 +288,7 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
                                        **({"speed_exponent": nominal["speed_exponent"]}
                                           if "speed_exponent" in nominal else {}))
     contact = ContactParams(restitution=nominal["restitution"], friction=nominal["friction"],
-                            rolling_resistance=float(rolling_resistance), regolith=regolith)
+                            rolling_resistance=float(rolling_resistance), regolith=regolith, law=restitution_law)
     return deployment_scene(name, description or f"{geom.name} probe released over {target.name}", target=target,
                             shapes=[geom], shape_mass=[mp], contact=contact, position=release.position,
                             position_sigma3=release.position_sigma3, velocity=release.velocity,

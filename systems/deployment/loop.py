@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from components.contact_params import LAW_USER, PAIR_REGOLITH, RestitutionLaw
 from components.deploy import DeployPhase, DeploySettings, DeployTarget
 from components.probe import ProbeShapes
 from components.rigid import RotatingFrame
@@ -72,6 +73,7 @@ from systems.deployment.events import escaping
 _escaping = escaping.cpu
 _tat = terrain_at.cpu
 from systems.gravity.kernels import gravity_at, gravity_at_for
+from systems.probe_contact.collision import restitution_law_none
 from systems.deployment.modes import ModeLoop
 from systems.terrain.sdf import eval_terrain, is_bare_grid, terrain_args
 
@@ -514,6 +516,16 @@ class DeploymentLoop(ModeLoop):
         check_derivatives(world, world.systems)
         terms = [s.term(world) for s in world.schedule()[Phase.DERIVATIVE]]
         swap = {gravity_at.cpu: gravity_at_for(target.gravity)}
+        law = world.resource(RestitutionLaw, None)
+        uses = bool(np.any(to_host(table["probe_terrain_pair"])[:, PAIR_REGOLITH] == LAW_USER))
+        if uses and law is None:
+            raise InputError("probe_terrain_pair", "regolith = 2 (a user's restitution law)",
+                             "needs the world's RestitutionLaw resource (scenes.mission.deployment(restitution_law=...))")
+        if law is not None and not uses:
+            raise InputError(f"RestitutionLaw {law.name}", "a world resource",
+                             "does nothing: no probe-terrain pair names it (ContactParams(law=...))")
+        if law is not None:
+            swap[restitution_law_none] = law.kernel
         if is_bare_grid(target.terrain):
             swap[terrain_at.cpu] = terrain_at_grid.cpu
         defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,

@@ -127,6 +127,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numba
 from numba import prange
 
 from components.contact_params import (PAIR_ALPHA, PAIR_CRR, PAIR_E, PAIR_E0, PAIR_E1, PAIR_F,
@@ -248,19 +249,33 @@ impact_normal = dual_call(_impact_normal)
 _impact_n = impact_normal.cpu
 
 
+@numba.njit(cache=True, inline="always")
+def restitution_law_none(e, vn, speed):
+    """The restitution of a pair that names a :class:`components.contact_params.RestitutionLaw`
+    before a pipeline links the user's kernel in its place (:func:`ecs.terms.specialise`): NaN, so
+    an impact that reaches it unlinked fails its row loudly."""
+    return math.nan
+
+
+_user_e = restitution_law_none
+
+
 def _regolith_restitution(e, regolith, e_floor, e_max, theta_c, v_ref, alpha, vn, speed):
     """Restitution on a granular surface (components.contact_params.Regolith): seed eqs 2.111 and
     2.113 (by impact angle) times ``min(1, (v_ref/|v_n|)^α)`` (by normal impact speed).
 
     Args:
         e: the pair's restitution (returned unchanged when ``regolith`` is 0).
-        regolith: 1.0 to apply the law, 0.0 not to.
+        regolith: 1.0 to apply the law, 0.0 not to, 2.0 for the world's
+            :class:`components.contact_params.RestitutionLaw` (``_user_e``, linked by the pipeline).
         e_floor, e_max: e₀ (steep impacts) and e₁ (grazing limit).
         theta_c: critical angle [rad].
         v_ref, alpha: reference speed [m/s] and exponent of the speed law (alpha 0: off).
         vn: normal contact-point velocity ``v·N`` [m/s] (negative when approaching).
         speed: ``|v|`` [m/s].
     """
+    if regolith == 2.0:
+        return _user_e(e, vn, speed)
     if regolith == 0.0 or not (speed > 0.0):
         return e
     x = -vn / speed

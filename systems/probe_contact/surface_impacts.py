@@ -204,6 +204,9 @@ class ResolveSurfaceImpacts(System):
             raise InputError("vertex_dirs", self.vertex_dirs.shape, f"must have shape ({k}, 3)")
         if not isinstance(params, ContactParams):
             raise InputError("params", params, "must be a ContactParams")
+        if params.law is not None:
+            raise InputError("params.law", params.law.name, "is linked by the deployment only: this system resolves "
+                             "impacts with the constant or the regolith restitution")
         self.pair_row = params.row()
         self.rolling_mask = np.asarray(rolling_mask, float)
         self.rolling_radius = float(rolling_radius)
