@@ -4,20 +4,13 @@ of a sphere, its GPU twin under the CUDA simulator, and the refusals."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from sim_helpers import scene_finals_cpu_and_gpu
 
 from components.contact_params import ContactParams, RestitutionLaw, low_gravity_regolith
 from ecs.errors import InputError
 from scenes.examples.lander_restitution import ALPHA, LAW, build, hunt_crossley
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_impact_rebounds_as_the_law_says(tmp_path):
@@ -47,33 +40,13 @@ def test_every_impact_rebounds_as_the_law_says(tmp_path):
     assert np.all(np.asarray(st["final"]["status"].values) == Status.SETTLED)
 
 
-GPU_SCRIPT = """
-import json, sys
-import numpy as np
-from scenes.examples.lander_restitution import build
-
-scene = build()
-w = scene.world
-w.compile(samples=1, backend=sys.argv[1])
-res = w.run(t_end=1800.0, dt=scene.dt, final=("body_position", "body_velocity", "probe_collisions"))
-print(json.dumps({c: np.asarray(v, float).ravel().tolist() for c, v in res.finals.items()}))
-"""
 
 
 def test_the_law_on_the_gpu_backend_matches_the_cpu_under_the_simulator():
     """The collision kernel's CUDA twin linked against the user's law (strict CUDA simulator):
     the CPU's final state after the first bounces, bit for bit."""
-    out = {}
-    for backend, sim in (("cpu", False), ("gpu", True)):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
-        env.pop("TUMBLE_CUDASIM_STRICT", None)
-        if sim:
-            env.update(NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1")
-        p = subprocess.run([sys.executable, "-c", GPU_SCRIPT, backend], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=900)
-        assert p.returncode == 0, p.stderr[-3000:]
-        out[backend] = json.loads(p.stdout.strip().splitlines()[-1])
+    out = scene_finals_cpu_and_gpu("scenes.examples.lander_restitution:build", 1800.0,
+                                   ("body_position", "body_velocity", "probe_collisions"))
     assert out["cpu"]["probe_collisions"][0] >= 2, out["cpu"]
     for c, v in out["cpu"].items():
         assert v == out["gpu"][c], (c, v, out["gpu"][c])

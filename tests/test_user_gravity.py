@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from sim_helpers import scene_finals_cpu_and_gpu
 
 from components.gravity import UserField
 from ecs import World
@@ -120,41 +121,14 @@ def test_refusals():
         GravitySystem(mascons([[0, 0, 0]], [1.0]), gradient_torque=True).bind(World("w"))
 
 
-GPU_SCRIPT = """
-import json, sys
-import numpy as np
-from scenes.examples.gravity_mascons import build
-
-scene = build()
-w = scene.world
-w.compile(samples=1, backend=sys.argv[1])
-res = w.run(t_end=1200.0, dt=scene.dt, final=("body_position", "body_velocity", "probe_first_impact_time"))
-print(json.dumps({c: np.asarray(v, float).ravel().tolist() for c, v in res.finals.items()}))
-"""
 
 
 def test_a_user_field_on_the_gpu_backend_matches_the_cpu_under_the_simulator():
     """The example's deployment (a box falling onto the sphere with its buried mascon, through its
     first contacts) on the GPU backend under numba's strict CUDA simulator: the phase kernels' CUDA
     twins linked against the user's kernel give the CPU's final state bit for bit."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    out = {}
-    for backend, sim in (("cpu", False), ("gpu", True)):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p))
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
-        env.pop("TUMBLE_CUDASIM_STRICT", None)
-        if sim:
-            env.update(NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1")
-        p = subprocess.run([sys.executable, "-c", GPU_SCRIPT, backend], cwd=root, env=env, capture_output=True,
-                           text=True, timeout=900)
-        assert p.returncode == 0, p.stderr[-3000:]
-        out[backend] = json.loads(p.stdout.strip().splitlines()[-1])
+    out = scene_finals_cpu_and_gpu("scenes.examples.gravity_mascons:build", 1200.0,
+                                   ("body_position", "body_velocity", "probe_first_impact_time"))
     assert out["cpu"]["probe_first_impact_time"][0] > 0.0, out["cpu"]
     for c, v in out["cpu"].items():
         assert v == out["gpu"][c], (c, v, out["gpu"][c])
