@@ -36,7 +36,7 @@ from benchmarks._common import machine_info, save
 #: Issue 17: peak RSS within this fraction across N.
 GOAL_SPREAD = 0.10
 
-_RUN = "import sys; from tumble.cli import main; sys.exit(main())"
+_RUN = "import sys; from tumble.entry import main; sys.exit(main())"
 
 
 def run_once(repo: Path, n: int, out: Path, extra: list[str]) -> dict:

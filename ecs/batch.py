@@ -865,13 +865,39 @@ def _sigint_ignored():
 
 
 @contextlib.contextmanager
+def _sigint_raises():
+    """Python's ``KeyboardInterrupt`` on SIGINT (main thread only, unless SIGINT is ignored) while
+    the block runs, whatever handler the caller installed: the ``tumble`` script answers SIGINT by
+    exiting at once (:mod:`tumble.entry`), which would leave a Dask cluster to die unclosed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
 def _dask_client(workers: int | None, scheduler: str | None):
-    """A Dask client: a fresh LocalCluster of ``workers`` processes, or one connected to ``scheduler``."""
+    """A Dask client: a fresh LocalCluster of ``workers`` processes, or one connected to ``scheduler``.
+
+    While it is open a Ctrl-C raises ``KeyboardInterrupt`` (:func:`_sigint_raises`), which closes it."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise InputError("--workers/--scheduler", workers or scheduler,
                          "needs dask[distributed] (pip install 'tumble[distributed]')") from exc
+    with _sigint_raises():
+        yield from _open_dask_client(Client, LocalCluster, workers, scheduler)
+
+
+def _open_dask_client(Client, LocalCluster, workers: int | None, scheduler: str | None):
+    """The body of :func:`_dask_client` (a generator that yields the client once)."""
     if workers is not None:
         import logging
 

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
-ENTRY = "from tumble.cli import main; main()"          # what the installed `tumble` script runs
+ENTRY = "from tumble.entry import main; main()"          # what the installed `tumble` script runs
 
 
 def _start(args, cwd):
@@ -75,3 +75,47 @@ def test_ctrl_c_with_dask_workers_is_one_line_and_ends_the_workers(tmp_path):
     assert "interrupted" in _one_line(err)
     gone, alive = psutil.wait_procs(kids, timeout=30)
     assert alive == [], [(p.pid, p.name()) for p in alive]
+
+
+
+_CALLBACK = """
+import os, signal, sys, time, weakref
+if sys.argv[1] != "python":
+    from tumble.entry import keep_ctrl_c
+    keep_ctrl_c(["run"])
+    if sys.argv[1] == "dask":       # what ecs.batch._sigint_raises does while a Dask cluster is up
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+class A:
+    pass
+a = A()
+def callback(_):                     # like importlib's module-lock callback: exceptions cannot leave it
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1.0)
+ref = weakref.ref(a, callback)
+try:
+    del a
+    for _ in range(200):
+        time.sleep(0.01)
+    print("lost")
+except KeyboardInterrupt:
+    print("delivered")
+"""
+
+
+@pytest.mark.parametrize("mode, rc, out", [("python", 0, "lost"), ("script", 130, ""), ("dask", 0, "delivered")])
+def test_ctrl_c_that_lands_in_a_callback_is_not_lost(tmp_path, mode, rc, out):
+    """The CI failure this guards against: a Ctrl-C during the imports landed in importlib's
+    module-lock weakref callback, Python printed "Exception ignored" and the run went on to exit 0.
+
+    * ``python``: Python's own handling loses it (the control case: the test can fail);
+    * ``script``: the ``tumble`` script's handler exits at once, one line, status 130;
+    * ``dask``: with ``KeyboardInterrupt`` put back (a Dask cluster up), the swallowed interrupt is
+      raised again in the main thread."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", _CALLBACK, mode], env=env, capture_output=True, text=True,
+                         timeout=60, preexec_fn=_as_from_a_terminal)
+    assert (res.returncode, res.stdout.strip()) == (rc, out), (res.stdout, res.stderr)
+    if mode == "script":
+        assert _one_line(res.stderr) == "error: interrupted (a run continues with --resume)"
+    else:
+        assert ("Exception ignored" in res.stderr) == (mode == "python"), res.stderr
