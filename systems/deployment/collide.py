@@ -177,9 +177,16 @@ def _collide_rows(j0, j1, rows, work, iwork, status, reason, phase, rtime, sampl
             ux, uy, uz = _cross(wx, wy, wz, rx, ry, rz)
             px, py, pz = _rot(q0, q1, q2, q3, ux, uy, uz)
             vn = (vx + px) * nx + (vy + py) * ny + (vz + pz) * nz
-            ax, ay, az = _cross(w[K0 + 10], w[K0 + 11], w[K0 + 12], rx, ry, rz)
-            cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
-            ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
+            if sphere_r > 0.0:
+                # the sphere's contact point is geometric, not material: whether the surface is
+                # needed is the centre's free acceleration along n. The material point under a
+                # rolling sphere adds ω×(ω×r), ω²ρ outward, which at low gravity outweighs g and
+                # would log every step of a roll as a bounce (docs/design.md §8.16)
+                ax, ay, az = 0.0, 0.0, 0.0
+            else:
+                ax, ay, az = _cross(w[K0 + 10], w[K0 + 11], w[K0 + 12], rx, ry, rz)
+                cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
+                ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
             an = (w[K0 + 3] + ax) * nx + (w[K0 + 4] + ay) * ny + (w[K0 + 5] + az) * nz
             if an < ban:
                 ban = an
