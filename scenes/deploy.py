@@ -257,6 +257,10 @@ def deployment_scene(name: str, description: str, *, target: DeployTarget, shape
     for g, m in zip(shapes, shape_mass):
         if np.linalg.norm(m.com) > 1e-9 * max(1.0, g.radius):
             raise InputError("probe mass properties", m.com.tolist(), "the CoM must be at the shape origin")
+    rolls = contact.rolling_resistance != 0.0 or "rolling_resistance" in (contact_dispersions or {})
+    if rolls and not float(rolling_radius) > 0.0:   # the torque is C_RR · R · F_N: R = 0 would silently drop it
+        raise InputError("rolling_radius", rolling_radius, "must be > 0 m (the probe's radius in the direction of "
+                         "rolling, seed 004 eq 2.85) when a rolling resistance is given")
     rf = getattr(target.terrain, "rocks", None)
     if rf is not None:
         for g in shapes:  # a sphere's contact test reads its centre's distance: it must be in the exact range

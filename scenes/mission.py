@@ -31,6 +31,7 @@ import numpy as np
 from components.contact_params import ContactParams, Regolith, RestitutionLaw
 from components.deploy import DeploySettings, DeployTarget
 from components.gravity import G, PointMass, Polyhedron
+from components.probe import ShapeKind
 from components.terrain import TerrainSDF
 from ecs import InputError, Scene
 from scenes._common import positive
@@ -266,6 +267,16 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
     from scenes.deploy import DEFAULT_FRAME, deployment_scene
 
     geom, mp = probe
+    # seed 004 eq 2.85: R is the probe's radius in the direction of rolling, and C_RR is zero where
+    # the shape does not roll naturally. A sphere rolls about every axis (R its radius); a polyhedron
+    # tips over its edges instead, so a rolling resistance on one would do nothing: refused
+    rolling_radius = 0.0
+    if float(rolling_resistance) != 0.0:
+        if geom.kind != ShapeKind.SPHERE:
+            raise InputError("rolling_resistance", rolling_resistance,
+                             f"applies to a rolling (sphere) probe; a {geom.name} probe does not roll (seed 004 "
+                             "eq 2.85: C_RR is zero where the shape does not roll): leave it at 0")
+        rolling_radius = float(geom.radius)
     draws: dict[str, Callable] = {}
     nominal = {}
     if speed_exponent is not None and regolith is None:
@@ -293,7 +304,7 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
                             shapes=[geom], shape_mass=[mp], contact=contact, position=release.position,
                             position_sigma3=release.position_sigma3, velocity=release.velocity,
                             velocity_sigma3=release.velocity_sigma3, random_attitude=random_attitude,
-                            contact_dispersions=draws or None, rolling_radius=0.0,
+                            contact_dispersions=draws or None, rolling_radius=rolling_radius,
                             settings=DeploySettings(t_cap=positive("t_cap", t_cap, "s")),
                             frame=DEFAULT_FRAME if frame is None else frame, record_every=record_every,
                             params=params)

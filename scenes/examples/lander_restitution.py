@@ -53,9 +53,7 @@ def build(*, restitution: float = 0.6, altitude: float = 30.0, radius: float = 2
     """A 5 kg sphere released ``altitude`` [m] over a slowly turning sphere of ``radius`` [m], GM
     ``gm`` [m³/s²] and rotation period ``period_h`` [h], bouncing with the Hunt–Crossley
     restitution law and rolling to rest with seed 004's rolling resistance C_RR 0.035 (its
-    sphere's). (With an 8 h or 20 h period this sphere hops on indefinitely at ~2e-4 m/s with the
-    constant restitution too: the contact-entry test takes a rolling sphere's material-point
-    acceleration, docs/design.md §8.15; not yet fixed.)"""
+    sphere's)."""
     body = small_body("sphere", radii=(radius, radius, radius), gm=gm, period_h=period_h, gravity="point_mass",
                       resolution=48)
     probe = solid_probe("sphere", mass=5.0, density=500.0)
