@@ -848,34 +848,21 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
-    """SIGINT ignored in this process (main thread only) while the block runs: processes started
-    meanwhile inherit it."""
-    import signal
-    import threading
+def _sigint(action: str):
+    """SIGINT handled as ``action`` says while the block runs (main thread only; a SIGINT that is
+    already ignored stays ignored):
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _sigint_raises():
-    """Python's ``KeyboardInterrupt`` on SIGINT (main thread only, unless SIGINT is ignored) while
-    the block runs, whatever handler the caller installed: the ``tumble`` script answers SIGINT by
-    exiting at once (:mod:`tumble.entry`), which would leave a Dask cluster to die unclosed."""
+    * ``"ignore"``: ignored; processes started meanwhile inherit it (Dask's worker processes);
+    * ``"raise"``: Python's ``KeyboardInterrupt``, whatever handler the caller installed. The
+      ``tumble`` script answers SIGINT by exiting at once (:mod:`tumble.entry`), which would leave
+      a Dask cluster to die unclosed."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = signal.signal(signal.SIGINT, {"ignore": signal.SIG_IGN, "raise": signal.default_int_handler}[action])
     try:
         yield
     finally:
@@ -886,13 +873,13 @@ def _sigint_raises():
 def _dask_client(workers: int | None, scheduler: str | None):
     """A Dask client: a fresh LocalCluster of ``workers`` processes, or one connected to ``scheduler``.
 
-    While it is open a Ctrl-C raises ``KeyboardInterrupt`` (:func:`_sigint_raises`), which closes it."""
+    While it is open a Ctrl-C raises ``KeyboardInterrupt`` (:func:`_sigint`), which closes it."""
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise InputError("--workers/--scheduler", workers or scheduler,
                          "needs dask[distributed] (pip install 'tumble[distributed]')") from exc
-    with _sigint_raises():
+    with _sigint("raise"):
         yield from _open_dask_client(Client, LocalCluster, workers, scheduler)
 
 
@@ -911,7 +898,7 @@ def _open_dask_client(Client, LocalCluster, workers: int | None, scheduler: str 
         # logs are silenced below CRITICAL: a worker whose heartbeat outlives the scheduler at such an
         # end logged a traceback at ERROR (seen under load); what a task raises reaches the driver,
         # which reports it per sample, and a lost worker reaches it as an exception
-        with _sigint_ignored():
+        with _sigint("ignore"):
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                                    silence_logs=logging.CRITICAL, env={"NUMBA_NUM_THREADS": str(threads)})

@@ -271,7 +271,7 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
     # the shape does not roll naturally. A sphere rolls about every axis (R its radius); a polyhedron
     # tips over its edges instead, so a rolling resistance on one would do nothing: refused
     rolling_radius = 0.0
-    if float(rolling_resistance) != 0.0:
+    if float(rolling_resistance) > 0.0:      # a negative one is refused by ContactParams, by its rule
         if geom.kind != ShapeKind.SPHERE:
             raise InputError("rolling_resistance", rolling_resistance,
                              f"applies to a rolling (sphere) probe; a {geom.name} probe does not roll (seed 004 "

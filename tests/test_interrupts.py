@@ -83,7 +83,7 @@ import os, signal, sys, time, weakref
 if sys.argv[1] != "python":
     from tumble.entry import keep_ctrl_c
     keep_ctrl_c(["run"])
-    if sys.argv[1] == "dask":       # what ecs.batch._sigint_raises does while a Dask cluster is up
+    if sys.argv[1] == "dask":       # what ecs.batch._sigint("raise") does while a Dask cluster is up
         signal.signal(signal.SIGINT, signal.default_int_handler)
 class A:
     pass
