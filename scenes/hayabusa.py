@@ -81,7 +81,7 @@ RELEASE_SPEED = 0.085
 OBSERVED = {"bounce_time": (1320.0, 300.0), "longest_flight": (1200.0, 300.0), "bounces": (2.0, 1.0)}
 
 
-def build(*, contact: str = "rigid", restitution: float | None = None, friction: float = 0.65,
+def build(*, contact: str = "rigid", restitution: float | None = None, friction: float | None = None,
           restitution_range=None, friction_range=None, speed_exponent: float | None = None,
           speed_exponent_range=None, level: int = 1, gravity: str = "voxel", latitude: float = SITE[0],
           longitude: float = SITE[1], t_cap: float = 36000.0, frame: float | None = None,

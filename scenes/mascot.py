@@ -59,7 +59,7 @@ RELEASE_SPEED = 0.098
 OBSERVED = {"fall_time": (350.0, 10.0), "bounce_time": (663.0, 66.0), "displacement": (17.0, 3.0)}
 
 
-def build(*, contact: str = "rigid", restitution: float | None = None, friction: float = 0.65,
+def build(*, contact: str = "rigid", restitution: float | None = None, friction: float | None = None,
           restitution_range=None, friction_range=None, speed_exponent: float | None = None,
           speed_exponent_range=None, level: int = 1, gravity: str = "voxel", latitude: float = -22.0, t_cap: float = 36000.0,
           frame: float | None = None, record_every: int | None = None) -> Scene:

@@ -295,9 +295,9 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
         else:
             nominal[key] = float(v)
     if regolith is not None and regolith.e_floor == regolith.e_max:     # e₀ = e₁: restitution sets both
-        regolith = dataclasses.replace(regolith, e_floor=nominal["restitution"], e_max=nominal["restitution"],
-                                       **({"speed_exponent": nominal["speed_exponent"]}
-                                          if "speed_exponent" in nominal else {}))
+        regolith = dataclasses.replace(regolith, e_floor=nominal["restitution"], e_max=nominal["restitution"])
+    if regolith is not None and "speed_exponent" in nominal:            # α, with or without the angle law
+        regolith = dataclasses.replace(regolith, speed_exponent=nominal["speed_exponent"])
     contact = ContactParams(restitution=nominal["restitution"], friction=nominal["friction"],
                             rolling_resistance=float(rolling_resistance), regolith=regolith, law=restitution_law)
     return deployment_scene(name, description or f"{geom.name} probe released over {target.name}", target=target,
@@ -316,7 +316,7 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
                   latitude: float = -22.0, longitude: float = 0.0, altitude: float = 40.0, descent_speed: float = 0.0,
                   position_sigma3: float = 0.0, velocity_sigma3: float = 0.0, probe: str = "box",
                   size=(0.3, 0.28, 0.2), mass: float = 10.0, density: float = 500.0, level: int = 1,
-                  contact: str = "rigid", restitution: float | None = None, friction: float = 0.5,
+                  contact: str = "rigid", restitution: float | None = None, friction: float | None = None,
                   restitution_range=None, friction_range=None, speed_exponent: float | None = None,
                   speed_exponent_range=None, rolling_resistance: float = 0.0, t_cap: float = 36000.0,
                   frame: float | None = None, record_every: int | None = None) -> Scene:
@@ -332,13 +332,23 @@ def mission_scene(name: str, description: str, *, body, radii, mesh, mesh_units,
                   resolution, rocks, fbm, latitude, longitude, altitude, descent_speed, position_sigma3,
                   velocity_sigma3, probe, size, mass, density, level, contact, restitution, friction,
                   restitution_range, friction_range, speed_exponent, speed_exponent_range, rolling_resistance, t_cap,
-                  frame, record_every, rigid_restitution: float = 0.5) -> Scene:
+                  frame, record_every, rigid_restitution: float = 0.5, default_friction: float = 0.5) -> Scene:
     """The scene of :func:`build_mission` under another name (a named mission such as
     :mod:`scenes.mascot`); every argument as there. ``contact`` is ``'rigid'`` (Stronge with a
     constant ``restitution``, ``rigid_restitution`` when not given) or ``'regolith'``
     (:func:`components.contact_params.low_gravity_regolith`: ``restitution`` is its restitution at
-    5 cm/s, 0.3 when not given, and ``speed_exponent`` its α, 0.88 when not given)."""
+    5 cm/s, 0.3 when not given, and ``speed_exponent`` its α, 0.88 when not given). ``friction`` is
+    ``default_friction`` when not given. A value and its ``*_range`` together are refused: the range
+    draws the parameter per sample, so the value would do nothing."""
     from ecs.scene import uniform
+
+    for key, value, rng in (("restitution", restitution, restitution_range), ("friction", friction, friction_range),
+                            ("speed_exponent", speed_exponent, speed_exponent_range)):
+        if value is not None and rng is not None:
+            raise InputError(key, value, f"is given with {key}_range = {rng!r}, which draws it per sample and would "
+                                         "leave it unused: give one of the two")
+    if friction is None:
+        friction = default_friction
 
     def spread(name, rng_range, value, top):
         if rng_range is None:
@@ -384,18 +394,24 @@ LANDING_CONTACT_ARGS = ("contact", "restitution", "friction", "restitution_range
                         "speed_exponent_range")
 
 
+#: Coulomb friction of a flown landing's box on the surface when the scene is not told (seed 004's
+#: Itokawa studies draw 0.5–0.8; this is their middle)
+LANDING_FRICTION = 0.65
+
+
 def flown_landing(name: str, description: str, *, body: str, radii, gm: float, period_h: float, latitude: float,
                   longitude: float, altitude: float, descent_speed: float, size, mass: float, gravity: str, level: int,
                   contact_args: dict, t_cap: float, frame, record_every) -> Scene:
     """The scene of a flown landing (:mod:`scenes.mascot`, :mod:`scenes.hayabusa`): a box lander
     released straight down over a retrograde built-in body with no spread but its attitude, on a
-    smooth surface, the seed's rigid Stronge contact at e 0.6 unless ``contact_args`` (the scene's
+    smooth surface, the seed's rigid Stronge contact at e 0.6 and f :data:`LANDING_FRICTION` unless ``contact_args`` (the scene's
     :data:`LANDING_CONTACT_ARGS`, e.g. the scene's ``locals()``) says otherwise."""
     return mission_scene(
         name, description, body=body, radii=radii, mesh=None, mesh_units=None, gm=gm, period_h=period_h,
         retrograde=True, gravity=gravity, resolution=64, rocks=False, fbm=False, latitude=latitude, longitude=longitude,
         altitude=altitude, descent_speed=descent_speed, position_sigma3=0.0, velocity_sigma3=0.0, probe="box",
-        size=size, mass=mass, density=500.0, level=level, rolling_resistance=0.0, rigid_restitution=0.6, t_cap=t_cap,
+        size=size, mass=mass, density=500.0, level=level, rolling_resistance=0.0, rigid_restitution=0.6,
+        default_friction=LANDING_FRICTION, t_cap=t_cap,
         frame=frame, record_every=record_every, **{k: contact_args[k] for k in LANDING_CONTACT_ARGS})
 
 
@@ -424,8 +440,9 @@ PARAMETERS = {
     "size": "[m] box edge lengths [a, b, c]", "mass": "[kg] probe mass", "density": "[kg/m^3] solid probe density",
     "level": "probe tessellation level",
     "contact": "'rigid' (Stronge, constant e) or 'regolith' (e falls with impact speed; docs/validation.md)",
-    "restitution": "[1] e (regolith: e at normal impact speeds up to 5 cm/s; default 0.5 rigid, 0.3 regolith)",
-    "friction": "[1] f",
+    "restitution": "[1] e (regolith: e at normal impact speeds up to 5 cm/s; default 0.5 rigid, 0.3 regolith; "
+                   "not with restitution_range)",
+    "friction": "[1] f (default 0.5; not with friction_range)",
     "speed_exponent": "[1] regolith: alpha of e = restitution * min(1, (0.05 m/s / |v_n|)^alpha) (default 0.88)",
     "speed_exponent_range": "[1] [low, high]: regolith alpha uniform per sample",
     "restitution_range": "[1] [low, high]: e uniform per sample", "friction_range": "[1] [low, high]: f uniform per sample",

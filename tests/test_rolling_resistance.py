@@ -101,3 +101,19 @@ def test_rolling_resistance_on_a_probe_that_does_not_roll_is_refused():
                          shape_mass=[MassProperties(mass=1.0, com=np.zeros(3), inertia=0.004 * np.eye(3))],
                          contact=ContactParams(0.5, 0.5, C_RR), position=(300.0, 0, 0), position_sigma3=np.zeros(3),
                          velocity=(0, 0, 0), velocity_sigma3=np.zeros(3), rolling_radius=0.0)
+
+
+def test_speed_exponent_sets_alpha_of_an_angle_modulated_regolith_law_too():
+    """``deployment(..., regolith=Regolith(angle law), speed_exponent=α)`` used to drop α unless the
+    law had e₀ = e₁ (it was applied only together with the restitution)."""
+    from components.contact_params import PAIR_FIELDS, Regolith
+
+    body = small_body("sphere", radii=(RADIUS,) * 3, gm=GM, period_h=8.0, gravity="point_mass", resolution=24)
+    law = Regolith(e_floor=0.1, e_max=0.4, critical_angle=0.5, reference_speed=0.05, speed_exponent=0.88)
+    scene = deployment("alpha", body, box_probe((1.0, 1.0, 1.0), mass=10.0),
+                       release_above(body, latitude=0.0, longitude=0.0, altitude=10.0), regolith=law,
+                       speed_exponent=1.3)
+    scene.world.compile()
+    row = np.asarray(scene.world.table_with("probe_terrain_pair")["probe_terrain_pair"])[0]
+    assert row[PAIR_FIELDS.index("speed_exponent")] == 1.3
+    assert (row[PAIR_FIELDS.index("e_floor")], row[PAIR_FIELDS.index("e_max")]) == (0.1, 0.4)
