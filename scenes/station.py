@@ -109,6 +109,8 @@ PARAMETERS = {
 
 CONFIGS = ("free", "locked", "rigid")
 #: The free arm's parameters when not given (only config="free" takes them).
+#: the station's cross-section for drag and solar pressure [m²] (NASA's 6-DoF check cases' ISS model)
+STATION_AREA = 1400.0
 FREE_ARM_DEFAULTS = {"joint_spread": 1.0, "servo_period": 60.0, "slew_torque": 20.0, "slew_time": 600.0,
                      "command_spread": 0.1}
 ENVIRONMENTS = ("full", "gravity", "central")
@@ -286,7 +288,7 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
           wrist_pitch: float = 30.0, joint_spread: float | None = None, servo_period: float | None = None,
           slew_torque: float | None = None, slew_time: float | None = None,
           command_spread: float | None = None, payload_mass: float = 16500.0, payload_length: float = 9.8,
-          payload_radius: float = 2.2, station_area: float = 1400.0, arm_base: str = "0,4,-3") -> Scene:
+          payload_radius: float = 2.2, station_area: float | None = None, arm_base: str = "0,4,-3") -> Scene:
     """The station scene (module docstring)."""
     if config not in CONFIGS:
         raise InputError("config", config, f"must be one of {list(CONFIGS)}")
@@ -298,10 +300,20 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
                                       f"leave it out, or use config='free'")
         if v is None:
             arm[name] = FREE_ARM_DEFAULTS[name]
+    if config == "free" and float(arm["slew_torque"]) == 0.0:
+        for name, v in (("slew_time", slew_time), ("command_spread", command_spread)):   # they shape the slew
+            if v is not None:
+                raise InputError(name, v, "does nothing with slew_torque=0 (no slew is commanded): leave it out, "
+                                          "or give a slew_torque > 0")
     joint_spread, servo_period, slew_torque, slew_time, command_spread = (
         float(arm[k]) for k in ("joint_spread", "servo_period", "slew_torque", "slew_time", "command_spread"))
     if environment not in ENVIRONMENTS:
         raise InputError("environment", environment, f"must be one of {list(ENVIRONMENTS)}")
+    if station_area is not None and environment != "full":       # only drag and radiation pressure read it
+        raise InputError("station_area", station_area, f"does nothing with environment={environment!r} (only the "
+                                                       "'full' environment's drag and solar pressure use it): leave "
+                                                       "it out, or use environment='full'")
+    station_area = STATION_AREA if station_area is None else station_area
     for name, v, unit in (("altitude", altitude, "m"), ("dt", dt, "s"), ("payload_length", payload_length, "m"),
                           ("payload_radius", payload_radius, "m"), ("slew_time", slew_time, "s"),
                           ("servo_period", servo_period, "s")):
