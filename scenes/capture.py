@@ -40,8 +40,7 @@ store's ``final/separation_within`` (1: captured, 0: missed; a
 with ``final/separation_distance`` and ``final/separation_first_within`` (the first frame end
 within reach); the latch's start event gives the exact capture time.
 
-Environment (``environment``): ``"central"`` (default, the point-mass Earth), ``"gravity"`` (the
-EGM2008 d20 Earth alone) or ``"full"``
+Environment (``environment``): ``"central"`` (default, the point-mass Earth) or ``"full"``
 (:func:`scenes.station` 's: EGM2008 d20, Sun/Moon, drag, SRP; the ``orbit`` extra).
 
 Scene parameters (keyword-only): ``environment``, ``altitude`` [m], ``inclination`` [deg], ``epoch``
@@ -80,8 +79,7 @@ from systems.multibody.dynamics import MultibodyDynamics, SeparationSensor, tree
 DESCRIPTION = "A station arm snares a drifting free-flyer: facet contact between two trees in LEO (seeds 001, 000)"
 
 PARAMETERS = {
-    "environment": "central (point-mass Earth), gravity (the EGM2008 d20 Earth only; orbit extra) or full "
-                   "(EGM2008 d20, Sun/Moon, drag, SRP; orbit extra)",
+    "environment": "central (point-mass Earth) or full (EGM2008 d20, Sun/Moon, drag, SRP; orbit extra)",
     "altitude": "[m] of the circular orbit", "inclination": "[deg] of the orbit",
     "epoch": "[TDB Julian date] of t = 0", "t_end": "[s]", "dt": "[s] frame", "substeps": "RK4 steps per frame",
     "record_every": "[frames] between trajectory records",

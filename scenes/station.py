@@ -53,9 +53,9 @@ its velocity, the angular momentum about it and the kinetic energy.
 Scene parameters (keyword-only): ``config`` (``"free"``), ``environment`` (``"full"``),
 ``altitude`` [m], ``inclination`` [deg], ``epoch`` (TDB Julian date, 2460676.5 = 2025-01-01; the
 Earth's rotation angle takes it as UT1, 69 s apart), ``t_end`` [s] (one orbit), ``dt`` [s] (10),
-``substeps`` (1), ``record_every`` [frames] (6), ``method`` (``"rk4"``), ``shoulder_pitch``,
+``substeps`` (5), ``record_every`` [frames] (6), ``method`` (``"rk4"``), ``shoulder_pitch``,
 ``elbow_pitch``, ``wrist_pitch`` [deg] (30, −60, 30), ``joint_spread`` [deg, 3σ] (1),
-``slew_torque`` [N m] (10), ``slew_time`` [s] (600), ``command_spread`` (0.1), ``payload_mass``
+``slew_torque`` [N m] (20), ``slew_time`` [s] (600), ``command_spread`` (0.1), ``payload_mass``
 [kg], ``payload_length`` [m], ``payload_radius`` [m], ``station_area`` [m²], ``arm_base`` — the
 B1 mount point as ``"x,y,z"`` [m], structural axes (``"0,4,-3"``: on the truss, zenith side).
 """
