@@ -315,7 +315,7 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
                   gravity: str = "voxel", resolution: int = 64, rocks: bool | str = False, fbm: bool = False,
                   latitude: float = -22.0, longitude: float = 0.0, altitude: float = 40.0, descent_speed: float = 0.0,
                   position_sigma3: float = 0.0, velocity_sigma3: float = 0.0, probe: str = "box",
-                  size=(0.3, 0.28, 0.2), mass: float = 10.0, density: float = 500.0, level: int = 1,
+                  size=None, mass: float = 10.0, density: float | None = None, level: int | None = None,
                   contact: str = "rigid", restitution: float | None = None, friction: float | None = None,
                   restitution_range=None, friction_range=None, speed_exponent: float | None = None,
                   speed_exponent_range=None, rolling_resistance: float = 0.0, t_cap: float = 36000.0,
@@ -323,7 +323,16 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
     """``deploy``: any mission from ``-p`` (defaults: a 10 kg 0.3 × 0.28 × 0.2 m box 40 m above a
     500 × 440 m spinning-top body at latitude −22°, GM 30 m³/s², 7.6 h retrograde spin, rigid
     contact with e 0.5).
-    ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample."""
+    ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample.
+    ``size`` (default 0.3 × 0.28 × 0.2 m) is the box's, ``density`` (default 500 kg/m³) a solid's and
+    ``level`` (default 1) any probe's but the sphere's: given where it cannot act, it is refused."""
+    for name, value, acts in (("size", size, probe == "box"), ("density", density, probe != "box"),
+                              ("level", level, probe != "sphere")):
+        if value is not None and not acts:
+            raise InputError(name, value, f"does nothing with probe={probe!r}: leave it out")
+    size = (0.3, 0.28, 0.2) if size is None else size
+    density = 500.0 if density is None else density
+    level = 1 if level is None else level
     params = {k: v for k, v in locals().items() if k in _MISSION_PARAMS}
     return mission_scene("deploy", "a mission set up from -p (tumble scenes deploy lists them)", **params)
 
@@ -437,8 +446,9 @@ PARAMETERS = {
     "position_sigma3": "[m] 3-sigma release position spread per axis",
     "velocity_sigma3": "[m/s] 3-sigma release velocity spread per axis",
     "probe": "'box' or a solid: sphere, tetrahedron, cube, octahedron, dodecahedron, icosahedron",
-    "size": "[m] box edge lengths [a, b, c]", "mass": "[kg] probe mass", "density": "[kg/m^3] solid probe density",
-    "level": "probe tessellation level",
+    "size": "[m] box edge lengths [a, b, c] (box only; default [0.3, 0.28, 0.2])", "mass": "[kg] probe mass",
+    "density": "[kg/m^3] solid probe density (solids only; default 500)",
+    "level": "probe tessellation level (not for the sphere; default 1)",
     "contact": "'rigid' (Stronge, constant e) or 'regolith' (e falls with impact speed; docs/validation.md)",
     "restitution": "[1] e (regolith: e at normal impact speeds up to 5 cm/s; default 0.5 rigid, 0.3 regolith; "
                    "not with restitution_range)",
