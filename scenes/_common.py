@@ -101,6 +101,18 @@ def body_components(body: dict[str, Any], *, euler_mode: bool = False, field: st
     return comps
 
 
+def adaptive_tolerances(method: str, *, rtol: float | None, atol: float | None,
+                        default: tuple[float, float] = (1e-10, 1e-12)) -> tuple[float, float]:
+    """A scene's ``rtol``/``atol``: ``default`` when not given; refused when given for a fixed-step
+    ``method`` (only an adaptive one reads them, :attr:`systems.dynamics.integration.Integrator.adaptive`)."""
+    if not Integrator(method).adaptive:
+        for name, v in (("rtol", rtol), ("atol", atol)):
+            if v is not None:
+                raise InputError(name, v, f"does nothing with method={method!r} (a fixed-step method): leave it "
+                                          "out, or choose an adaptive method")
+    return (default[0] if rtol is None else rtol), (default[1] if atol is None else atol)
+
+
 def rigid_scene(name: str, description: str, *, body: dict[str, Any], method: str, dt: float, t_end: float,
                 record_every: int | None, euler_mode: bool = False, systems: Iterable = (),
                 loads: Sequence = (), dispersions: Sequence[Dispersion] = (), rtol: float = 1e-10,

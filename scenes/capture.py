@@ -71,8 +71,8 @@ from ecs import InputError, Scene, World
 from ecs.attitude import dcm_to_quat
 from ecs.scene import Dispersion, normal
 from scenes._common import check_spread, positive
-from scenes.station import (ARM_DIAMETER, ARM_LENGTH, ARM_TIP, _environment, arm_joint_names, arm_pose, joint_servo,
-                            on_circular_orbit, station_tree)
+from scenes.station import (ARM_DIAMETER, ARM_LENGTH, ARM_TIP, _environment, arm_joint_names, arm_pose, check_epoch,
+                            joint_servo, on_circular_orbit, station_tree)
 from systems.facets.contact import FacetContact
 from systems.multibody.dynamics import MultibodyDynamics, SeparationSensor, tree_poses
 
@@ -120,7 +120,7 @@ def flyer_start(chain, *, gap: float, standoff: float, length: float, reach: flo
 
 
 def build(*, environment: str = "central", altitude: float = 420e3, inclination: float = 51.6,
-          epoch: float = 2460676.5, t_end: float = 120.0, dt: float = 1.0, substeps: int = 10,
+          epoch: float | None = None, t_end: float = 120.0, dt: float = 1.0, substeps: int = 10,
           record_every: int | None = 5, shoulder_pitch: float = 30.0, elbow_pitch: float = -60.0,
           wrist_pitch: float = 30.0, servo_period: float = 60.0, flyer_mass: float = 16500.0,
           flyer_length: float = 9.8, flyer_radius: float = 2.2, fixture_standoff: float = 0.5, gap: float = 0.5, offset: float = 0.0,
@@ -130,6 +130,7 @@ def build(*, environment: str = "central", altitude: float = 420e3, inclination:
     """The capture scene (module docstring)."""
     if environment not in ENVIRONMENTS:
         raise InputError("environment", environment, f"must be one of {list(ENVIRONMENTS)}")
+    epoch = check_epoch(epoch, environment)
     for name, v, unit in (("altitude", altitude, "m"), ("t_end", t_end, "s"), ("dt", dt, "s"),
                           ("servo_period", servo_period, "s"), ("flyer_mass", flyer_mass, "kg"),
                           ("flyer_length", flyer_length, "m"), ("flyer_radius", flyer_radius, "m"),

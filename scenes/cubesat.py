@@ -36,7 +36,7 @@ import numpy as np
 
 from ecs import InputError
 from ecs.scene import Dispersion, normal, uniform_quaternion
-from scenes._common import RIGID_COLUMNS, attitude_columns, check_spread, positive, rigid_scene
+from scenes._common import RIGID_COLUMNS, adaptive_tolerances, attitude_columns, check_spread, positive, rigid_scene
 from scenes.assets.mass_properties import cubesat_3u
 from ecs.attitude import quat_to_euler
 
@@ -83,8 +83,10 @@ def _euler_draw(draw_q):
 
 def build(*, method: str = "rk4", dt: float = 0.001, t_end: float = 1.0, record_every: int | None = 1,
           euler_mode: bool = False, angular_momentum: float = 1.0, energy: float = 20.0,
-          disperse_attitude: bool = True, omega_spread: float = 0.0, rtol: float = 1e-10, atol: float = 1e-12):
+          disperse_attitude: bool = True, omega_spread: float = 0.0, rtol: float | None = None,
+          atol: float | None = None):
     """The tumbling-CubeSat scene (see the module docstring for the parameters)."""
+    rtol, atol = adaptive_tolerances(method, rtol=rtol, atol=atol)
     mp = cubesat_3u()
     omega0 = initial_rate(mp.inertia, angular_momentum=angular_momentum, energy=energy)
     spread = check_spread("omega_spread", omega_spread)

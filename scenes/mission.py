@@ -91,6 +91,9 @@ def small_body(shape: str = "ellipsoid", *, radii=None, mesh=None, mesh_units: s
         voxel_spacing: voxel size [m] (default: the longest semi-axis / 12).
         rocks, fbm: terrain texture as in :func:`scenes.deploy.itokawa_target`.
     """
+    if voxel_spacing is not None and gravity != "voxel":
+        raise InputError("voxel_spacing", voxel_spacing, f"does nothing with gravity={gravity!r} (only the voxel "
+                                                         "field has cells): leave it out, or use gravity='voxel'")
     from scenes.assets.bodies import small_body as small_body_mesh
     from scenes.assets.sdf_build import sdf_from_mesh
 

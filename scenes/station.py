@@ -262,6 +262,19 @@ def joint_servo(spec, *, period: float, damping_ratio: float = 0.7):
     return dataclasses.replace(spec, stiffness=k, damping=c, rest=rest)
 
 
+#: t = 0 of the orbital scenes [TDB Julian date] (2025-01-01 00:00 TDB) when not given
+EPOCH = 2460676.5
+
+
+def check_epoch(epoch: float | None, environment: str) -> float:
+    """A scene's ``epoch``: :data:`EPOCH` when not given; refused with ``environment='central'``,
+    the point-mass Earth, which has no ephemeris or pole for it to date."""
+    if epoch is not None and environment == "central":
+        raise InputError("epoch", epoch, "does nothing with environment='central' (a point-mass Earth has no "
+                                         "ephemeris or pole to date): leave it out, or use environment='full'")
+    return EPOCH if epoch is None else float(epoch)
+
+
 def _environment(world: World, environment: str, *, epoch: float, t_end: float) -> None:
     if environment == "central":
         world.add_resource(PointMass(mu=MU_EARTH))
@@ -283,7 +296,7 @@ def _environment(world: World, environment: str, *, epoch: float, t_end: float) 
 
 
 def build(*, config: str = "free", environment: str = "full", altitude: float = 420e3, inclination: float = 51.6,
-          epoch: float = 2460676.5, t_end: float | None = None, dt: float = 10.0, substeps: int = 5,
+          epoch: float | None = None, t_end: float | None = None, dt: float = 10.0, substeps: int = 5,
           record_every: int | None = 6, method: str = "rk4", shoulder_pitch: float = 30.0, elbow_pitch: float = -60.0,
           wrist_pitch: float = 30.0, joint_spread: float | None = None, servo_period: float | None = None,
           slew_torque: float | None = None, slew_time: float | None = None,
@@ -309,6 +322,7 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
         float(arm[k]) for k in ("joint_spread", "servo_period", "slew_torque", "slew_time", "command_spread"))
     if environment not in ENVIRONMENTS:
         raise InputError("environment", environment, f"must be one of {list(ENVIRONMENTS)}")
+    epoch = check_epoch(epoch, environment)
     if station_area is not None and environment != "full":       # only drag and radiation pressure read it
         raise InputError("station_area", station_area, f"does nothing with environment={environment!r} (only the "
                                                        "'full' environment's drag and solar pressure use it): leave "

@@ -306,6 +306,11 @@ CASES = [
     ("mission-resolution-coarse", "deploy", ["-p", "resolution=2"], ["resolution", "2", ">= 8"]),
     ("mission-rolling-resistance-negative", "deploy", ["-p", "rolling_resistance=-1"],
      ["rolling_resistance", "-1", ">= 0"]),
+    ("station-epoch-without-ephemeris", "station", ["-p", "environment=central", "-p", "epoch=2460000.5"],
+     ["epoch", "2460000.5", "does nothing with environment='central'"]),
+    ("capture-epoch-without-ephemeris", "capture", ["-p", "epoch=2460000.5"],
+     ["epoch", "2460000.5", "does nothing with environment='central'"]),
+    ("cubesat-tolerance-with-rk4", "cubesat", ["-p", "rtol=1e-8"], ["rtol", "1e-08", "does nothing with method='rk4'"]),
     ("station-area-without-drag", "station", ["-p", "environment=central", "-p", "station_area=900"],
      ["station_area", "900", "does nothing with environment='central'"]),
     ("station-slew-time-without-slew", "station", ["-p", "slew_torque=0", "-p", "slew_time=300"],
@@ -432,3 +437,11 @@ def test_the_input_checks_of_a_large_batch_report_progress(tmp_path):
     small = Progress()
     run_batch(DRIFT, samples=8, out=tmp_path / "small.zarr", progress=small)
     assert small.stages == []
+
+
+def test_a_voxel_spacing_without_the_voxel_field_is_refused():
+    """small_body(voxel_spacing=...) with another gravity model: the spacing would do nothing."""
+    from scenes.mission import small_body
+
+    with pytest.raises(InputError, match="voxel_spacing.*does nothing with gravity='point_mass'"):
+        small_body("sphere", radii=(200.0,) * 3, gm=5.0, period_h=8.0, gravity="point_mass", voxel_spacing=10.0)
