@@ -880,39 +880,34 @@ def _dask_client(workers: int | None, scheduler: str | None):
         raise InputError("--workers/--scheduler", workers or scheduler,
                          "needs dask[distributed] (pip install 'tumble[distributed]')") from exc
     with _sigint("raise"):
-        yield from _open_dask_client(Client, LocalCluster, workers, scheduler)
+        if workers is not None:
+            import logging
 
-
-def _open_dask_client(Client, LocalCluster, workers: int | None, scheduler: str | None):
-    """The body of :func:`_dask_client` (a generator that yields the client once)."""
-    if workers is not None:
-        import logging
-
-        # single-threaded worker processes; numba's threads split the cores between them
-        threads = max(1, (os.cpu_count() or 1) // workers)
-        # no dashboard, and the scheduler's own HTTP endpoint (health, metrics: distributed starts it
-        # even without a dashboard, on 8787 unless told) on an ephemeral loopback port
-        # worker processes start with SIGINT ignored (inherited through exec): a Ctrl-C at the terminal
-        # reaches the whole process group, and only the driver answers it, in one line; the workers
-        # end with the driver (distributed's processes exit when their parent's pipe closes). Their
-        # logs are silenced below CRITICAL: a worker whose heartbeat outlives the scheduler at such an
-        # end logged a traceback at ERROR (seen under load); what a task raises reaches the driver,
-        # which reports it per sample, and a lost worker reaches it as an exception
-        with _sigint("ignore"):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                                   silence_logs=logging.CRITICAL, env={"NUMBA_NUM_THREADS": str(threads)})
-        with cluster, Client(cluster) as client:
-            yield client
-    else:
-        try:
-            client = Client(scheduler, timeout="10s")
-        except Exception as exc:  # noqa: BLE001
-            raise InputError("--scheduler", scheduler, f"cannot connect: {exc}") from exc
-        try:
-            yield client
-        finally:
-            client.close()
+            # single-threaded worker processes; numba's threads split the cores between them
+            threads = max(1, (os.cpu_count() or 1) // workers)
+            # no dashboard, and the scheduler's own HTTP endpoint (health, metrics: distributed starts it
+            # even without a dashboard, on 8787 unless told) on an ephemeral loopback port
+            # worker processes start with SIGINT ignored (inherited through exec): a Ctrl-C at the terminal
+            # reaches the whole process group, and only the driver answers it, in one line; the workers
+            # end with the driver (distributed's processes exit when their parent's pipe closes). Their
+            # logs are silenced below CRITICAL: a worker whose heartbeat outlives the scheduler at such an
+            # end logged a traceback at ERROR (seen under load); what a task raises reaches the driver,
+            # which reports it per sample, and a lost worker reaches it as an exception
+            with _sigint("ignore"):
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                                       silence_logs=logging.CRITICAL, env={"NUMBA_NUM_THREADS": str(threads)})
+            with cluster, Client(cluster) as client:
+                yield client
+        else:
+            try:
+                client = Client(scheduler, timeout="10s")
+            except Exception as exc:  # noqa: BLE001
+                raise InputError("--scheduler", scheduler, f"cannot connect: {exc}") from exc
+            try:
+                yield client
+            finally:
+                client.close()
 
 
 def _run_dask(client, source: _SceneSource, path: pathlib.Path, layout: zstore.Layout, samples: int, seed: int,

@@ -45,6 +45,7 @@ try:        # Ctrl-C while the command line starts up (numpy, matplotlib...): on
 
     import typer
 
+    from .entry import EXIT_INTERRUPTED as _EXIT_INTERRUPTED
     from .plots import KINDS as _PLOT_FUNCTIONS
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted while starting up\n")
@@ -59,7 +60,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 _STATE = {"debug": False}
 
 #: Exit statuses (see the module docstring).
-EXIT_ERROR, EXIT_USAGE, EXIT_FAILED_SAMPLES, EXIT_DAMAGED, EXIT_RERUN_DIFFERS, EXIT_INTERRUPTED = 1, 2, 3, 4, 5, 130
+EXIT_ERROR, EXIT_USAGE, EXIT_FAILED_SAMPLES, EXIT_DAMAGED, EXIT_RERUN_DIFFERS = 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = _EXIT_INTERRUPTED      # tumble.entry's, which answers Ctrl-C before this module loads
 
 
 class Backend(str, enum.Enum):
