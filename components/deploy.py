@@ -183,6 +183,11 @@ class DeploySettings:
         contact_gap: a vertex within this gap of the surface carries contact forces [m].
         settle_speed, settle_rate: at-rest thresholds on |v| [m/s] and |ω| [rad/s] (relative to T).
         settle_hold: time the probe must stay at rest, in contact, to be SETTLED [s].
+        rest_slide: end the hold as soon as the rest is certain — a static equilibrium on at
+            least three contacts with margins to sliding and tipping, no row term acting, and a
+            kinetic energy that friction's spare capacity dissipates within this distance [m]
+            (:func:`systems.deployment.contact._rest_certain`) — holding the probe there, at zero
+            velocity, to the hold's end; 0 integrates the whole hold step by step.
         escape_radius: beyond this distance from the target CoM [m] a probe with positive
             two-body energy moving outwards is ESCAPED (0: 4 × the terrain's bounding radius).
         contact_rtol, contact_atol, contact_h_max, contact_h_min: DP5(4) tolerances and largest
@@ -206,6 +211,7 @@ class DeploySettings:
     settle_speed: float = 1e-3
     settle_rate: float = 1e-2
     settle_hold: float = 60.0
+    rest_slide: float = 1e-4
     escape_radius: float = 0.0
     contact_rtol: float = 1e-5
     contact_atol: float = 1e-7
@@ -225,6 +231,8 @@ class DeploySettings:
             raise InputError("DeploySettings.contact_baumgarte", self.contact_baumgarte, "must be a finite rate >= 0 1/s")
         if not (self.escape_radius >= 0 and math.isfinite(self.escape_radius)):
             raise InputError("DeploySettings.escape_radius", self.escape_radius, "must be >= 0 m (0: automatic)")
+        if not (self.rest_slide >= 0 and math.isfinite(self.rest_slide)):
+            raise InputError("DeploySettings.rest_slide", self.rest_slide, "must be a finite distance >= 0 m (0: integrate the hold)")
         for name in ("max_collision_iterations", "steps_per_launch"):
             if int(getattr(self, name)) < 1:
                 raise InputError(f"DeploySettings.{name}", getattr(self, name), "must be >= 1")

@@ -34,7 +34,9 @@ End states (:class:`EndProbes`, our criteria where the seed is silent):
 
 * **SETTLED** — in contact motion with |v| < ``settle_speed`` and |ω| < ``settle_rate``
   (relative to the target) without interruption for ``settle_hold`` seconds; the settling time is
-  the start of that interval. Settling slope (seed §4.1): the angle between the mean normal of the
+  the start of that interval. A rest the contact kernel certifies (``DeploySettings.rest_slide``,
+  :func:`systems.deployment.contact._rest_certain`) is held at zero velocity to the end of the hold
+  instead of integrated. Settling slope (seed §4.1): the angle between the mean normal of the
   active contacts and the net acceleration ``g − Ω × (Ω × x)``.
 * **ESCAPED** — flying beyond ``escape_radius`` (default 4 × the terrain's bounding radius) with a
   positive two-body energy ``½|v_N|² − μ/r`` and an outward radial velocity: a Keplerian hyperbola
