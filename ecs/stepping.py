@@ -66,6 +66,15 @@ TABLEAUX = {
 #: Dormand–Prince 5(4): ``a`` [7, 7] (row 6 = b: FSAL), ``c`` [7], ``b_err`` = b − b̂ [7].
 DP54 = TABLEAUX["dp54"]
 
+#: Dormand–Prince 5(4)'s continuous extension (Shampine 1986; Hairer, Nørsett & Wanner, *Solving
+#: ODEs I*, §II.6, and their ``dopri5``'s ``CONTD5``): on a step y₀ → y₁ of length h with stages
+#: k₁…k₇ (k₇ = f(y₁)), ``y(t₀ + θh) = y₀ + θ(r₂ + (1 − θ)(r₃ + θ(r₄ + (1 − θ) r₅)))`` with
+#: ``r₂ = y₁ − y₀``, ``r₃ = h k₁ − r₂``, ``r₄ = r₂ − h k₇ − r₃`` and ``r₅ = h Σ_j d_j k_j`` (d₂ = 0):
+#: fourth order, exact at both ends, C¹ across steps.
+DP54_DENSE = (-12715105075.0 / 11282082432.0, 0.0, 87487479700.0 / 32700410799.0,
+              -10690763975.0 / 1880347072.0, 701980252875.0 / 199316789632.0,
+              -1453857185.0 / 822651844.0, 69997945.0 / 29380423.0)
+
 #: The controller's safety factor and the bounds of one step's change.
 STEP_SAFETY, STEP_SHRINK_MIN, STEP_GROW_MAX = 0.9, 0.2, 5.0
 
