@@ -390,11 +390,45 @@ def test_stick_solve_is_numpy_pinv(rows, rank):
     w[o_c:o_b] = c.ravel()
     w[o_b:o_b + rows] = b
     kept = low_rank_pinv_solve.cpu(w, np.int64(o_c), np.int64(rows), np.int64(o_b), np.int64(o_s), np.int64(o_v),
-                                   np.int64(o_t), np.int64(o_u), 1e-10)
+                                   np.int64(o_t), np.int64(o_u), 1e-10, False)
     ref = np.linalg.pinv(c @ c.T, rcond=1e-10, hermitian=True) @ b
     assert kept == min(rank, rows)
     # condition numbers of these random factors stay below ~1e4: 1e-9 relative is round-off
     np.testing.assert_allclose(w[o_b:o_b + rows], ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+def test_stick_solve_of_an_edge_deflates_its_known_null_space():
+    """Two contacts of a rigid body (an edge) make the 6×6 stick matrix C Cᵀ of rank 5: equal and
+    opposite forces along the edge move nothing. Given that null vector, the solve takes the
+    Cholesky path on C Cᵀ + σ zzᵀ and still equals numpy's minimum-norm ``pinv(C Cᵀ) b`` (SVD, cut
+    1e-10) for any b, consistent or not; it reports rank 5."""
+    from systems.probe_contact.contact_motion import low_rank_pinv_solve
+
+    rng = np.random.default_rng(5)
+    m, inertia = 3.0, np.diag([0.4, 0.7, 0.9])
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    inertia = q @ inertia @ q.T
+    l_rot = np.linalg.cholesky(np.linalg.inv(inertia))
+    r = rng.normal(size=(2, 3)) * 0.3
+    c = np.zeros((6, 6))
+    for k in range(2):
+        c[3 * k:3 * k + 3, :3] = np.eye(3) / np.sqrt(m)
+        c[3 * k:3 * k + 3, 3:] = -np.cross(r[k], l_rot.T).T          # −[r]× L
+    e = (r[1] - r[0]) / np.linalg.norm(r[1] - r[0])
+    z = np.concatenate([e, -e]) / np.sqrt(2.0)
+    assert np.linalg.norm(c.T @ z) < 1e-14
+    for b in (c @ rng.normal(size=6), rng.normal(size=6)):
+        o_c, o_b = 0, 36
+        o_s, o_v, o_t, o_u = 42, 78, 114, 120
+        w = np.zeros(o_u + 6)
+        w[o_c:o_b] = c.ravel()
+        w[o_b:o_b + 6] = b
+        w[o_u:o_u + 6] = z
+        kept = low_rank_pinv_solve.cpu(w, np.int64(o_c), np.int64(6), np.int64(o_b), np.int64(o_s), np.int64(o_v),
+                                       np.int64(o_t), np.int64(o_u), 1e-10, True)
+        ref = np.linalg.pinv(c @ c.T, rcond=1e-10, hermitian=True) @ b
+        assert kept == 5
+        np.testing.assert_allclose(w[o_b:o_b + 6], ref, rtol=0, atol=1e-12 * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("singular", [False, True])

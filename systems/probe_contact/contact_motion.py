@@ -56,7 +56,9 @@ active contacts of a body are solved together with the two-point inverse inertia
 ``[M_kl] = E/m − [r̃_k] I⁻¹ [r̃_l]`` of eq 2.56 (the velocity change of contact k per unit impulse at
 contact l). Stick: ``Σ_l [M_kl] F_l = −b_k`` for every k, a 3K system of rank ≤ 6 (the
 distribution among coplanar contacts is statically indeterminate) solved for its minimum-norm
-solution. Slip: ``F_k = λ_k (N_k − f_k t̂_k)`` with one unknown per contact and one normal
+solution (an edge's two contacts leave C Cᵀ of rank 5; its null vector, equal and opposite forces
+along the edge, is deflated so that a Cholesky solve serves, :data:`low_rank_pinv_solve`). Slip:
+``F_k = λ_k (N_k − f_k t̂_k)`` with one unknown per contact and one normal
 constraint per contact, also minimum-norm. Minimum-norm solutions come from Tikhonov-regularised
 Cholesky solves (regularisation 1e-12 of the mean diagonal: a constraint residual ~1e-12 relative).
 A body sticks when the stick forces lie in the *aggregate* friction cone, ``Σ|F_T,k| ≤ Σ f_k F_N,k``
@@ -422,7 +424,20 @@ def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel
                 w[o_c + 6 * (3 * a + 2) + 3 + c] = -cz
             for c in range(3):
                 w[o_rhs + 3 * a + c] = -(w[o_b + 3 * ka + c] + w[o_n + 3 * ka + c] * w[o_nd + ka])
-        ok = _lr_pinv(w, o_c, n3, o_rhs, o_s6, o_v6, o_t6, o_u6, 1e-10) > 0
+        edge = False
+        if na == 2:     # an edge: equal and opposite forces along it are CCᵀ's null space
+            ka = int(w[o_idx])
+            kb = int(w[o_idx + 1])
+            ex = points[i, kb, 0] - points[i, ka, 0]
+            ey = points[i, kb, 1] - points[i, ka, 1]
+            ez = points[i, kb, 2] - points[i, ka, 2]
+            el = math.sqrt(ex * ex + ey * ey + ez * ez)
+            if el > 0.0:
+                el = 1.0 / (math.sqrt(2.0) * el)
+                w[o_u6], w[o_u6 + 1], w[o_u6 + 2] = ex * el, ey * el, ez * el
+                w[o_u6 + 3], w[o_u6 + 4], w[o_u6 + 5] = -ex * el, -ey * el, -ez * el
+                edge = True
+        ok = _lr_pinv(w, o_c, n3, o_rhs, o_s6, o_v6, o_t6, o_u6, 1e-10, edge) > 0
         fn_sum = 0.0
         ft_sum = 0.0
         fnf_sum = 0.0

@@ -2,7 +2,8 @@
 symmetric 3 x 3 inverse and product and the coupling matrix of seed 004 eqs 2.55–2.56 (collisions
 and contact motion); for contact motion's force solve, on a row's work array, Cholesky with a
 provable conditioning test, a symmetric pseudo-inverse by Jacobi sweeps for the rank-deficient
-cases, and the low-rank solve through the 6 x 6 Gram matrix.
+cases, and the low-rank solve through the 6 x 6 Gram matrix (which deflates a null vector the caller
+knows, an edge contact's, so that Cholesky serves).
 :mod:`systems.probe_contact.contact_motion` documents where each is used."""
 
 from __future__ import annotations
@@ -201,21 +202,40 @@ _SIX = np.int64(6)  # an int64, not a literal (a literal argument compiles a cal
 _g6 = gram6.cpu
 
 
-def _low_rank_pinv_solve(w, o_c, n3, o_b, o_s, o_v, o_t, o_u, rcond):
+def _low_rank_pinv_solve(w, o_c, n3, o_b, o_s, o_v, o_t, o_u, rcond, null):
     """Minimum-norm solution of (C Cᵀ) x = b for C = w[o_c:] (n3×6, row-major), b at w[o_b:]
     (n3 numbers, becomes x), through the 6×6 S = CᵀC: with C = UΣVᵀ, (CCᵀ)⁺ = UΣ⁻²Uᵀ = C (S⁺)² Cᵀ.
 
     The same solution as :data:`sym_pinv_solve` on the n3×n3 matrix CCᵀ (its non-zero eigenvalues
     are S's, and the same ``rcond`` relative cut applies), at the cost of two 6×6 eigen-solves
     instead of one n3×n3 one. Scratch: 36 at o_s and o_v, 6 at o_t and o_u. Returns the number of
-    kept eigenvalues. With n3 ≤ 6 rows, CCᵀ itself is the smaller matrix and is solved directly."""
+    kept eigenvalues. With n3 ≤ 6 rows, CCᵀ itself is the smaller matrix and is solved directly.
+
+    ``null`` True (n3 ≤ 6 only): w[o_u:o_u + n3] holds a unit vector z of CCᵀ's null space that the
+    caller knows (two contacts on an edge: equal and opposite forces along it). Then
+    ``(CCᵀ)⁺ b = (CCᵀ + σ zzᵀ)⁻¹ (b − z zᵀb)`` (σ = tr CCᵀ / n3: z becomes an eigenvector of a
+    well-conditioned matrix), which the Cholesky fast path solves without eigen-sweeps; the
+    rank-deficient solve of an edge contact took ~5 Jacobi sweeps (122 per ``deploy-cube``
+    landing)."""
     if n3 <= 6:
+        tr = 0.0
         for a in range(n3):
             for b in range(n3):
                 s = 0.0
                 for j in range(6):
                     s += w[o_c + 6 * a + j] * w[o_c + 6 * b + j]
                 w[o_s + n3 * a + b] = s
+            tr += w[o_s + n3 * a + a]
+        if null:
+            zb = 0.0
+            for a in range(n3):
+                zb += w[o_u + a] * w[o_b + a]
+            sig = tr / n3
+            for a in range(n3):
+                w[o_b + a] -= zb * w[o_u + a]
+                for b in range(n3):
+                    w[o_s + n3 * a + b] += sig * w[o_u + a] * w[o_u + b]
+            return _pinv(w, o_s, o_v, o_t, n3, o_b, rcond) - 1
         return _pinv(w, o_s, o_v, o_t, n3, o_b, rcond)
     for j in range(6):
         s = 0.0
