@@ -163,11 +163,11 @@ def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(t
         out = r.stdout
     # the figures the README quotes, as printed
     assert "effective sample size 52.7" in out, out
-    assert re.search(r"restitution\s+0\.1161 ± 0\.088\s+\[0\.0134, 0\.3285\]", out), out
-    assert re.search(r"friction\s+0\.6281 ± 0\.239\s+\[0\.3241, 1\.148\]", out), out
-    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[324\.2, 2047\]", out), out
-    for quoted in ("effective sample size 52.7", "**0.116 ± 0.088**", "0.013–0.329", "0.63 ± 0.24", "0.32–1.15",
-                   "324–2,047 s"):
+    assert re.search(r"restitution\s+0\.1169 ± 0\.0899\s+\[0\.01311, 0\.3397\]", out), out
+    assert re.search(r"friction\s+0\.6278 ± 0\.238\s+\[0\.3241, 1\.148\]", out), out
+    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[333\.9, 2071\]", out), out
+    for quoted in ("effective sample size 52.7", "**0.117 ± 0.090**", "0.013–0.340", "0.63 ± 0.24", "0.32–1.15",
+                   "334–2,071 s"):
         assert quoted in readme, quoted
     assert (tmp_path / "runs" / "mascot-calibration" / "calibration.json").exists()
 

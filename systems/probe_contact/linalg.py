@@ -109,20 +109,87 @@ chol_solve = dual_call(_chol_solve)
 _cholsolve = chol_solve.cpu
 
 
+def _null_vector(a, off, l_off, z_off, n, tol):
+    """A unit vector z of the (near) null space of the symmetric positive semi-definite n×n A
+    (row-major at ``a[off:]``, left intact), found by Cholesky (L at ``a[l_off:]``): at the first
+    column j whose pivot is ≤ ``tol``, column j of A depends on the columns before it,
+    ``A₁₁ y = a₁ⱼ`` with ``y = L₁₁⁻ᵀ L[j, :j]ᵀ``, and ``z ∝ (−y, 1, 0…)`` has ``zᵀAz`` = that pivot
+    / ‖(y, 1)‖² ≤ tol. Written at ``a[z_off:]`` (n numbers); returns False when every pivot is above
+    ``tol`` (no such column)."""
+    for j in range(n):
+        d = a[off + j * n + j]
+        for k in range(j):
+            d -= a[l_off + j * n + k] * a[l_off + j * n + k]
+        if d <= tol:
+            nrm = 1.0
+            for i in range(j - 1, -1, -1):        # L₁₁ᵀ y = L[j, :j]ᵀ
+                s = a[l_off + j * n + i]
+                for k in range(i + 1, j):
+                    s -= a[l_off + k * n + i] * a[z_off + k]
+                a[z_off + i] = s / a[l_off + i * n + i]
+                nrm += a[z_off + i] * a[z_off + i]
+            nrm = 1.0 / math.sqrt(nrm)
+            for i in range(j):
+                a[z_off + i] = -a[z_off + i] * nrm
+            a[z_off + j] = nrm
+            for i in range(j + 1, n):
+                a[z_off + i] = 0.0
+            return True
+        ljj = math.sqrt(d)
+        a[l_off + j * n + j] = ljj
+        for i in range(j + 1, n):
+            s = a[off + i * n + j]
+            for k in range(j):
+                s -= a[l_off + i * n + k] * a[l_off + j * n + k]
+            a[l_off + i * n + j] = s / ljj
+    return False
+
+
+null_vector = dual_call(_null_vector)
+_nullvec = null_vector.cpu
+
+
 def _sym_pinv_solve(a, off, v_off, t_off, n, b_off, rcond):
     """Minimum-norm solution of A x = b for a symmetric positive semi-definite n×n A (row-major at
-    ``a[off:]``, destroyed), by cyclic Jacobi eigen-decomposition (eigenvectors at ``a[v_off:]``,
-    scratch at ``a[t_off:]``): ``x = Σ_{λ > rcond λ_max} (vᵀb/λ) v``; b at ``a[b_off:]`` becomes x.
-    Eigen-components below rcond are dropped, so round-off in b along the null space (statically
-    indeterminate contact distributions) is not amplified. Returns the number of kept eigenvalues.
+    ``a[off:]``, destroyed): ``x = Σ_{λ > rcond λ_max} (vᵀb/λ) v`` over A's eigenpairs; b at
+    ``a[b_off:]`` becomes x. Eigen-components below the cut are dropped, so round-off in b along the
+    null space (statically indeterminate contact distributions) is not amplified. Returns the
+    number of kept eigenvalues.
 
     Fast path: when A's Cholesky factor L (at ``a[v_off:]``) exists and proves every eigenvalue
     above the cut — λ_min ≥ 1/‖L⁻¹‖²_F and λ_max ≤ tr A, so ``1/‖L⁻¹‖²_F > rcond·tr A`` suffices —
     nothing is dropped and x = A⁻¹b is solved with L (A left intact, ``n`` scratch at
-    ``a[t_off:]``); the eigen-decomposition runs only for (nearly) singular A.
+    ``a[t_off:]``).
+
+    Rank-deficient A (a face of contacts sliding: the slip system of four coplanar contacts has
+    rank 3): each null direction z that Cholesky meets (:func:`_null_vector`, a pivot ≤ rcond times
+    A's largest diagonal, so below the eigen path's cut rcond·λ_max)
+    is deflated, ``A ← A + σ zzᵀ``, ``b ← b − z zᵀb`` (σ = tr A / n: z's eigenvalue 0 becomes σ,
+    and b keeps no part along it, so the solution is unchanged), until the Cholesky fast path
+    serves; it returns n less the directions deflated. What even that leaves ill-conditioned goes to
+    cyclic Jacobi eigen-decomposition (eigenvectors at ``a[v_off:]``, scratch at ``a[t_off:]``).
     """
     if _cholsolve(a, off, v_off, t_off, n, b_off, rcond):
         return n
+    tr = 0.0
+    dmax = 0.0
+    for j in range(n):
+        tr += a[off + j * n + j]
+        dmax = max(dmax, a[off + j * n + j])
+    sig = tr / n
+    deflated = 0
+    # a pivot ≤ rcond · max diagonal ≤ rcond · λ_max bounds an eigenvalue below the eigen path's cut
+    while deflated < n - 1 and _nullvec(a, off, v_off, t_off, n, rcond * dmax):
+        zb = 0.0
+        for r in range(n):
+            zb += a[t_off + r] * a[b_off + r]
+        for r in range(n):
+            a[b_off + r] -= zb * a[t_off + r]
+            for c in range(n):
+                a[off + r * n + c] += sig * a[t_off + r] * a[t_off + c]
+        deflated += 1
+        if _cholsolve(a, off, v_off, t_off, n, b_off, rcond):
+            return n - deflated
     for r in range(n):
         for c in range(n):
             a[v_off + r * n + c] = 1.0 if r == c else 0.0
@@ -179,7 +246,7 @@ def _sym_pinv_solve(a, off, v_off, t_off, n, b_off, rcond):
         for j in range(n):
             s += a[v_off + k * n + j] * a[t_off + j]
         a[b_off + k] = s
-    return kept
+    return kept - deflated
 
 
 sym_pinv_solve = dual_call(_sym_pinv_solve)
