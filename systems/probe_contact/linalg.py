@@ -56,6 +56,31 @@ apply_coupling = dual_call(_apply_coupling)
 _mcouple = apply_coupling.cpu
 
 
+def _chol_factor(a, off, l_off, n, tol):
+    """Cholesky factor L (row-major lower at ``a[l_off:]``) of the symmetric n×n A at ``a[off:]``
+    (left intact), column by column; stops at the first column whose pivot is not above ``tol``
+    and returns its index (n: A = L Lᵀ complete). Columns before it are final, and so is that
+    column's row of L left of the diagonal."""
+    for j in range(n):
+        d = a[off + j * n + j]
+        for k in range(j):
+            d -= a[l_off + j * n + k] * a[l_off + j * n + k]
+        if not (d > tol):
+            return j
+        ljj = math.sqrt(d)
+        a[l_off + j * n + j] = ljj
+        for i in range(j + 1, n):
+            s = a[off + i * n + j]
+            for k in range(j):
+                s -= a[l_off + i * n + k] * a[l_off + j * n + k]
+            a[l_off + i * n + j] = s / ljj
+    return n
+
+
+chol_factor = dual_call(_chol_factor)
+_cholfac = chol_factor.cpu
+
+
 def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):
     """b <- A⁻¹ b by Cholesky (L at a[l_off:], row-major lower) if A is SPD with every eigenvalue
     provably above ``rcond·λ_max`` (see :data:`sym_pinv_solve`); returns False (b untouched)
@@ -65,19 +90,8 @@ def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):
         tr += a[off + j * n + j]
     if not (tr > 0.0):
         return False
-    for j in range(n):
-        d = a[off + j * n + j]
-        for k in range(j):
-            d -= a[l_off + j * n + k] * a[l_off + j * n + k]
-        if not (d > 0.0):
-            return False
-        ljj = math.sqrt(d)
-        a[l_off + j * n + j] = ljj
-        for i in range(j + 1, n):
-            s = a[off + i * n + j]
-            for k in range(j):
-                s -= a[l_off + i * n + k] * a[l_off + j * n + k]
-            a[l_off + i * n + j] = s / ljj
+    if _cholfac(a, off, l_off, n, 0.0) < n:
+        return False
     # ‖L⁻¹‖²_F, one column of L⁻¹ at a time (forward substitution of e_c)
     fro = 0.0
     for c in range(n):
@@ -116,33 +130,23 @@ def _null_vector(a, off, l_off, z_off, n, tol):
     ``A₁₁ y = a₁ⱼ`` with ``y = L₁₁⁻ᵀ L[j, :j]ᵀ``, and ``z ∝ (−y, 1, 0…)`` has ``zᵀAz`` = that pivot
     / ‖(y, 1)‖² ≤ tol. Written at ``a[z_off:]`` (n numbers); returns False when every pivot is above
     ``tol`` (no such column)."""
-    for j in range(n):
-        d = a[off + j * n + j]
-        for k in range(j):
-            d -= a[l_off + j * n + k] * a[l_off + j * n + k]
-        if d <= tol:
-            nrm = 1.0
-            for i in range(j - 1, -1, -1):        # L₁₁ᵀ y = L[j, :j]ᵀ
-                s = a[l_off + j * n + i]
-                for k in range(i + 1, j):
-                    s -= a[l_off + k * n + i] * a[z_off + k]
-                a[z_off + i] = s / a[l_off + i * n + i]
-                nrm += a[z_off + i] * a[z_off + i]
-            nrm = 1.0 / math.sqrt(nrm)
-            for i in range(j):
-                a[z_off + i] = -a[z_off + i] * nrm
-            a[z_off + j] = nrm
-            for i in range(j + 1, n):
-                a[z_off + i] = 0.0
-            return True
-        ljj = math.sqrt(d)
-        a[l_off + j * n + j] = ljj
-        for i in range(j + 1, n):
-            s = a[off + i * n + j]
-            for k in range(j):
-                s -= a[l_off + i * n + k] * a[l_off + j * n + k]
-            a[l_off + i * n + j] = s / ljj
-    return False
+    j = _cholfac(a, off, l_off, n, tol)
+    if j == n:
+        return False
+    nrm = 1.0
+    for i in range(j - 1, -1, -1):        # L₁₁ᵀ y = L[j, :j]ᵀ
+        s = a[l_off + j * n + i]
+        for k in range(i + 1, j):
+            s -= a[l_off + k * n + i] * a[z_off + k]
+        a[z_off + i] = s / a[l_off + i * n + i]
+        nrm += a[z_off + i] * a[z_off + i]
+    nrm = 1.0 / math.sqrt(nrm)
+    for i in range(j):
+        a[z_off + i] = -a[z_off + i] * nrm
+    a[z_off + j] = nrm
+    for i in range(j + 1, n):
+        a[z_off + i] = 0.0
+    return True
 
 
 null_vector = dual_call(_null_vector)
