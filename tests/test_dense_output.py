@@ -1,65 +1,103 @@
-"""DP5(4)'s continuous extension (ecs.stepping.DP54_DENSE), as the contact phase's event location
-reads it (systems.deployment.events: dense_setup / dense_state), against closed-form solutions.
+"""Recording never changes a deployment's physics (dense output, docs/design.md §8.2).
 
-The extension is exact at both ends of the step and of fourth order inside it: its error on a
-step of length h is O(h⁵), so halving h divides it by about 32. Checked on y' = A y with a
-rotation-plus-decay A (the solution is expm(A t) y₀, scipy), component by component over all 13
-numbers of a deployment state."""
+Rows are never stopped at a frame end; a recorded frame shows each row at the frame time through a
+fresh DP5(4) step from the start of the step that crossed it. References: the finals of the same
+batch without recording (byte-identical), an independent scipy integration of seed 004 eq 2.2 in
+the rotating frame, and the closed-form torque-free rotation of a body with isotropic inertia.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
-from scipy.linalg import expm
+import pytest
+import zarr
+from scipy.integrate import solve_ivp
+from scipy.spatial.transform import Rotation
 
-from ecs.stepping import DP54
-from systems.deployment.events import dense_setup, dense_state
-from systems.deployment.physics import K0, KFSAL, STATE, WORK_SIZE, Y0, Y1
+import tumble
 
-RNG = np.random.default_rng(3)
-A = RNG.normal(size=(STATE, STATE))
-A = 0.5 * (A - A.T) - 0.3 * np.eye(STATE)          # rotation plus decay: |eigenvalues| ~ 1
-
-
-def _step(y0, h):
-    """One DP5(4) step of y' = A y into a work row laid out as the deployment's (stages at K0 + 13 j)."""
-    w = np.zeros(WORK_SIZE)
-    k = np.zeros((7, STATE))
-    for j in range(7):
-        y = y0 + h * (DP54.a[j, :j] @ k[:j]) if j else y0
-        k[j] = A @ y
-    w[Y0:Y0 + STATE] = y0
-    w[Y1:Y1 + STATE] = y0 + h * (DP54.b @ k)
-    for j in range(6):
-        w[K0 + 13 * j:K0 + 13 * j + STATE] = k[j]
-    w[KFSAL:KFSAL + STATE] = k[6]
-    return w
+MU = 5.0
 
 
-def _dense_error(h, theta):
-    y0 = RNG.normal(size=STATE)
-    w = _step(y0, h)
-    y1 = w[Y1:Y1 + STATE].copy()
-    dense_setup.py(w, h)
-    dense_state.py(w, theta)
-    return w[Y1:Y1 + STATE], expm(A * theta * h) @ y0, y1
+def _walk(g, pre=""):
+    for k, v in g.members():
+        if isinstance(v, zarr.Group):
+            yield from _walk(v, pre + k + "/")
+        else:
+            yield pre + k, v
 
 
-def test_dense_output_is_the_step_at_its_ends():
-    y, _, y1 = _dense_error(0.3, 1.0)
-    np.testing.assert_allclose(y, y1, rtol=0, atol=1e-15)
-    w = _step(np.arange(STATE, dtype=float), 0.3)
-    dense_setup.py(w, 0.3)
-    dense_state.py(w, 0.0)
-    np.testing.assert_array_equal(w[Y1:Y1 + STATE], np.arange(STATE, dtype=float))
+def test_trajectories_every_10_s_leave_finals_and_events_byte_identical(tmp_path):
+    """deploy-cube with no trajectories (300 s frames) and with trajectories every 10 s and every
+    21 s (7 s frames, every 3rd recorded): every final/ and events/ array is the same bytes."""
+    runs = {"none": {}, "10s": {"frame": 10.0, "record_every": 1}, "21s": {"frame": 7.0, "record_every": 3}}
+    stores = {}
+    for name, params in runs.items():
+        out = tmp_path / f"{name}.zarr"
+        tumble.run_batch("deploy-cube", samples=8, out=out, params=params)
+        stores[name] = zarr.open(str(out), mode="r")
+    assert "trajectories" in stores["10s"] and stores["10s"]["trajectories/time"].shape[0] > 100
+    for name in ("10s", "21s"):
+        for grp in ("final", "events"):
+            for key, arr in _walk(stores["none"][grp]):
+                other = stores[name][grp][key][...]
+                assert arr[...].tobytes() == other.tobytes(), f"{grp}/{key} differs with trajectories {name}"
 
 
-def test_dense_output_is_fourth_order_inside_the_step():
-    for theta in (0.17, 0.5, 0.83):
-        errs = []
-        for h in (0.4, 0.2, 0.1):
-            RNG.bit_generator.state = np.random.default_rng(11).bit_generator.state   # the same y0 per h
-            y, exact, _ = _dense_error(h, theta)
-            errs.append(np.linalg.norm(y - exact) / np.linalg.norm(exact))
-        # O(h^5): 32 per halving (measured 35-46 here, where h|λ| reaches ~1); 20 leaves room for the
-        # next terms of the expansion, and a third-order extension (8 per halving) fails it
-        assert errs[0] / errs[1] > 20.0 and errs[1] / errs[2] > 20.0, errs
+def _flight_world(omega0):
+    """A cube over a 100 m point-mass sphere spinning with a 2 h period (frame T), identity attitude."""
+    body = tumble.small_body("sphere", radii=(100, 100, 100), gm=MU, period_h=2.0, gravity="point_mass",
+                             resolution=32)
+    probe = tumble.box_probe((0.3, 0.3, 0.3), mass=10.0, level=0)
+    release = tumble.release_above(body, latitude=30.0, longitude=0.0, altitude=60.0)
+    release = dataclasses.replace(release, velocity=np.array([0.05, 0.08, -0.05]))
+    scene = tumble.deployment("dense", body, probe, release, random_attitude=False)
+    world = scene.world
+    world.compile(samples=1)
+    world.tables[0]["body_omega"][:] = omega0
+    return world, body, release
+
+
+def test_recorded_flight_states_match_an_independent_integration():
+    """Records every 10 s of a flight arc against scipy's DOP853 of eq 2.2 (ẍ = g − 2Ω×v − Ω×(Ω×x),
+    rtol 1e-12). The engine steps at rtol 1e-10 (|x| ≈ 160 m: ~2e-8 m per step, ~20 steps), and a
+    record is a 5th-order step from the crossing step's start: 1e-6 m, 1e-8 m/s hold with margin.
+    The attitude: a cube has isotropic inertia, so ω_S/N stays constant in body axes and
+    q_S/T(t) = q_T/N(t)* ⊗ exp(t ω_S/N / 2) from the identity, to 1e-9."""
+    omega0 = np.array([0.02, -0.05, 0.03])
+    world, body, release = _flight_world(omega0)
+    cols = ("body_position", "body_velocity", "body_attitude", "probe_phase")
+    res = world.run(t_end=200.0, dt=10.0, record_every=1, record=cols)
+    fly = res.trajectories["probe_phase"][0, :, 0] == 0
+    assert fly.sum() > 10
+    t = res.times[fly]
+    W = np.asarray(body.rotation)
+
+    def rhs(_t, y):
+        x, v = y[:3], y[3:]
+        r = np.linalg.norm(x)
+        g = -MU * x / r ** 3
+        return np.concatenate([v, g - 2 * np.cross(W, v) - np.cross(W, np.cross(W, x))])
+
+    sol = solve_ivp(rhs, (0.0, t[-1]), np.concatenate([release.position, release.velocity]), method="DOP853",
+                    rtol=1e-12, atol=1e-12, t_eval=t)
+    x = res.trajectories["body_position"][0, fly, 0]
+    v = res.trajectories["body_velocity"][0, fly, 0]
+    assert np.max(np.abs(x - sol.y[:3].T)) < 1e-6
+    assert np.max(np.abs(v - sol.y[3:].T)) < 1e-8
+    # attitude: body axes; ω_S/N = ω_S/T + R(q)ᵀ Ω = omega0 + Ω at t = 0 (q = identity)
+    w_sn = omega0 + W
+    q_sn = Rotation.from_rotvec(np.outer(t, w_sn))                      # body -> N (from identity)
+    q_tn = Rotation.from_rotvec(np.outer(t, W))                         # T -> N
+    exact = (q_tn.inv() * q_sn).as_quat(scalar_first=True)
+    q = res.trajectories["body_attitude"][0, fly, 0]
+    sign = np.sign(np.sum(q * exact, axis=1))[:, None]
+    assert np.max(np.abs(q - sign * exact)) < 1e-9
+
+
+def test_a_record_interval_finer_than_the_ring_allows_is_refused():
+    world, _, _ = _flight_world(np.zeros(3))
+    with pytest.raises(tumble.InputError, match="record interval"):
+        world.run(t_end=1.0, dt=0.1, record_every=1, record=("body_position",))
