@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from components.rigid import MassProps, validate_mass_properties
-from ecs import column, component
+from ecs import column, column_spec, component, record
 from ecs.component import ENTITY
 from ecs.errors import InputError
 from ecs.rules import QUATERNION_TOL, Rule, nonnegative, positive, unit_quaternion
@@ -235,6 +235,18 @@ class JointCommand:
     bias: np.ndarray = column("1", shape=QD_SLOTS, doc="constant part of the command (units by joint kind)")
 
 
+#: The model and state of the links a multibody kernel steps, as one argument (``tree``): the
+#: kernels of :mod:`systems.multibody` unpack it by name. Built from a link table by ``Tree.of(table)``.
+Tree = record("Tree", __name__, {
+    "parent": column_spec(Link, "parent"), "kind": column_spec(Joint, "kind"), "axis": column_spec(Joint, "axis"),
+    "offset": column_spec(Joint, "offset"), "rotation": column_spec(Joint, "rotation"),
+    "q": column_spec(Joint, "q"), "qd": column_spec(Joint, "qd"), "locked": column_spec(Joint, "locked"),
+    "mass": column_spec(MassProps, "mass"), "com": column_spec(MassProps, "com"),
+    "inertia": column_spec(MassProps, "inertia")},
+    "The links of articulated trees, parent-first (rows b .. b + n - 1 are one tree): joint model, joint "
+    "state and mass properties, one array per column.")
+
+
 # ------------------------------------------------------------------------------ tree description
 @dataclass(frozen=True)
 class TreeSpec:
@@ -281,6 +293,11 @@ class TreeSpec:
     def nv(self) -> np.ndarray:
         """Velocity coordinates per link (0 for fixed joints; locked joints keep theirs)."""
         return np.array([NV[k] for k in self.kind], np.int64)
+
+    def record(self, q=None, qd=None) -> Tree:
+        """This tree as the kernels' :data:`Tree` record, with joint state ``q``, ``qd`` (default its own)."""
+        return Tree(self.parents, self.kind, self.axis, self.offset, self.rotation, self.q if q is None else q,
+                    self.qd if qd is None else qd, self.locked, self.mass, self.com, self.inertia)
 
     def components(self, k: int, parent_entity: int = -1) -> tuple:
         """Components of link ``k`` for ``world.spawn``; ``parent_entity``: its parent's entity id."""

@@ -12,6 +12,7 @@ esper entity id and is packed as the row index of that entity (same sample) in i
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -132,6 +133,37 @@ def columns_of(ctype) -> tuple[ColumnSpec, ...]:
     if cols is None:
         raise TypeError(f"{ctype!r} is not a tumble component (decorate it with @component(prefix))")
     return cols
+
+
+def column_spec(ctype, field: str) -> ColumnSpec:
+    """The :class:`ColumnSpec` of field ``field`` of component type ``ctype``."""
+    for name, spec in zip(ctype.__fieldnames__, columns_of(ctype)):
+        if name == field:
+            return spec
+    raise KeyError(f"{ctype.__name__} has no field {field!r} (fields: {', '.join(ctype.__fieldnames__)})")
+
+
+def record(name: str, module: str, fields: dict[str, ColumnSpec], doc: str) -> type:
+    """A record of columns that kernels take as one argument and read by name (``tree.mass[r]``).
+
+    A namedtuple class ``name`` (defined as if in ``module``, where it must be bound at module level
+    under the same name: numba's disk cache pickles it by reference) whose fields are the keys of
+    ``fields``, each holding the array of the column its :class:`ColumnSpec` declares. numba types
+    an instance as a tuple of arrays, on the CPU and (through :func:`ecs.kernels.kernel_tuple`) on
+    the GPU, so a kernel unpacks it or reads its fields at no run-time cost. The class docstring is
+    ``doc`` followed by each field's column, unit, per-row shape, frame and description, from the
+    declarations; ``Record.columns`` lists the column names and ``Record.of(table)`` gathers them
+    from a table.
+    """
+    cls = collections.namedtuple(name, tuple(fields), module=module)
+    rows = []
+    for field, spec in fields.items():
+        frame = f", frame {spec.frame}" if spec.frame else ""
+        rows.append(f"* ``{field}``: ``{spec.name}`` [{spec.unit}], per-row shape {spec.shape}{frame}: {spec.doc}")
+    cls.__doc__ = doc + "\n\nFields (from the column declarations):\n\n" + "\n".join(rows) + "\n"
+    cls.columns = tuple(spec.name for spec in fields.values())
+    cls.of = classmethod(lambda c, table: c(*(table[col] for col in c.columns)))
+    return cls
 
 
 class Component:

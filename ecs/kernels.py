@@ -587,9 +587,11 @@ def kernel_tuple(items) -> tuple:
     (``numba.cuda.as_cuda_array``): numba's CUDA dispatcher accepts a CuPy array as an argument of
     its own (through ``__cuda_array_interface__``) but types a tuple's members with the CPU rules,
     which know only numba's device arrays. Under the simulator: the items as they are.
+    A record (:func:`ecs.component.record`, a namedtuple) stays one of its class.
     """
+    rec = type(items) if isinstance(items, tuple) and hasattr(type(items), "_fields") else None
     if cuda_simulated():
-        return tuple(items)
+        return items if rec is not None else tuple(items)
     from numba import cuda
 
     def view(a):
@@ -599,7 +601,8 @@ def kernel_tuple(items) -> tuple:
             return cuda.as_cuda_array(a)
         return a
 
-    return tuple(view(a) for a in items)
+    views = [view(a) for a in items]
+    return rec(*views) if rec is not None else tuple(views)
 
 
 def to_host(a):

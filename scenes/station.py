@@ -248,8 +248,7 @@ def joint_servo(spec, *, period: float, damping_ratio: float = 0.7):
     N = sum(nv)
     H = np.zeros((N, N))
     M, V = new_scratch(n)
-    crba.cpu(0, n, spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, spec.q, spec.qd, spec.locked,
-             spec.mass, spec.com, spec.inertia, H, M, V)
+    crba.cpu(0, n, spec.record(), H, M, V)
     inv_diag = np.diag(np.linalg.inv(H))
     w = 2.0 * math.pi / period
     k, c, rest = spec.stiffness.copy(), spec.damping.copy(), spec.rest.copy()

@@ -240,15 +240,10 @@ def free_T(spec):
 
 
 # ------------------------------------------------------------------------------ our kernels on one tree
-def _args(spec):
-    return (spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, spec.q, spec.qd, spec.locked, spec.mass,
-            spec.com, spec.inertia)
-
-
 def ours_aba(spec, tau, fext, a0=np.zeros(6)):
     M, V = new_scratch(spec.n)
     qdd = np.zeros((spec.n, 6))
-    aba.cpu(0, spec.n, *_args(spec), tau, fext, a0, qdd, M, V)
+    aba.cpu(0, spec.n, spec.record(), tau, fext, a0, qdd, M, V)
     return qdd
 
 
@@ -256,14 +251,14 @@ def ours_crba(spec):
     M, V = new_scratch(spec.n)
     N = int(sum(spec.nv[~spec.locked]))
     H = np.zeros((max(N, 1), max(N, 1)))
-    crba.cpu(0, spec.n, *_args(spec), H, M, V)
+    crba.cpu(0, spec.n, spec.record(), H, M, V)
     return H[:N, :N]
 
 
 def ours_rnea(spec, qdd, fext, a0=np.zeros(6)):
     M, V = new_scratch(spec.n)
     tau = np.zeros((spec.n, 6))
-    rnea.cpu(0, spec.n, *_args(spec), qdd, fext, a0, tau, M, V)
+    rnea.cpu(0, spec.n, spec.record(), qdd, fext, a0, tau, M, V)
     return tau
 
 

@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, numpy as np
     from numba import cuda
-    from components.multibody import tree_spec
+    from components.multibody import Tree, tree_spec
     from ecs.stepping import TABLEAUX
     from ecs.terms import no_terms_args
     from systems.multibody.spatial import new_scratch
@@ -42,65 +42,66 @@ SCRIPT = textwrap.dedent(
                                viscous=[0, 0.1, 0.1, 0.1, 0.1]))
     cat = lambda name: np.ascontiguousarray(np.concatenate([getattr(sp, name) for sp in specs]))
     parent = np.concatenate([sp.parents + (sp.parents >= 0) * s * E for s, sp in enumerate(specs)])
-    model = [parent] + [cat(c) for c in ("kind", "axis", "offset", "rotation", "q", "qd", "locked", "mass", "com", "inertia")]
+    model = Tree(parent, *(cat(c) for c in ("kind", "axis", "offset", "rotation", "q", "qd", "locked", "mass", "com",
+                                            "inertia")))
     n = S * E
     tau, fext, a0 = rng.normal(size=(n, 6)), rng.normal(size=(n, 6)), np.zeros(6)
     for r in range(n):        # unused slots of tau stay zero
-        k = model[1][r]; nv = (0, 1, 1, 3, 6)[k]; tau[r, nv:] = 0.0
+        k = model.kind[r]; nv = (0, 1, 1, 3, 6)[k]; tau[r, nv:] = 0.0
 
     out = {}
     # ABA
     ga = aba.gpu
     @cuda.jit
-    def k_aba(ns, E, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, fext, a0, qdd, M, V):
+    def k_aba(ns, E, tree, tau, fext, a0, qdd, M, V):
         s = cuda.grid(1)
         if s < ns:
-            ga(s * E, E, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, fext, a0, qdd, M, V)
+            ga(s * E, E, tree, tau, fext, a0, qdd, M, V)
     M, V = new_scratch(n); qdd_c = np.zeros((n, 6))
     for s in range(S):
-        aba.cpu(s * E, E, *model, tau, fext, a0, qdd_c, M, V)
+        aba.cpu(s * E, E, model, tau, fext, a0, qdd_c, M, V)
     M, V = new_scratch(n); qdd_g = np.zeros((n, 6))
-    k_aba[1, S](S, E, *model, tau, fext, a0, qdd_g, M, V)
+    k_aba[1, S](S, E, model, tau, fext, a0, qdd_g, M, V)
     out["aba"] = float(np.max(np.abs(qdd_c - qdd_g)))
     # RNEA
     gr = rnea.gpu
     @cuda.jit
-    def k_rnea(ns, E, p, ki, ax, of, ro, q, qd, lo, m, c, I, qdd, fext, a0, t, M, V):
+    def k_rnea(ns, E, tree, qdd, fext, a0, t, M, V):
         s = cuda.grid(1)
         if s < ns:
-            gr(s * E, E, p, ki, ax, of, ro, q, qd, lo, m, c, I, qdd, fext, a0, t, M, V)
+            gr(s * E, E, tree, qdd, fext, a0, t, M, V)
     t_c, t_g = np.zeros((n, 6)), np.zeros((n, 6))
     M, V = new_scratch(n)
     for s in range(S):
-        rnea.cpu(s * E, E, *model, qdd_c, fext, a0, t_c, M, V)
+        rnea.cpu(s * E, E, model, qdd_c, fext, a0, t_c, M, V)
     M, V = new_scratch(n)
-    k_rnea[1, S](S, E, *model, qdd_c, fext, a0, t_g, M, V)
+    k_rnea[1, S](S, E, model, qdd_c, fext, a0, t_g, M, V)
     out["rnea"] = float(np.max(np.abs(t_c - t_g)))
     out["rnea_vs_tau"] = float(np.max(np.abs(t_c - tau)))
     # one RK4 step in point-mass gravity
     tab = TABLEAUX["rk4"]
     gs = rk_step.gpu
     @cuda.jit
-    def k_step(ns, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
-               tw, fx, qdd, Rw, pw, M, V, t0, mode0, env, tt):
+    def k_step(ns, E, h, A, B, nst, tree, tau, law, F, T, mu, gm, a0, y0, C, K, tw, fx, qdd, Rw, pw, M, V, t0,
+               mode0, env, tt):
         s = cuda.grid(1)
         if s < ns:
-            gs(s * E, E, h, A, B, nst, p, ki, ax, of, ro, q, qd, lo, m, c, I, tau, law, F, T, mu, gm, a0, y0, C, K,
-               tw, fx, qdd, Rw, pw, M, V, t0, mode0, env, tt)
+            gs(s * E, E, h, A, B, nst, tree, tau, law, F, T, mu, gm, a0, y0, C, K, tw, fx, qdd, Rw, pw, M, V, t0,
+               mode0, env, tt)
     res = []
     for mode in ("cpu", "gpu"):
-        st = [a.copy() for a in model]
+        st = Tree(*(a.copy() for a in model))
         extra = (cat("law"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0,
                  np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)), np.zeros((n, 6)),
                  np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n) + (0.0, 0, np.zeros((n, 6)), no_terms_args())
         if mode == "cpu":
             for s in range(S):
-                rk_step.cpu(s * E, E, 1.0, tab.a, tab.b, 4, *st, tau, *extra)
+                rk_step.cpu(s * E, E, 1.0, tab.a, tab.b, 4, st, tau, *extra)
         else:
-            k_step[1, S](S, E, 1.0, tab.a, tab.b, 4, *st, tau, *extra)
-        res.append(np.concatenate([st[5], st[6]], axis=1))
+            k_step[1, S](S, E, 1.0, tab.a, tab.b, 4, st, tau, *extra)
+        res.append(np.concatenate([st.q, st.qd], axis=1))
     out["rk_step"] = float(np.max(np.abs(res[0] - res[1])))
-    out["rk_moved"] = float(np.max(np.abs(res[0][:, 7:] - model[6])))
+    out["rk_moved"] = float(np.max(np.abs(res[0][:, 7:] - model.qd)))
     print(json.dumps(out))
     """
 )
@@ -156,7 +157,7 @@ TERMS_SCRIPT = textwrap.dedent(
     import json, math, numpy as np
     from components.environment import Cannonball, ExponentialAtmosphere
     from components.gravity import SphericalHarmonics
-    from components.multibody import tree_spec
+    from components.multibody import Tree, tree_spec
     from ecs import World
     from scenes.assets import EGM2008_GFC
     from components.ephemeris import Ephemeris
@@ -214,7 +215,7 @@ LINK_CONTACT_SCRIPT = textwrap.dedent(
     """
     import json, numpy as np
     from components.contact import PairInteractions, SpringInteraction, point_facet
-    from components.multibody import tree_spec
+    from components.multibody import Tree, tree_spec
     from ecs import World
     from systems.facets.contact import FacetContact
     from systems.multibody.dynamics import MultibodyDynamics

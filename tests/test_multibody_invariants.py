@@ -74,16 +74,14 @@ class Stepper:
 
     def step(self, h):
         s = self.s
-        rk_step.cpu(0, s.n, h, RK4.a, RK4.b, RK4.stages, s.parents, s.kind, s.axis, s.offset, s.rotation, self.q,
-                    self.qd, s.locked, s.mass, s.com, s.inertia, self.zeros6, s.law,
+        rk_step.cpu(0, s.n, h, RK4.a, RK4.b, RK4.stages, s.record(self.q, self.qd), self.zeros6, s.law,
                     self.zeros3, self.zeros3, 0.0, 0, np.zeros(6), self.y0, self.C, self.K, self.tauw, self.fext,
                     self.qdd, self.Rw, self.pw, self.M, self.V, 0.0, 0, np.zeros((s.n, 6)),
                     no_terms_args())
 
     def invariants(self):
         s = self.s
-        energy_momentum.cpu(0, s.n, s.parents, s.kind, s.axis, s.offset, s.rotation, self.q, self.qd, s.locked,
-                            s.mass, s.com, s.inertia, self.Rw, self.pw, self.M, self.V, self.out)
+        energy_momentum.cpu(0, s.n, s.record(self.q, self.qd), self.Rw, self.pw, self.M, self.V, self.out)
         return self.out[0], self.out[1:4].copy(), self.out[4:7].copy()
 
 

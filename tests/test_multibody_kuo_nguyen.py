@@ -80,8 +80,7 @@ def test_orbit_step_is_third_order_locally_and_second_order_globally():
         K[0, 1, 7:10] = _g(exact(0.0))
         q, qd = spec.q.copy(), spec.qd.copy()
         z3, z6 = np.zeros((1, 3)), np.zeros((1, 6))
-        kuo_nguyen_step.cpu(0, 1, h, spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, q, qd, spec.locked,
-                            spec.mass, spec.com, spec.inertia, z6, spec.law, z3, z3, MU_EARTH,
+        kuo_nguyen_step.cpu(0, 1, h, spec.record(q, qd), z6, spec.law, z3, z3, MU_EARTH,
                             0, np.zeros(6), np.zeros((1, STATE)), np.zeros((1, STATE)), K, z6.copy(), z6.copy(),
                             z6.copy(), np.zeros((1, 3, 3)), np.zeros((1, 3)), M, Vs, 0.0, 0, np.zeros((1, 6)),
                             no_terms_args())

@@ -198,8 +198,7 @@ def _locked_station(inclination: float = 0.0):
     N = spec.n
     M, V = new_scratch(N)
     Rw, pw, pos, att, cp = np.zeros((N, 3, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 4)), np.zeros((N, 3))
-    link_poses.cpu(0, N, spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, spec.q, spec.qd, spec.locked,
-                   spec.mass, spec.com, spec.inertia, M, V, Rw, pw, pos, att, cp)
+    link_poses.cpu(0, N, spec.record(), M, V, Rw, pw, pos, att, cp)
     m = spec.mass.sum()
     c = (spec.mass[:, None] * cp).sum(0) / m
     I = np.zeros((3, 3))
@@ -522,13 +521,12 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
 
     spec = _arm_in_orbit()
     n = spec.n
-    model = (spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, spec.q, spec.qd, spec.locked, spec.mass,
-             spec.com, spec.inertia)
+    model = spec.record()
     out = {}
     for gmode in (0, 1):
         M, V = new_scratch(n)
         qdd = np.zeros((n, 6))
-        derivative.cpu(0, n, *model, np.zeros((n, 6)), spec.law, np.zeros((n, 3)),
+        derivative.cpu(0, n, model, np.zeros((n, 6)), spec.law, np.zeros((n, 3)),
                        np.zeros((n, 3)), MU_EARTH, gmode, np.zeros(6), np.zeros((n, 6)), np.zeros((n, 6)), qdd,
                        np.zeros((n, 3, 3)), np.zeros((n, 3)), M, V, np.zeros((n, 1, STATE)), 0, 0.0, 0,
                        np.zeros((n, 6)), no_terms_args())
@@ -536,7 +534,7 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
     # the reference
     M, V = new_scratch(n)
     Rw, rho = np.zeros((n, 3, 3)), np.zeros((n, 3))
-    aba.cpu(0, n, *model, np.zeros((n, 6)), np.zeros((n, 6)), np.zeros(6), np.zeros((n, 6)), M, V)  # set-up pass
+    aba.cpu(0, n, model, np.zeros((n, 6)), np.zeros((n, 6)), np.zeros(6), np.zeros((n, 6)), M, V)  # set-up pass
     world_pose.cpu(0, n, spec.parents, M, Rw, rho)
     P = spec.q[0, :3]
     d = rho + np.einsum("rij,rj->ri", Rw, spec.com)                 # link CoMs relative to P (float64)
@@ -557,7 +555,7 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
         fb = Rw[k].T @ F
         fext[k] = np.concatenate([tgg + np.cross(spec.com[k], fb), fb])
     ref = np.zeros((n, 6))
-    aba.cpu(0, n, *model, np.zeros((n, 6)), fext, np.zeros(6), ref, *new_scratch(n))
+    aba.cpu(0, n, model, np.zeros((n, 6)), fext, np.zeros(6), ref, *new_scratch(n))
     scale = np.max(np.abs(ref[1:]))
     err = {m: float(np.max(np.abs(out[m][1:] - ref[1:])) / scale) for m in (0, 1)}
     print(f"\njoint accelerations vs extended-precision reference: full gravity {err[0]:.1e}, differential {err[1]:.1e}"

@@ -173,11 +173,12 @@ aba_solve = dual(_aba_solve, inline=False)
 _abas = aba_solve.cpu
 
 
-def _aba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, fext, a0, qdd, M, V):
+def _aba(b, n, tree, tau, fext, a0, qdd, M, V):
     """Forward dynamics of one sample's links (RBDA Table 7.1): ``qdd[r, :]`` (state units, module
     docstring) from the state, the applied joint forces ``tau`` and the external link forces
     ``fext`` (body axes, about the link origin)."""
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
+    _vel(b, n, tree, M, V)
     _abas(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V)
 
 
@@ -186,11 +187,12 @@ aba = dual(_aba, inline=False)
 
 
 # ------------------------------------------------------------------------------ RNEA (RBDA Table 5.1)
-def _rnea(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, qdd, fext, a0, tau_out,
+def _rnea(b, n, tree, qdd, fext, a0, tau_out,
           M, V):
     """Inverse dynamics of one sample's links: ``tau_out[r, :]`` (state units: a free joint's force
     in joint axes, then its torque in body axes) that produces the accelerations ``qdd``."""
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
+    _vel(b, n, tree, M, V)
     for k in range(n):
         r = b + k
         p = parent[r]
@@ -265,10 +267,11 @@ dof_offset = dual(_dof_offset)
 _dofo = dof_offset.cpu
 
 
-def _crba(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, H, M, V):
+def _crba(b, n, tree, H, M, V):
     """Joint-space mass matrix ``H[:N, :N]`` of one sample (N = its unlocked velocity coordinates,
     links in order), in state coordinates: ``T = ½ qdᵀ H qd``."""
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
+    _vel(b, n, tree, M, V)
     N = _dofo(b, n, kind, locked)
     for i in range(N):
         for j in range(N):
@@ -386,12 +389,13 @@ link_momentum = dual(_link_momentum)
 _lmom = link_momentum.cpu
 
 
-def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+def _energy_momentum(b, n, tree, Rw, pw, M, V,
                      out):
     """out[0] <- kinetic energy [J]; out[1:4] <- linear momentum [kg m/s], out[4:7] <- angular
     momentum about the inertial origin [kg m²/s], both inertial axes. Also fills Rw, pw
     (:func:`_world_pose`)."""
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
+    _vel(b, n, tree, M, V)
     _pose(b, n, parent, M, Rw, pw)
     for i in range(7):
         out[i] = 0.0
@@ -411,15 +415,16 @@ def _energy_momentum(b, n, parent, kind, axis, offset, rotation, q, qd, locked, 
 energy_momentum = dual(_energy_momentum, inline=False)
 
 
-def _tree_centre(i, link, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+def _tree_centre(i, link, E, tree, Rw, pw, M, V,
                  total, position, velocity, angular_momentum, energy):
     """Centre row i: the whole sample of link row ``link[i]`` (rows b .. b + E − 1, its tree or
     forest): total mass, CoM position and velocity, angular momentum about that CoM and kinetic
     energy, inertial axes. Positions are summed relative to the first link's origin P
     (:func:`_world_pose`), so the momentum about the CoM is formed from metre-sized lever arms,
     not as H_O − x_c × p with x_c ~ 7000 km."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     b = (link[i] // E) * E
-    _vel(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    _vel(b, E, tree, M, V)
     _pose(b, E, parent, M, Rw, pw)
     cx, cy, cz = _scom(b, E, mass, com, Rw, pw)
     ms = 0.0
@@ -456,11 +461,12 @@ _centre = tree_centre.cpu
 
 
 @cpu_parallel
-def tree_centres(n, link, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+def tree_centres(n, link, E, tree, Rw, pw, M, V,
                  total, position, velocity, angular_momentum, energy):
     """CPU driver of :data:`tree_centre` (one centre per sample: no two rows share scratch rows)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for i in prange(n):
-        _centre(i, link, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, Rw, pw, M, V,
+        _centre(i, link, E, tree, Rw, pw, M, V,
                 total, position, velocity, angular_momentum, energy)
 
 

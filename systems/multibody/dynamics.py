@@ -70,9 +70,9 @@ from components.gravity import PointMass
 from ecs.terms import (FusedTerms, fuse_terms, joint_law_none, no_terms_args, refuse_modal, sample_terms_none,
                        specialise)
 from components.loads import LoadSeries
-from components.multibody import FIXED, FREE, QD_SLOTS, TreeSpec, joint_state_error, tree_spec
+from components.multibody import FIXED, FREE, QD_SLOTS, Tree, TreeSpec, joint_state_error, tree_spec
 from ecs import InputError, Phase, System
-from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, launch_rows, to_host
+from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, kernel_tuple, launch_rows, to_host
 from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
 from systems.dynamics.loads import series_value
@@ -353,16 +353,17 @@ class MultibodyDynamics(System):
                    "link_motion_sample": roots["link_motion_sample"]}
 
     @staticmethod
-    def _model(t):
-        return (t["link_parent"], t["joint_kind"], t["joint_axis"], t["joint_offset"], t["joint_rotation"],
-                t["joint_q"], t["joint_qd"], t["joint_locked"], t["body_mass"], t["body_com"], t["body_inertia"])
+    def _model(backend, t) -> Tree:
+        """The links' :class:`components.multibody.Tree` record (device views on the GPU)."""
+        tree = Tree.of(t)
+        return kernel_tuple(tree) if backend == "gpu" else tree
 
     def _advance(self, backend, w, steps, h, t0, step0=0) -> None:
         t = w.table
         w.refresh_law()
         launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples,
                     w.E, steps, h, self._a, self._b, self.nstages,
-                    t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), *self._model(t),
+                    t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), self._model(backend, t),
                     t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
                     w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
                     t["link_com_position"], t0, self.every, step0, w.env, w.tt)
@@ -379,7 +380,7 @@ class MultibodyDynamics(System):
         t = w.table
         launch_rows(backend, self._k["link_motion_samples"], self._row("link_motion_sample"),
                     t.samples, w.E,
-                    t["row_status"], *self._model(t), t["joint_tau"], w.law, t["link_force"], t["link_torque"],
+                    t["row_status"], self._model(backend, t), t["joint_tau"], w.law, t["link_force"], t["link_torque"],
                     self.mu, self.gmode, self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC, time,
                     w.env, w.tt)
         for pt in w.points:
@@ -391,7 +392,7 @@ class MultibodyDynamics(System):
         """The system centre of mass and momentum of every tree of ``w`` that has a TreeCentre."""
         t = w.table
         for ct in w.centres:
-            launch_rows(backend, tree_centres, tree_centre, ct.row_count, ct["centre_link"], w.E, *self._model(t),
+            launch_rows(backend, tree_centres, tree_centre, ct.row_count, ct["centre_link"], w.E, self._model(backend, t),
                         w.Rw, w.pw, w.M, w.V, ct["centre_mass"],
                         ct["centre_position"], ct["centre_velocity"], ct["centre_angular_momentum"],
                         ct["centre_kinetic_energy"])
@@ -459,8 +460,7 @@ def tree_poses(spec: TreeSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     M, V = new_scratch(n)
     Rw, pw = np.zeros((n, 3, 3)), np.zeros((n, 3))
     pos, att, cp = np.zeros((n, 3)), np.zeros((n, 4)), np.zeros((n, 3))
-    link_poses.cpu(0, n, spec.parents, spec.kind, spec.axis, spec.offset, spec.rotation, spec.q, spec.qd,
-                   spec.locked, spec.mass, spec.com, spec.inertia, M, V, Rw, pw, pos, att, cp)
+    link_poses.cpu(0, n, spec.record(), M, V, Rw, pw, pos, att, cp)
     return Rw, pos, cp
 
 

@@ -124,9 +124,10 @@ tau_internal = dual(_tau_internal)
 _tauint = tau_internal.cpu
 
 
-def _velocities(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V):
+def _velocities(b, n, tree, M, V):
     """Pass 1 shared by the algorithms: joint set-up, link velocities v (VV), velocity-product
     accelerations c = v ×m v_J (VC), spatial inertias (MIA)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for k in range(n):
         r = b + k
         nv = _setup(r, kind, axis, offset, rotation, q, qd, locked, M, V)

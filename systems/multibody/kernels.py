@@ -216,7 +216,7 @@ _lforces = link_forces.cpu
 
 
 # ------------------------------------------------------------------------------ state derivative and RK step
-def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
+def _derivative(b, n, tree, tau, law, force,
                 torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage, time, mode, env, tt):
     """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
 
@@ -230,6 +230,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
     1 and 2 apply to a sample whose first link is an unlocked free root, full gravity otherwise (a
     fixed base feels the uniform part); the world's row terms at stage time ``time``. Locked
     joints: zero derivative (state frozen)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for k in range(n):
         r = b + k
         cv = law[r, LAW_VISCOUS]
@@ -256,7 +257,7 @@ def _derivative(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass,
             tauw[r, 0] += t
         if not locked[r] and kk != FIXED:               # the world's joint law, its columns after the built-ins'
             _joint_law(kk, q[r], qd[r], time, law[r, N_LAW:], tauw[r])
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    _vel(b, n, tree, M, V)
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
     _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt)
@@ -366,7 +367,7 @@ step_start = dual(_step_start)
 _start = step_start.cpu
 
 
-def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
+def _rk_step(b, n, h, A, B, nstages, tree, tau,
              law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, mode0, env, tt):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
@@ -378,6 +379,7 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
     position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j A[st, j]`` (the row sums of A:
     the tableau's nodes). The row terms' ``mode`` (:func:`_link_forces`) is ``mode0`` at the first
     stage and, when it is not 0, 2 at the others (terms held over the step)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
         cst = 0.0
@@ -396,7 +398,7 @@ def _rk_step(b, n, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd
         md = mode0
         if st > 0 and mode0 != 0:
             md = 2
-        _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+        _deriv(b, n, tree, tau, law, force, torque,
                mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st, t0 + cst * h, md, env, tt)
     for k in range(n):
         r = b + k
@@ -417,7 +419,7 @@ rk_step = dual(_rk_step, inline=False)
 _rk_step_cpu = rk_step.cpu
 
 
-def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
+def _kuo_nguyen_step(b, n, h, tree, tau, law, force,
                      torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, mode0, env, tt):
     """One step of the Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration").
 
@@ -429,8 +431,9 @@ def _kuo_nguyen_step(b, n, h, parent, kind, axis, offset, rotation, q, qd, locke
     renormalised). ``ẍ_prev`` is kept in ``K[b, 1, 7:10]`` (NaN before the first step, which then
     uses ``ẍ_prev = ẍ``: a second-order Taylor start). ``K`` needs 2 stage slots; ``y0`` keeps the
     state before the step; locked joints are frozen with zero rate."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
-    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu,
+    _deriv(b, n, tree, tau, law, force, torque, mu,
            gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, t0, mode0, env, tt)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
@@ -471,13 +474,14 @@ kuo_nguyen_step = dual(_kuo_nguyen_step, inline=False)
 _kn_step = kuo_nguyen_step.cpu
 
 
-def _link_motion(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+def _link_motion(b, n, tree, tau, law, force, torque,
                  mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
     """Per link row r of one sample, inertial axes: ``ACC[r]`` = (classical acceleration of the link
     origin (3), angular acceleration (3), angular velocity (3), origin velocity (3), the system's
     gravity g(x_s) at its CoM x_s (3), origin position (3)), from one evaluation of the dynamics
     at the current state (``K[:, 0]`` is overwritten). For points of interest."""
-    _deriv(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
+    _deriv(b, n, tree, tau, law, force, torque,
            mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, time, 0, env, tt)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
     sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
@@ -518,13 +522,14 @@ link_motion = dual(_link_motion, inline=False)
 _lmotion = link_motion.cpu
 
 
-def _link_motion_sample(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
+def _link_motion_sample(s, E, status, tree, tau,
                         law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
     """:func:`_link_motion` of sample s unless it FAILED (then its outputs keep their last values)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     b = s * E
     if status[b] == FAILED_CODE:
         return
-    _lmotion(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque,
+    _lmotion(b, E, tree, tau, law, force, torque,
              mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt)
 
 
@@ -533,11 +538,12 @@ _lmotion_s = link_motion_sample.cpu
 
 
 @cpu_jit(nogil=True)
-def link_motion_range(s0, s1, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau,
+def link_motion_range(s0, s1, E, status, tree, tau,
                       law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
     """Serial loop of :data:`link_motion_sample` over samples ``s0 .. s1 - 1``."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for s in range(s0, s1):
-        _lmotion_s(s, E, status, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law,
+        _lmotion_s(s, E, status, tree, tau, law,
                    force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt)
 
 
@@ -626,10 +632,11 @@ link_states = dual(_link_states)
 _lstates = link_states.cpu
 
 
-def _link_poses(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V, Rw, pw,
+def _link_poses(b, n, tree, M, V, Rw, pw,
                 position, attitude, com_position):
     """The LinkPose columns of one sample's links from its joint state."""
-    _vel(b, n, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V)
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
+    _vel(b, n, tree, M, V)
     _pose(b, n, parent, M, Rw, pw)
     for k in range(n):
         r = b + k
@@ -658,8 +665,7 @@ sample_finite = dual(_sample_finite)
 _finite = sample_finite.cpu
 
 
-def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                    rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
+def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, tree, tau, law, force, torque, mu, gmode,
                     a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every,
                     step0, env, tt):
     """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
@@ -667,6 +673,7 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
     state of its last good step. The first step starts at time ``t0`` and is step ``step0`` of the
     run: the row terms are evaluated at every stage when ``every`` is 1, else at the first stage of
     every ``every``-th step of the run and held until the next (:func:`_link_forces` modes)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     b = s * E
     if status[b] != 0:
         return
@@ -678,11 +685,10 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
             mode0 = 1 if (step0 + j) % every == 0 else 2
         j += 1
         if nstages == 0:
-            _kn_step(b, E, h, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, tau, law, force,
+            _kn_step(b, E, h, tree, tau, law, force,
                      torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, tj, mode0, env, tt)
         else:
-            _rk_step_cpu(b, E, h, A, B, nstages, parent, kind, axis, offset, rotation, q, qd, locked, mass, com,
-                         inertia, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
+            _rk_step_cpu(b, E, h, A, B, nstages, tree, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
                          Rw, pw, M, V, tj, mode0, env, tt)
         if status[b] != 0:            # a sample term failed the sample (contact buffer overflow)
             j = steps
@@ -695,7 +701,7 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
                     qd[b + k, i] = y0[b + k, Q_SLOTS + i]
                 status[b + k] = failed
                 reason[b + k] = nonfinite
-    _poses(b, E, parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia, M, V, Rw, pw, position,
+    _poses(b, E, tree, M, V, Rw, pw, position,
            attitude, com_position)
 
 
@@ -704,14 +710,13 @@ _advance = advance_sample.cpu
 
 
 @cpu_jit(nogil=True)
-def advance_range(s0, s1, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                  rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
+def advance_range(s0, s1, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, tree, tau, law, force, torque, mu, gmode,
                   a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every, step0,
                   env, tt):
     """Serial loop of :data:`advance_sample` over samples ``s0 .. s1 - 1`` (of ``E`` links)."""
+    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for s in range(s0, s1):
-        _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, parent, kind, axis, offset,
-                 rotation, q, qd, locked, mass, com, inertia, tau, law, force, torque, mu, gmode,
+        _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, tree, tau, law, force, torque, mu, gmode,
                  a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every, step0,
                  env, tt)
 
