@@ -247,6 +247,13 @@ Tree = record("Tree", __name__, {
     "state and mass properties, one array per column.")
 
 
+#: Where the links are, as written after each frame: one argument (``poses``) of the kernels.
+Poses = record("Poses", __name__, {"position": column_spec(LinkPose, "position"),
+                                   "attitude": column_spec(LinkPose, "attitude"),
+                                   "com_position": column_spec(LinkPose, "com_position")},
+               "The link poses a multibody step writes for output.")
+
+
 # ------------------------------------------------------------------------------ tree description
 @dataclass(frozen=True)
 class TreeSpec:

@@ -143,26 +143,39 @@ def column_spec(ctype, field: str) -> ColumnSpec:
     raise KeyError(f"{ctype.__name__} has no field {field!r} (fields: {', '.join(ctype.__fieldnames__)})")
 
 
-def record(name: str, module: str, fields: dict[str, ColumnSpec], doc: str) -> type:
+def record(name: str, module: str, fields: dict[str, "ColumnSpec | str"], doc: str) -> type:
     """A record of columns that kernels take as one argument and read by name (``tree.mass[r]``).
 
     A namedtuple class ``name`` (defined as if in ``module``, where it must be bound at module level
     under the same name: numba's disk cache pickles it by reference) whose fields are the keys of
-    ``fields``, each holding the array of the column its :class:`ColumnSpec` declares. numba types
-    an instance as a tuple of arrays, on the CPU and (through :func:`ecs.kernels.kernel_tuple`) on
-    the GPU, so a kernel unpacks it or reads its fields at no run-time cost. The class docstring is
-    ``doc`` followed by each field's column, unit, per-row shape, frame and description, from the
-    declarations; ``Record.columns`` lists the column names and ``Record.of(table)`` gathers them
-    from a table.
+    ``fields``: a field declared by a :class:`ColumnSpec` holds that column's array, one declared by
+    a string (its description, with unit and shape) holds a work array or a parameter the system
+    owns. numba types an instance as a tuple, on the CPU and (through
+    :func:`ecs.kernels.kernel_tuple`) on the GPU, so a kernel unpacks it or reads its fields at no
+    run-time cost. The class docstring is ``doc`` followed by each field's column, unit, per-row
+    shape, frame and description, from the declarations; ``Record.columns`` lists the column names
+    (``None`` for the other fields) and ``Record.of(table, **others)`` gathers the columns from a
+    table and takes the other fields by name.
     """
     cls = collections.namedtuple(name, tuple(fields), module=module)
     rows = []
     for field, spec in fields.items():
+        if isinstance(spec, str):
+            rows.append(f"* ``{field}``: {spec}")
+            continue
         frame = f", frame {spec.frame}" if spec.frame else ""
-        rows.append(f"* ``{field}``: ``{spec.name}`` [{spec.unit}], per-row shape {spec.shape}{frame}: {spec.doc}")
-    cls.__doc__ = doc + "\n\nFields (from the column declarations):\n\n" + "\n".join(rows) + "\n"
-    cls.columns = tuple(spec.name for spec in fields.values())
-    cls.of = classmethod(lambda c, table: c(*(table[col] for col in c.columns)))
+        rows.append(f"* ``{field}``: column ``{spec.name}`` [{spec.unit}], per-row shape {spec.shape}{frame}: "
+                    f"{spec.doc}")
+    cls.__doc__ = doc + "\n\nFields:\n\n" + "\n".join(rows) + "\n"
+    cls.columns = tuple(None if isinstance(spec, str) else spec.name for spec in fields.values())
+
+    def of(c, table, **others):
+        extra = set(others) - {f for f, col in zip(c._fields, c.columns) if col is None}
+        if extra:
+            raise TypeError(f"{c.__name__}.of: {sorted(extra)} are not fields outside the table")
+        return c(*(others[f] if col is None else table[col] for f, col in zip(c._fields, c.columns)))
+
+    cls.of = classmethod(of)
     return cls
 
 

@@ -27,6 +27,7 @@ SCRIPT = textwrap.dedent(
     from systems.multibody.spatial import new_scratch
     from systems.multibody.algorithms import aba, rnea
     from systems.multibody.kernels import STATE, rk_step
+    from systems.multibody.records import Loads, Scratch, Stepper
 
     rng = np.random.default_rng(3)
     E, S = 5, 3
@@ -82,23 +83,23 @@ SCRIPT = textwrap.dedent(
     tab = TABLEAUX["rk4"]
     gs = rk_step.gpu
     @cuda.jit
-    def k_step(ns, E, h, A, B, nst, tree, tau, law, F, T, mu, gm, a0, y0, C, K, tw, fx, qdd, Rw, pw, M, V, t0,
-               mode0, env, tt):
+    def k_step(ns, E, stepper, tree, load, work, t0, mode0, env, tt):
         s = cuda.grid(1)
         if s < ns:
-            gs(s * E, E, h, A, B, nst, tree, tau, law, F, T, mu, gm, a0, y0, C, K, tw, fx, qdd, Rw, pw, M, V, t0,
-               mode0, env, tt)
+            gs(s * E, E, stepper, tree, load, work, t0, mode0, env, tt)
     res = []
     for mode in ("cpu", "gpu"):
         st = Tree(*(a.copy() for a in model))
-        extra = (cat("law"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0,
-                 np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)), np.zeros((n, 6)),
-                 np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3))) + new_scratch(n) + (0.0, 0, np.zeros((n, 6)), no_terms_args())
+        load = Loads(tau, cat("law"), np.zeros((n, 3)), np.zeros((n, 3)), 3.986e14, 1, a0)
+        work = Scratch(np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)),
+                       np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3)), *new_scratch(n))
+        extra = (load, work, 0.0, 0, np.zeros((n, 6)), no_terms_args())
+        step = Stepper(1.0, tab.a, tab.b, 4)
         if mode == "cpu":
             for s in range(S):
-                rk_step.cpu(s * E, E, 1.0, tab.a, tab.b, 4, st, tau, *extra)
+                rk_step.cpu(s * E, E, step, st, *extra)
         else:
-            k_step[1, S](S, E, 1.0, tab.a, tab.b, 4, st, tau, *extra)
+            k_step[1, S](S, E, step, st, *extra)
         res.append(np.concatenate([st.q, st.qd], axis=1))
     out["rk_step"] = float(np.max(np.abs(res[0] - res[1])))
     out["rk_moved"] = float(np.max(np.abs(res[0][:, 7:] - model.qd)))

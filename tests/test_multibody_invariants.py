@@ -24,6 +24,8 @@ from ecs.terms import no_terms_args
 from systems.multibody.spatial import new_scratch
 from systems.multibody.algorithms import energy_momentum
 from systems.multibody.kernels import STATE, rk_step
+from systems.multibody.records import Loads, Scratch
+from systems.multibody.records import Stepper as StepRecord
 
 RK4 = TABLEAUX["rk4"]
 EPS = np.finfo(float).eps
@@ -74,10 +76,10 @@ class Stepper:
 
     def step(self, h):
         s = self.s
-        rk_step.cpu(0, s.n, h, RK4.a, RK4.b, RK4.stages, s.record(self.q, self.qd), self.zeros6, s.law,
-                    self.zeros3, self.zeros3, 0.0, 0, np.zeros(6), self.y0, self.C, self.K, self.tauw, self.fext,
-                    self.qdd, self.Rw, self.pw, self.M, self.V, 0.0, 0, np.zeros((s.n, 6)),
-                    no_terms_args())
+        rk_step.cpu(0, s.n, StepRecord(h, RK4.a, RK4.b, RK4.stages), s.record(self.q, self.qd),
+                    Loads(self.zeros6, s.law, self.zeros3, self.zeros3, 0.0, 0, np.zeros(6)),
+                    Scratch(self.y0, self.C, self.K, self.tauw, self.fext, self.qdd, self.Rw, self.pw, self.M, self.V),
+                    0.0, 0, np.zeros((s.n, 6)), no_terms_args())
 
     def invariants(self):
         s = self.s

@@ -25,6 +25,7 @@ from systems.multibody.dynamics import MultibodyDynamics
 from ecs.terms import no_terms_args
 from systems.multibody.spatial import new_scratch
 from systems.multibody.kernels import STATE, kuo_nguyen_step
+from systems.multibody.records import Loads, Scratch
 
 R = R_EARTH + 400e3
 V = math.sqrt(MU_EARTH / R)
@@ -80,10 +81,10 @@ def test_orbit_step_is_third_order_locally_and_second_order_globally():
         K[0, 1, 7:10] = _g(exact(0.0))
         q, qd = spec.q.copy(), spec.qd.copy()
         z3, z6 = np.zeros((1, 3)), np.zeros((1, 6))
-        kuo_nguyen_step.cpu(0, 1, h, spec.record(q, qd), z6, spec.law, z3, z3, MU_EARTH,
-                            0, np.zeros(6), np.zeros((1, STATE)), np.zeros((1, STATE)), K, z6.copy(), z6.copy(),
-                            z6.copy(), np.zeros((1, 3, 3)), np.zeros((1, 3)), M, Vs, 0.0, 0, np.zeros((1, 6)),
-                            no_terms_args())
+        kuo_nguyen_step.cpu(0, 1, h, spec.record(q, qd), Loads(z6, spec.law, z3, z3, MU_EARTH, 0, np.zeros(6)),
+                            Scratch(np.zeros((1, STATE)), np.zeros((1, STATE)), K, z6.copy(), z6.copy(), z6.copy(),
+                                    np.zeros((1, 3, 3)), np.zeros((1, 3)), M, Vs),
+                            0.0, 0, np.zeros((1, 6)), no_terms_args())
         local.append(float(np.linalg.norm(q[0, :3] - exact(2 * h))))
     # global: one orbit
     glob = []

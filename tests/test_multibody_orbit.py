@@ -12,7 +12,7 @@ from scipy.special import ellipk
 from scipy.spatial.transform import Rotation
 
 from components.gravity import PointMass
-from components.multibody import spawn_tree, tree_spec
+from components.multibody import Poses, Tree, spawn_tree, tree_spec
 from ecs import World
 from ecs.errors import InputError
 from ecs.status import Status
@@ -21,6 +21,17 @@ from systems.multibody.dynamics import MultibodyDynamics
 from ecs.terms import no_terms_args
 from systems.multibody.spatial import MW
 from systems.multibody.kernels import link_forces
+from systems.multibody.records import Loads, Scratch
+
+
+def _link_forces(gmode, mass, com, inertia, Rw, pw, M, fext):
+    """The multibody kernel's external link forces (point-mass Earth, gravity mode ``gmode``) into
+    ``fext``, for links with these mass properties and poses; no other force, no row terms."""
+    n = len(mass)
+    tree = Tree(None, None, None, None, None, None, None, None, mass, com, inertia)
+    load = Loads(None, None, np.zeros((n, 3)), np.zeros((n, 3)), MU_EARTH, gmode, None)
+    work = Scratch(None, None, None, None, fext, None, Rw, pw, M, np.zeros((n, 8, 6)))
+    link_forces.cpu(0, n, gmode, tree, load, work, 0.0, 0, np.zeros((n, 6)), no_terms_args())
 
 
 def test_gravity_torque_summed_over_bodies_is_the_rigid_body_gradient_torque():
@@ -44,8 +55,7 @@ def test_gravity_torque_summed_over_bodies_is_the_rigid_body_gradient_torque():
     fext = np.zeros((n, 6))
     M = np.zeros((n, 8, 6, 6))
     M[0, MW, :3, 3] = pw[0]                                          # the origin P of the relative positions
-    link_forces.cpu(0, n, MU_EARTH, 0, mass, com, Ic, np.zeros((n, 3)), np.zeros((n, 3)), Rw, pw - pw[0], M,
-                    np.zeros((n, 8, 6)), fext, 0.0, 0, np.zeros((n, 6)), no_terms_args())
+    _link_forces(0, mass, com, Ic, Rw, pw - pw[0], M, fext)
     xc = pw + np.einsum("rij,rj->ri", Rw, com)                     # link CoMs, inertial
     c = (mass[:, None] * xc).sum(0) / mass.sum()
     torque = np.zeros(3)
@@ -198,7 +208,7 @@ def _locked_station(inclination: float = 0.0):
     N = spec.n
     M, V = new_scratch(N)
     Rw, pw, pos, att, cp = np.zeros((N, 3, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 4)), np.zeros((N, 3))
-    link_poses.cpu(0, N, spec.record(), M, V, Rw, pw, pos, att, cp)
+    link_poses.cpu(0, N, spec.record(), M, V, Rw, pw, Poses(pos, att, cp))
     m = spec.mass.sum()
     c = (spec.mass[:, None] * cp).sum(0) / m
     I = np.zeros((3, 3))
@@ -526,10 +536,10 @@ def test_differential_gravity_removes_the_cancellation_in_joint_accelerations():
     for gmode in (0, 1):
         M, V = new_scratch(n)
         qdd = np.zeros((n, 6))
-        derivative.cpu(0, n, model, np.zeros((n, 6)), spec.law, np.zeros((n, 3)),
-                       np.zeros((n, 3)), MU_EARTH, gmode, np.zeros(6), np.zeros((n, 6)), np.zeros((n, 6)), qdd,
-                       np.zeros((n, 3, 3)), np.zeros((n, 3)), M, V, np.zeros((n, 1, STATE)), 0, 0.0, 0,
-                       np.zeros((n, 6)), no_terms_args())
+        load = Loads(np.zeros((n, 6)), spec.law, np.zeros((n, 3)), np.zeros((n, 3)), MU_EARTH, gmode, np.zeros(6))
+        work = Scratch(np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 1, STATE)), np.zeros((n, 6)),
+                       np.zeros((n, 6)), qdd, np.zeros((n, 3, 3)), np.zeros((n, 3)), M, V)
+        derivative.cpu(0, n, model, load, work, 0, 0.0, 0, np.zeros((n, 6)), no_terms_args())
         out[gmode] = qdd
     # the reference
     M, V = new_scratch(n)
@@ -633,8 +643,7 @@ def test_linearized_gravity_error_is_quadratic_and_small_for_a_100m_station():
             M = np.zeros((n, 8, 6, 6))
             M[0, MW, :3, 3] = P + size * unit[0]
             fext = np.zeros((n, 6))
-            link_forces.cpu(0, n, MU_EARTH, gmode, mass, com, inertia, np.zeros((n, 3)), np.zeros((n, 3)), Rw, pw, M,
-                            np.zeros((n, 8, 6)), fext, 0.0, 0, np.zeros((n, 6)), no_terms_args())
+            _link_forces(gmode, mass, com, inertia, Rw, pw, M, fext)
             acc[gmode] = fext[:, 3:] / mass[:, None]
         err[size] = float(np.max(np.linalg.norm(acc[1] - acc[2], axis=1))) / g0
     print(f"\nlinearised gravity error / g: {err}")

@@ -13,7 +13,7 @@ def test_a_record_names_its_columns_and_documents_them_from_the_declarations():
     assert Tree._fields[:3] == ("parent", "kind", "axis")
     assert Tree.columns == ("link_parent", "joint_kind", "joint_axis", "joint_offset", "joint_rotation", "joint_q",
                             "joint_qd", "joint_locked", "body_mass", "body_com", "body_inertia")
-    assert "``mass``: ``body_mass`` [kg]" in Tree.__doc__
+    assert "``mass``: column ``body_mass`` [kg]" in Tree.__doc__
     assert "frame joint->parent" in Tree.__doc__
     table = {c: np.full(2, k, float) for k, c in enumerate(Tree.columns)}
     tree = Tree.of(table)

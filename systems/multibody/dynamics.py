@@ -70,14 +70,14 @@ from components.gravity import PointMass
 from ecs.terms import (FusedTerms, fuse_terms, joint_law_none, no_terms_args, refuse_modal, sample_terms_none,
                        specialise)
 from components.loads import LoadSeries
-from components.multibody import FIXED, FREE, QD_SLOTS, Tree, TreeSpec, joint_state_error, tree_spec
+from components.multibody import FIXED, FREE, QD_SLOTS, Poses, Tree, TreeSpec, joint_state_error, tree_spec
 from ecs import InputError, Phase, System
 from ecs.kernels import SampleDriver, array_module, cpu_parallel, dual, kernel_tuple, launch_rows, to_host
-from ecs.status import Reason, Status
 from ecs.stepping import TABLEAUX
 from systems.dynamics.loads import series_value
 from systems.multibody.spatial import new_scratch
 from systems.multibody.algorithms import tree_centre, tree_centres
+from systems.multibody.records import Loads, Scratch, Stepper
 from systems.multibody.kernels import (ACC_WIDTH, LAW_COLUMNS, STATE, advance_sample, advance_samples,
                                        link_motion_sample, link_motion_samples, link_poses, poi_row, poi_rows)
 from ecs.attitude import dcm_to_quat, quat_to_dcm
@@ -352,21 +352,23 @@ class MultibodyDynamics(System):
                    "link_motion_samples": SampleDriver(roots["link_motion_range"]),
                    "link_motion_sample": roots["link_motion_sample"]}
 
-    @staticmethod
-    def _model(backend, t) -> Tree:
-        """The links' :class:`components.multibody.Tree` record (device views on the GPU)."""
-        tree = Tree.of(t)
-        return kernel_tuple(tree) if backend == "gpu" else tree
+    def _records(self, backend, w) -> tuple:
+        """The kernels' records of work ``w``: ``(tree, load, work, poses)``
+        (:data:`components.multibody.Tree`, :data:`~systems.multibody.records.Loads`,
+        :data:`~systems.multibody.records.Scratch`, :data:`components.multibody.Poses`), with device
+        views on the GPU."""
+        t = w.table
+        recs = (Tree.of(t), Loads.of(t, law=w.law, mu=self.mu, gmode=self.gmode, a0=self._a0),
+                Scratch(w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V), Poses.of(t))
+        return tuple(kernel_tuple(r) for r in recs) if backend == "gpu" else recs
 
     def _advance(self, backend, w, steps, h, t0, step0=0) -> None:
         t = w.table
         w.refresh_law()
+        tree, load, work, poses = self._records(backend, w)
         launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples,
-                    w.E, steps, h, self._a, self._b, self.nstages,
-                    t["row_status"], t["row_reason"], int(Status.FAILED), int(Reason.NONFINITE_STATE), self._model(backend, t),
-                    t["joint_tau"], w.law, t["link_force"], t["link_torque"], self.mu, self.gmode, self._a0, w.y0, w.C,
-                    w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, t["link_position"], t["link_attitude"],
-                    t["link_com_position"], t0, self.every, step0, w.env, w.tt)
+                    w.E, steps, Stepper(h, self._a, self._b, self.nstages), t["row_status"], t["row_reason"], tree,
+                    load, work, poses, t0, self.every, step0, w.env, w.tt)
 
     def _row(self, name):
         """The row function ``name`` (a DualKernel without terms, the linked CPU copy with them)."""
@@ -378,11 +380,9 @@ class MultibodyDynamics(System):
         if not w.points:
             return
         t = w.table
+        tree, load, work, _poses = self._records(backend, w)
         launch_rows(backend, self._k["link_motion_samples"], self._row("link_motion_sample"),
-                    t.samples, w.E,
-                    t["row_status"], self._model(backend, t), t["joint_tau"], w.law, t["link_force"], t["link_torque"],
-                    self.mu, self.gmode, self._a0, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V, w.K, w.ACC, time,
-                    w.env, w.tt)
+                    t.samples, w.E, t["row_status"], tree, load, work, w.ACC, time, w.env, w.tt)
         for pt in w.points:
             launch_rows(backend, poi_rows, poi_row, pt.row_count, pt["poi_link"], pt["poi_offset"], w.Rw, w.ACC,
                         pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
@@ -392,7 +392,8 @@ class MultibodyDynamics(System):
         """The system centre of mass and momentum of every tree of ``w`` that has a TreeCentre."""
         t = w.table
         for ct in w.centres:
-            launch_rows(backend, tree_centres, tree_centre, ct.row_count, ct["centre_link"], w.E, self._model(backend, t),
+            tree = self._records(backend, w)[0]
+            launch_rows(backend, tree_centres, tree_centre, ct.row_count, ct["centre_link"], w.E, tree,
                         w.Rw, w.pw, w.M, w.V, ct["centre_mass"],
                         ct["centre_position"], ct["centre_velocity"], ct["centre_angular_momentum"],
                         ct["centre_kinetic_energy"])
@@ -460,7 +461,7 @@ def tree_poses(spec: TreeSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     M, V = new_scratch(n)
     Rw, pw = np.zeros((n, 3, 3)), np.zeros((n, 3))
     pos, att, cp = np.zeros((n, 3)), np.zeros((n, 4)), np.zeros((n, 3))
-    link_poses.cpu(0, n, spec.record(), M, V, Rw, pw, pos, att, cp)
+    link_poses.cpu(0, n, spec.record(), M, V, Rw, pw, Poses(pos, att, cp))
     return Rw, pos, cp
 
 

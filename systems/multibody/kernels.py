@@ -38,7 +38,7 @@ from numba import prange
 from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
-from ecs.status import Status
+from ecs.status import Reason, Status
 from ecs.terms import joint_law_none, row_terms_none, sample_terms_none, terms_active_none
 from systems.gravity.kernels import gradient_torque
 from systems.multibody.spatial import MW, VA, VV, nv_nominal, nv_of
@@ -70,13 +70,15 @@ LAW_COLUMNS = tuple("joint_" + f for f in LAW_FIELDS)
 N_LAW = len(LAW_COLUMNS)
 #: ``row_status`` code of a FAILED row.
 FAILED_CODE = int(Status.FAILED)
+#: ``row_reason`` code of a sample whose state became non-finite.
+NONFINITE_CODE = int(Reason.NONFINITE_STATE)
 #: Width of the per-link motion array of :func:`_link_motion`.
 ACC_WIDTH = 18
 #: State size per link for integration: q (7) then qd (6).
 STATE = Q_SLOTS + QD_SLOTS
 
 
-def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt):
+def _link_forces(b, n, gmode, tree, load, work, time, mode, env, tt):
     """fext[r] <- the link's external spatial force, body axes, about the link origin: the
     accumulated ``force`` (inertial, through the CoM) and ``torque`` (body, about the CoM), plus,
     when ``mu > 0``, the link's own point-mass gravity at its CoM and its gravity-gradient torque
@@ -98,7 +100,12 @@ def _link_forces(b, n, mu, gmode, mass, com, inertia, force, torque, Rw, pw, M, 
     was independent"), at stage time ``time``; ``tt`` is their argument (columns of the link
     table, resource arrays, parameters). They enter in full in every gravity mode. ``mode`` 0:
     evaluate them; 1: evaluate and keep them in ``env[r]``; 2: use ``env[r]`` as kept (seed 001's
-    reduced environment update rate, :class:`systems.multibody.dynamics.MultibodyDynamics` ``environment_every``)."""
+    reduced environment update rate, :class:`systems.multibody.dynamics.MultibodyDynamics` ``environment_every``).
+    ``gmode`` is the mode in effect for this sample (:func:`_derivative` falls back to 0 where
+    ``load.gmode`` does not apply); ``mu``, ``force`` and ``torque`` come from ``load``."""
+    mass, com, inertia = tree.mass, tree.com, tree.inertia
+    force, torque, mu = load.force, load.torque, load.mu
+    fext, Rw, pw, M, V = work.fext, work.Rw, work.pw, work.M, work.V
     # system CoM relative to the origin P (differential and linearised modes only)
     sx = 0.0
     sy = 0.0
@@ -216,8 +223,7 @@ _lforces = link_forces.cpu
 
 
 # ------------------------------------------------------------------------------ state derivative and RK step
-def _derivative(b, n, tree, tau, law, force,
-                torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, stage, time, mode, env, tt):
+def _derivative(b, n, tree, load, work, stage, time, mode, env, tt):
     """K[r, stage, :] <- d/dt (q, qd) of one sample's links (layout: q 7 slots, then qd 6 slots).
 
     Generalised forces: ``tau`` minus the regularised joint friction
@@ -230,6 +236,8 @@ def _derivative(b, n, tree, tau, law, force,
     1 and 2 apply to a sample whose first link is an unlocked free root, full gravity otherwise (a
     fixed base feels the uniform part); the world's row terms at stage time ``time``. Locked
     joints: zero derivative (state frozen)."""
+    tau, law, force, torque, mu, gmode, a0 = load
+    y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for k in range(n):
         r = b + k
@@ -260,7 +268,7 @@ def _derivative(b, n, tree, tau, law, force,
     _vel(b, n, tree, M, V)
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
-    _lforces(b, n, mu, diff, mass, com, inertia, force, torque, Rw, pw, M, V, fext, time, mode, env, tt)
+    _lforces(b, n, diff, tree, load, work, time, mode, env, tt)
     _lstates(b, n, M, Rw, pw, V, tt[3])
     _sample_terms(b, n, stage, time, Rw, fext, tt[2])
     _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
@@ -367,8 +375,7 @@ step_start = dual(_step_start)
 _start = step_start.cpu
 
 
-def _rk_step(b, n, h, A, B, nstages, tree, tau,
-             law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, mode0, env, tt):
+def _rk_step(b, n, stepper, tree, load, work, t0, mode0, env, tt):
     """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
     zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
@@ -379,6 +386,8 @@ def _rk_step(b, n, h, A, B, nstages, tree, tau,
     position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j A[st, j]`` (the row sums of A:
     the tableau's nodes). The row terms' ``mode`` (:func:`_link_forces`) is ``mode0`` at the first
     stage and, when it is not 0, 2 at the others (terms held over the step)."""
+    y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
+    h, A, B, nstages = stepper
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
@@ -398,8 +407,7 @@ def _rk_step(b, n, h, A, B, nstages, tree, tau,
         md = mode0
         if st > 0 and mode0 != 0:
             md = 2
-        _deriv(b, n, tree, tau, law, force, torque,
-               mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, st, t0 + cst * h, md, env, tt)
+        _deriv(b, n, tree, load, work, st, t0 + cst * h, md, env, tt)
     for k in range(n):
         r = b + k
         nq, nv = _slots(kind[r], locked[r])
@@ -419,8 +427,7 @@ rk_step = dual(_rk_step, inline=False)
 _rk_step_cpu = rk_step.cpu
 
 
-def _kuo_nguyen_step(b, n, h, tree, tau, law, force,
-                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, t0, mode0, env, tt):
+def _kuo_nguyen_step(b, n, h, tree, load, work, t0, mode0, env, tt):
     """One step of the Kuo–Nguyen integrator (seed 001, "Numerical considerations — integration").
 
     The orbital DOFs of the root (position and velocity of a free first link, joint axes) take the
@@ -431,10 +438,10 @@ def _kuo_nguyen_step(b, n, h, tree, tau, law, force,
     renormalised). ``ẍ_prev`` is kept in ``K[b, 1, 7:10]`` (NaN before the first step, which then
     uses ``ẍ_prev = ẍ``: a second-order Taylor start). ``K`` needs 2 stage slots; ``y0`` keeps the
     state before the step; locked joints are frozen with zero rate."""
+    y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
-    _deriv(b, n, tree, tau, law, force, torque, mu,
-           gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, t0, mode0, env, tt)
+    _deriv(b, n, tree, load, work, 0, t0, mode0, env, tt)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
         for i in range(3):
@@ -474,15 +481,15 @@ kuo_nguyen_step = dual(_kuo_nguyen_step, inline=False)
 _kn_step = kuo_nguyen_step.cpu
 
 
-def _link_motion(b, n, tree, tau, law, force, torque,
-                 mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
+def _link_motion(b, n, tree, load, work, ACC, time, env, tt):
     """Per link row r of one sample, inertial axes: ``ACC[r]`` = (classical acceleration of the link
     origin (3), angular acceleration (3), angular velocity (3), origin velocity (3), the system's
     gravity g(x_s) at its CoM x_s (3), origin position (3)), from one evaluation of the dynamics
     at the current state (``K[:, 0]`` is overwritten). For points of interest."""
+    tau, law, force, torque, mu, gmode, a0 = load
+    y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
-    _deriv(b, n, tree, tau, law, force, torque,
-           mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, 0, time, 0, env, tt)
+    _deriv(b, n, tree, load, work, 0, time, 0, env, tt)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
     sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
     xs0 = _org(b, M, 0) + sx
@@ -522,15 +529,12 @@ link_motion = dual(_link_motion, inline=False)
 _lmotion = link_motion.cpu
 
 
-def _link_motion_sample(s, E, status, tree, tau,
-                        law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
+def _link_motion_sample(s, E, status, tree, load, work, ACC, time, env, tt):
     """:func:`_link_motion` of sample s unless it FAILED (then its outputs keep their last values)."""
-    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     b = s * E
     if status[b] == FAILED_CODE:
         return
-    _lmotion(b, E, tree, tau, law, force, torque,
-             mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt)
+    _lmotion(b, E, tree, load, work, ACC, time, env, tt)
 
 
 link_motion_sample = dual(_link_motion_sample, inline=False)
@@ -538,13 +542,10 @@ _lmotion_s = link_motion_sample.cpu
 
 
 @cpu_jit(nogil=True)
-def link_motion_range(s0, s1, E, status, tree, tau,
-                      law, force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt):
+def link_motion_range(s0, s1, E, status, tree, load, work, ACC, time, env, tt):
     """Serial loop of :data:`link_motion_sample` over samples ``s0 .. s1 - 1``."""
-    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for s in range(s0, s1):
-        _lmotion_s(s, E, status, tree, tau, law,
-                   force, torque, mu, gmode, a0, tauw, fext, qdd, Rw, pw, M, V, K, ACC, time, env, tt)
+        _lmotion_s(s, E, status, tree, load, work, ACC, time, env, tt)
 
 
 #: CPU driver of :data:`link_motion_sample`.
@@ -632,9 +633,9 @@ link_states = dual(_link_states)
 _lstates = link_states.cpu
 
 
-def _link_poses(b, n, tree, M, V, Rw, pw,
-                position, attitude, com_position):
+def _link_poses(b, n, tree, M, V, Rw, pw, poses):
     """The LinkPose columns of one sample's links from its joint state."""
+    position, attitude, com_position = poses
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _vel(b, n, tree, M, V)
     _pose(b, n, parent, M, Rw, pw)
@@ -665,14 +666,15 @@ sample_finite = dual(_sample_finite)
 _finite = sample_finite.cpu
 
 
-def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, tree, tau, law, force, torque, mu, gmode,
-                    a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every,
-                    step0, env, tt):
+def _advance_sample(s, E, steps, stepper, status, reason, tree, load, work, poses, t0, every, step0, env, tt):
     """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
-    (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses; a non-finite state sets every row of the sample FAILED (reason ``nonfinite``) with the
+    (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses
+    (``poses``); a non-finite state sets every row of the sample FAILED (reason NONFINITE_STATE) with the
     state of its last good step. The first step starts at time ``t0`` and is step ``step0`` of the
     run: the row terms are evaluated at every stage when ``every`` is 1, else at the first stage of
     every ``every``-th step of the run and held until the next (:func:`_link_forces` modes)."""
+    y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
+    h, A, B, nstages = stepper
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     b = s * E
     if status[b] != 0:
@@ -685,11 +687,9 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
             mode0 = 1 if (step0 + j) % every == 0 else 2
         j += 1
         if nstages == 0:
-            _kn_step(b, E, h, tree, tau, law, force,
-                     torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, tj, mode0, env, tt)
+            _kn_step(b, E, h, tree, load, work, tj, mode0, env, tt)
         else:
-            _rk_step_cpu(b, E, h, A, B, nstages, tree, tau, law, force, torque, mu, gmode, a0, y0, C, K, tauw, fext, qdd,
-                         Rw, pw, M, V, tj, mode0, env, tt)
+            _rk_step_cpu(b, E, stepper, tree, load, work, tj, mode0, env, tt)
         if status[b] != 0:            # a sample term failed the sample (contact buffer overflow)
             j = steps
         elif not _finite(b, E, q, qd):
@@ -699,10 +699,9 @@ def _advance_sample(s, E, steps, h, A, B, nstages, status, reason, failed, nonfi
                     q[b + k, i] = y0[b + k, i]
                 for i in range(QD_SLOTS):
                     qd[b + k, i] = y0[b + k, Q_SLOTS + i]
-                status[b + k] = failed
-                reason[b + k] = nonfinite
-    _poses(b, E, tree, M, V, Rw, pw, position,
-           attitude, com_position)
+                status[b + k] = FAILED_CODE
+                reason[b + k] = NONFINITE_CODE
+    _poses(b, E, tree, M, V, Rw, pw, poses)
 
 
 advance_sample = dual(_advance_sample, inline=False)
@@ -710,14 +709,11 @@ _advance = advance_sample.cpu
 
 
 @cpu_jit(nogil=True)
-def advance_range(s0, s1, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, tree, tau, law, force, torque, mu, gmode,
-                  a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every, step0,
+def advance_range(s0, s1, E, steps, stepper, status, reason, tree, load, work, poses, t0, every, step0,
                   env, tt):
     """Serial loop of :data:`advance_sample` over samples ``s0 .. s1 - 1`` (of ``E`` links)."""
-    parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     for s in range(s0, s1):
-        _advance(s, E, steps, h, A, B, nstages, status, reason, failed, nonfinite, tree, tau, law, force, torque, mu, gmode,
-                 a0, y0, C, K, tauw, fext, qdd, Rw, pw, M, V, position, attitude, com_position, t0, every, step0,
+        _advance(s, E, steps, stepper, status, reason, tree, load, work, poses, t0, every, step0,
                  env, tt)
 
 
