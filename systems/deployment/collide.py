@@ -67,6 +67,7 @@ from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as I
 from systems.deployment.geometry import terrain_at
 from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs
 from systems.deployment.events import lift_out
+from systems.deployment.records import CollideScratch, EventLog
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -122,13 +123,20 @@ def declare_collision_events(events) -> None:
         events.declare(name, shape=shape, dtype=dtype, unit=unit, doc=doc, flags=flags[0] if flags else None)
 
 
-def _collide_rows(j0, j1, rows, work, iwork, status, reason, phase, rtime, sample, pos, vel, att, om, mass, inertia,
-                  jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, touch, normal, cpair,
-                  sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount, contact_gap,
-                  contact_speed, wstar, max_iter, ev, ev_count, ev_overflow, first_impact, collisions, bounces,
-                  max_pen):
+def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratch, lim, log):
     """Resolve the pending collision of each collide row ``i = rows[j]``, ``j0 <= j < j1`` (module
-    docstring). A span kernel (:func:`ecs.kernels.launch_span`)."""
+    docstring). A span kernel (:func:`ecs.kernels.launch_span`). ``probes``, ``target``, ``scratch``,
+    ``lim``, ``log``: :mod:`systems.deployment.records`; ``iwork``: the impacts' work rows."""
+    status, reason, phase, rtime, sample = probes.status, probes.reason, probes.phase, probes.time, probes.sample
+    pos, vel, att, om = probes.position, probes.velocity, probes.attitude, probes.omega
+    mass, inertia, jinv, shape = probes.mass, probes.inertia, probes.jinv, probes.shape
+    pair, rolling_radius = probes.pair, probes.rolling_radius
+    first_impact, collisions, bounces = probes.first_impact, probes.collisions, probes.bounces
+    max_pen = probes.max_penetration
+    ga, ta, ox, oy, oz = target
+    touch, normal, cpair, sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount = scratch
+    contact_gap, contact_speed, wstar, max_iter = lim.contact_gap, lim.contact_speed, lim.wstar, lim.max_iter
+    ev, ev_count, ev_overflow = log
     for j in range(j0, j1):
         i = rows[j]
         w = work[i]
@@ -316,9 +324,11 @@ class CollideProbes(System):
             np.zeros(kmax, np.int8),        # surface_type: VERTEX_CORNER, eq 2.33's normal is the surface's
             np.ones(3), np.zeros(n, np.int64), np.zeros(n, np.int64)))
         ev = ctx.events
-        self.event_fields = tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS)
+        self.scratch = CollideScratch(self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
+                                      self.sphere_dir, self.surface_type, self.ones3, self.status, self.count)
+        self.log = EventLog(tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow)
         if ctx.backend == "gpu":
-            self.event_fields = kernel_tuple(self.event_fields)
+            self.scratch, self.log = kernel_tuple(self.scratch), kernel_tuple(self.log)
 
     def resolve(self, ctx, rows) -> None:
         """Run the collision kernel over ``rows`` (indices of COLLIDE rows: an index array, or on the
@@ -329,16 +339,7 @@ class CollideProbes(System):
 
     def launch_args(self, ctx, rows: np.ndarray) -> tuple:
         """The collision kernel's arguments after its row span (:meth:`resolve`)."""
-        t, st, ev = ctx.table, ctx.settings, ctx.events
-        return (rows, ctx.work, self.iwork, t["row_status"], t["row_reason"], t["probe_phase"], t["row_time"],
-                t["row_sample"], t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"],
-                t["body_mass"], t["body_inertia"], ctx.jinv, t["probe_shape"], t["probe_terrain_pair"],
-                t["probe_rolling_radius"], ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["collide_rows"],
-                self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type, self.sphere_dir,
-                self.surface_type, self.ones3, self.status, self.count, st.contact_gap, st.contact_speed, st.wstar,
-                np.int64(st.max_collision_iterations), self.event_fields, ev.count,
-                ev.overflow, t["probe_first_impact_time"], t["probe_collisions"], t["probe_bounces"],
-                t["probe_max_penetration"])
+        return (rows, *ctx.row_args(), ctx.tt["collide_rows"], self.iwork, self.scratch, ctx.limits(), self.log)
 
     def process(self, frame) -> None:  # pragma: no cover - driven by DeploymentLoop
         raise RuntimeError("CollideProbes is launched by systems.deployment.loop.DeploymentLoop")

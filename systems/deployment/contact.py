@@ -370,14 +370,22 @@ rest_held = dual_call(_rest_held)
 _held_rest = rest_held.cpu
 
 
-def _contact_rows(j0, j1, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia,
-                  jinv, shape, pair, rolling_radius, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, h_min,
-                  event_tol, contact_gap, settle_speed, settle_rate, settle_hold, slide_tol, max_steps, distance,
-                  max_pen,
-                  rest_since, t_cap, rec_dt, snap, save, trace, trace_n):
+def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out):
     """Advance each contact row ``i = rows[j]``, ``j0 <= j < j1``, past its frame end ``t_ends[i]``, to
     a touchdown, a lift-off, rest or ``max_steps`` steps (module docstring). A span kernel
-    (:func:`ecs.kernels.launch_span`)."""
+    (:func:`ecs.kernels.launch_span`). ``probes``, ``target``, ``lim``, ``out``:
+    :mod:`systems.deployment.records` (the contact-motion tolerances and step limits of ``lim``)."""
+    status, reason, phase, rtime, step = probes.status, probes.reason, probes.phase, probes.time, probes.step
+    pos, vel, att, om = probes.position, probes.velocity, probes.attitude, probes.omega
+    mass, inertia, jinv, shape = probes.mass, probes.inertia, probes.jinv, probes.shape
+    pair, rolling_radius = probes.pair, probes.rolling_radius
+    distance, max_pen, rest_since = probes.distance, probes.max_penetration, probes.rest_since
+    ga, ta, ox, oy, oz = target
+    rtol, atol, h_max, h_min = lim.contact_rtol, lim.contact_atol, lim.contact_h_max, lim.contact_h_min
+    event_tol, contact_gap, max_steps, t_cap = lim.event_tol, lim.contact_gap, lim.max_steps, lim.t_cap
+    settle_speed, settle_rate, settle_hold, slide_tol = lim.settle_speed, lim.settle_rate, lim.settle_hold, \
+        lim.rest_slide
+    rec_dt, snap, save, trace, trace_n = out
     for j in range(j0, j1):
         i = rows[j]
         t_end = t_ends[i]       # this row's frame end
@@ -534,10 +542,5 @@ class ContactProbes(KernelMode):
     @staticmethod
     def launch_args(ctx, rows: np.ndarray, t_ends) -> tuple:
         """The contact kernel's arguments after its row span (:meth:`KernelMode.advance`)."""
-        t, st = ctx.table, ctx.settings
-        return (rows, frame_ends(t, t_ends), *ctx.row_args(), t["probe_terrain_pair"], t["probe_rolling_radius"],
-                ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs, ctx.tt["contact_rows"], st.contact_rtol,
-                st.contact_atol, st.contact_h_max, st.contact_h_min, st.event_tol, st.contact_gap, st.settle_speed,
-                st.settle_rate, st.settle_hold, float(st.rest_slide), np.int64(st.steps_per_launch), t["probe_distance"],
-                t["probe_max_penetration"], t["probe_rest_since"], float(st.t_cap), *ctx.recording(),
-                *ctx.tracing())
+        return (rows, frame_ends(ctx.table, t_ends), *ctx.row_args(), ctx.tt["contact_rows"], ctx.limits(),
+                ctx.output())

@@ -68,13 +68,19 @@ _trace = trace_step.cpu
 _escaping = escaping.cpu
 
 
-def _fly_rows(j0, j1, rows, t_ends, work, status, reason, phase, rtime, step, pos, vel, att, om, mass, inertia, jinv,
-              shape, geo, ga, ta, ox, oy, oz, cs, tt, rtol, atol, h_max, event_tol, contact_gap, inv_lip, max_steps,
-              distance, max_pen, t_cap, rec_dt, snap, save, escape_r, mu, trace, trace_n):
+def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out):
     """Advance each fly row ``i = rows[j]``, ``j0 <= j < j1``, past its frame end ``t_ends[i]`` (never
     past ``t_cap``), to an event, an escape, or ``max_steps`` steps (module docstring). A span kernel
     (:func:`ecs.kernels.launch_span`): the CPU calls it once for a worker's rows, a GPU thread for
-    its one row."""
+    its one row. ``probes``, ``target``, ``lim``, ``out``: :mod:`systems.deployment.records`."""
+    status, reason, phase, rtime, step = probes.status, probes.reason, probes.phase, probes.time, probes.step
+    pos, vel, att, om = probes.position, probes.velocity, probes.attitude, probes.omega
+    mass, inertia, jinv, shape = probes.mass, probes.inertia, probes.jinv, probes.shape
+    distance, max_pen = probes.distance, probes.max_penetration
+    ga, ta, ox, oy, oz = target
+    rtol, atol, h_max, event_tol, contact_gap = lim.rtol, lim.atol, lim.h_max, lim.event_tol, lim.contact_gap
+    inv_lip, max_steps, t_cap, escape_r, mu = lim.inv_lip, lim.max_steps, lim.t_cap, lim.escape_radius, lim.mu
+    rec_dt, snap, save, trace, trace_n = out
     for j in range(j0, j1):
         i = rows[j]
         t_end = t_ends[i]
@@ -188,9 +194,4 @@ class FlyProbes(KernelMode):
     @staticmethod
     def launch_args(ctx, rows: np.ndarray, t_ends) -> tuple:
         """The fly kernel's arguments after its row span (:meth:`KernelMode.advance`)."""
-        t, st = ctx.table, ctx.settings
-        return (rows, frame_ends(t, t_ends), *ctx.row_args(), ctx.geo, ctx.ga, ctx.ta, *ctx.rotation, ctx.cs,
-                ctx.tt["fly_rows"], st.rtol, st.atol, st.h_max, st.event_tol, st.contact_gap,
-                1.0 / ctx.target.terrain.lipschitz, np.int64(st.steps_per_launch), t["probe_distance"],
-                t["probe_max_penetration"], float(st.t_cap), *ctx.recording(), float(ctx.escape_radius),
-                float(ctx.target.gravity.mu), *ctx.tracing())
+        return (rows, frame_ends(ctx.table, t_ends), *ctx.row_args(), ctx.tt["fly_rows"], ctx.limits(), ctx.output())

@@ -71,6 +71,7 @@ from systems.deployment.fly import FlyProbes, fly_rows
 from systems.deployment.physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args
 from systems.deployment.geometry import terrain_at, terrain_at_grid
 from systems.deployment.events import escaping
+from systems.deployment.records import Limits, Output, Probes, Target
 
 _escaping = escaping.cpu
 _tat = terrain_at.cpu
@@ -139,6 +140,44 @@ class DeployContext:
     backend: str = "cpu"
     #: the loop's index lists on the device (GPU backend: :class:`systems.deployment.modes.DeviceLists`)
     lists: object = None
+    #: the phase kernels' records that hold device views on the GPU, built on first use
+    _views: dict = field(default_factory=dict, repr=False)
+
+    def _on_device(self, key, make):
+        """``make()``'s record, with numba views of its device arrays on the GPU (kept under ``key``:
+        building views at every launch would cost more than the launch)."""
+        if self.backend != "gpu":
+            return make()
+        if key not in self._views:
+            if len(self._views) > 8:            # outputs replaced after bind: drop the stale views
+                self._views.clear()
+            self._views[key] = kernel_tuple(make())
+        return self._views[key]
+
+    def probes(self) -> Probes:
+        """The probe rows' record (:data:`systems.deployment.records.Probes`)."""
+        return self._on_device(("probes", id(self.table)), lambda: Probes.of(self.table, jinv=self.jinv))
+
+    def target_record(self) -> Target:
+        """The target's record (:data:`systems.deployment.records.Target`)."""
+        return Target(self.ga, self.ta, *self.rotation)
+
+    def limits(self) -> Limits:
+        """The settings the phase kernels read (:data:`systems.deployment.records.Limits`), as floats
+        and int64 whatever the user gave (one compiled signature)."""
+        st = self.settings
+        return Limits(float(st.rtol), float(st.atol), float(st.h_max), float(st.contact_rtol), float(st.contact_atol),
+                      float(st.contact_h_max), float(st.contact_h_min), float(st.event_tol), float(st.contact_gap),
+                      float(st.contact_speed), float(st.wstar), np.int64(st.max_collision_iterations),
+                      1.0 / float(self.target.terrain.lipschitz), np.int64(st.steps_per_launch), float(st.t_cap),
+                      float(st.settle_speed), float(st.settle_rate), float(st.settle_hold), float(st.rest_slide),
+                      float(self.escape_radius), float(self.target.gravity.mu))
+
+    def output(self) -> Output:
+        """Dense output and step trace (:data:`systems.deployment.records.Output`)."""
+        key = ("output", float(self.rec_dt), id(self.snap), id(self.save), id(self.trace), id(self.trace_n))
+        return self._on_device(key, lambda: Output(float(self.rec_dt), self.snap, self.save, self.trace,
+                                                   self.trace_n))
 
     def launch(self, phase: str, rows, *args) -> None:
         """Run phase ``phase``'s kernel ("fly", "contact", "collide") over ``rows`` (the index array
@@ -148,20 +187,10 @@ class DeployContext:
         launch_span(self.backend, self.kernels[phase + "_rows"], rows if isinstance(rows, DeviceRows) else len(rows),
                     *args)
 
-    def tracing(self) -> tuple:
-        """``(trace, trace_n)``: the per-step trace arguments of the fly and contact kernels."""
-        return (self.trace, self.trace_n)
-
-    def recording(self) -> tuple:
-        """``(rec_dt, snap, save)``: the dense-output arguments of the fly and contact kernels."""
-        return (self.rec_dt, self.snap, self.save)
-
     def row_args(self) -> tuple:
-        """The leading arguments every phase kernel takes after its row list (and end time)."""
-        t = self.table
-        return (self.work, t["row_status"], t["row_reason"], t["probe_phase"], t["row_time"], t["probe_step"],
-                t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_mass"],
-                t["body_inertia"], self.jinv, t["probe_shape"])
+        """The arguments every phase kernel takes after its row list (and end time): the work rows,
+        the probes' record, the shapes, the target's record, the contact scratch."""
+        return (self.work, self.probes(), self.geo, self.target_record(), self.cs)
 
 
 _RUNNING = int(Status.RUNNING)

@@ -1,0 +1,98 @@
+"""The records the deployment's phase kernels take (built with :func:`ecs.record`; a kernel reads
+each by name in its first lines), built by :class:`systems.deployment.loop.DeployContext`:
+
+* :data:`Probes` — the probe rows' columns the phase kernels read and write (state, mass
+  properties, shape, contact pair, bookkeeping and finals) and the inverse inertia;
+* :data:`Target` — the target: its gravity and terrain arguments and its rotation rate;
+* :data:`Limits` — the deployment settings the kernels use (tolerances, step limits, thresholds);
+* :data:`Output` — dense output (record interval, snapshot ring, save area) and the step trace;
+* :data:`CollideScratch` and :data:`EventLog` — the collision kernel's per-row scratch and the
+  per-sample event log it appends to.
+"""
+
+from __future__ import annotations
+
+from components.contact_params import PAIR_FIELD_COUNT
+from components.deploy import ProbeContact, ProbePhase, ProbeRecord
+from components.probe import ProbeShape
+from components.rigid import MassProps, RigidState
+from ecs import column_spec, record
+from ecs.table import ENGINE_COLUMNS
+
+Probes = record("Probes", __name__, {
+    "status": ENGINE_COLUMNS["row_status"], "reason": ENGINE_COLUMNS["row_reason"],
+    "phase": column_spec(ProbePhase, "phase"), "time": ENGINE_COLUMNS["row_time"],
+    "step": column_spec(ProbePhase, "step"), "sample": ENGINE_COLUMNS["row_sample"],
+    "position": column_spec(RigidState, "position"), "velocity": column_spec(RigidState, "velocity"),
+    "attitude": column_spec(RigidState, "attitude"), "omega": column_spec(RigidState, "omega"),
+    "mass": column_spec(MassProps, "mass"), "inertia": column_spec(MassProps, "inertia"),
+    "jinv": "inverse inertia tensor per row [rows, 3, 3] [1/(kg m^2)], body axes (kept with body_inertia)",
+    "shape": column_spec(ProbeShape, "shape"),
+    "pair": column_spec(ProbeContact, "terrain_pair"),
+    "rolling_radius": column_spec(ProbeContact, "rolling_radius"),
+    "distance": column_spec(ProbeRecord, "distance"),
+    "max_penetration": column_spec(ProbeRecord, "max_penetration"),
+    "rest_since": column_spec(ProbeRecord, "rest_since"),
+    "first_impact": column_spec(ProbeRecord, "first_impact_time"),
+    "collisions": column_spec(ProbeRecord, "collisions"),
+    "bounces": column_spec(ProbeRecord, "bounces")},
+    "The probe rows a phase kernel advances (target frame: the probe's state in the rotating target frame).")
+
+Target = record("Target", __name__, {
+    "ga": "the gravity field's kernel arguments (systems.deployment.physics.gravity_args)",
+    "ta": "the terrain's kernel arguments (systems.terrain: terrain_args)",
+    "ox": "target rotation rate about x [rad/s], target frame",
+    "oy": "target rotation rate about y [rad/s], target frame",
+    "oz": "target rotation rate about z [rad/s], target frame"},
+    "The body the probes land on, as the kernels evaluate it.")
+
+Limits = record("Limits", __name__, {
+    "rtol": "relative tolerance of flight (DeploySettings.rtol)",
+    "atol": "absolute tolerance of flight [m, m/s, 1, rad/s] (DeploySettings.atol)",
+    "h_max": "largest flight step [s]",
+    "contact_rtol": "relative tolerance of contact motion",
+    "contact_atol": "absolute tolerance of contact motion",
+    "contact_h_max": "largest contact-motion step [s]",
+    "contact_h_min": "smallest contact-motion step [s]",
+    "event_tol": "event location tolerance [s]",
+    "contact_gap": "distance within which a vertex touches [m]",
+    "contact_speed": "normal approach speed below which a collision starts contact motion [m/s]",
+    "wstar": "rolling-resistance regularisation rate [rad/s]",
+    "max_iter": "collision iterations per event (DeploySettings.max_collision_iterations)",
+    "inv_lip": "1 / Lipschitz constant of the terrain's distance field",
+    "max_steps": "step attempts per row and launch (DeploySettings.steps_per_launch)",
+    "t_cap": "time cap of a row [s]",
+    "settle_speed": "speed below which a probe is at rest [m/s]",
+    "settle_rate": "rate below which a probe is at rest [rad/s]",
+    "settle_hold": "rest interval that settles a probe [s]",
+    "rest_slide": "slide bound of the rest certificate [m] (0: integrate the hold)",
+    "escape_radius": "distance from the centre of mass beyond which a probe escapes [m] (0: none)",
+    "mu": "GM of the target [m^3/s^2]"},
+    "The deployment settings the phase kernels read (components.deploy.DeploySettings).")
+
+Output = record("Output", __name__, {
+    "rec_dt": "record interval [s] (0: not recording)",
+    "snap": "per-row ring of dense-output snapshots [rows, slots, 16]",
+    "save": "trial steps' save area [rows, n]",
+    "trace": "per-step trace [rows, capacity, 16] (t, h, phase, state)",
+    "trace_n": "steps traced per row [rows]"},
+    "What the fly and contact kernels record besides the state: dense output and the step trace.")
+
+CollideScratch = record("CollideScratch", __name__, {
+    "touch": "touching-vertex flags per row [rows, max vertices] (int8)",
+    "normal": "their impact normals per row [rows, max vertices, 3], target frame",
+    "cpair": f"the contact pair row of the collision per row [rows, {PAIR_FIELD_COUNT}]",
+    "sphere_vert": "a sphere's contact point per row [rows, 1, 3] [m], body axes",
+    "sphere_type": "its vertex type [1] (a corner)",
+    "sphere_dir": "its vertex direction [1, 3]",
+    "surface_type": "vertex types of the surface impacts [max vertices] (corners: eq 2.33 takes the surface normal)",
+    "ones3": "[1, 1, 1]: the rolling-resistance axis mask",
+    "status": "multi-vertex resolution status per row",
+    "count": "single impacts of the resolution per row"},
+    "The collision kernel's per-row scratch (systems.deployment.collide.CollideProbes).")
+
+EventLog = record("EventLog", __name__, {
+    "fields": "the collision event fields' arrays (systems.deployment.collide.COLLISION_EVENT_FIELDS), "
+              "[samples, capacity(, 3)] each",
+    "count": "events logged per sample", "overflow": "per sample: events beyond the capacity"},
+    "The per-sample event log a collision appends to.")
