@@ -237,8 +237,7 @@ settling_slope = dual(_settling_slope)
 _slope_of = settling_slope.cpu
 
 
-def _end_row(i, status, phase, time, rest_since, settle_time, end_time, latitude, longitude, slope, pos, vel,
-             settle_hold, t_cap, escape_radius, mu, ox, oy, oz, t_end_eps, ga, ta, active, normals):
+def _end_row(i, probes, target, lim, t_end_eps, active, normals):
     """The end-state rules of :class:`EndProbes` for row ``i`` (module docstring); returns whether
     the row is still pending: running and either in COLLIDE or behind ``t_end_eps[i]`` (its frame
     end less round-off).
@@ -248,6 +247,11 @@ def _end_row(i, status, phase, time, rest_since, settle_time, end_time, latitude
     yet ENDED gets its finals: phase ENDED, end time, latitude and longitude of its CoM [deg],
     and, when settled, the settling slope (:func:`_settling_slope`).
     """
+    status, phase, time, rest_since = probes.status, probes.phase, probes.time, probes.rest_since
+    settle_time, end_time, slope = probes.settle_time, probes.end_time, probes.slope
+    latitude, longitude, pos, vel = probes.latitude, probes.longitude, probes.position, probes.velocity
+    settle_hold, t_cap, escape_radius, mu = lim.settle_hold, lim.t_cap, lim.escape_radius, lim.mu
+    ga, ta, ox, oy, oz = target
     if status[i] == _RUNNING:
         ph = phase[i]
         if ph == _FLY:
@@ -283,15 +287,13 @@ _end = end_row.cpu
 
 
 @cpu_jit(nogil=True)
-def end_rows(rows, pending, status, phase, time, rest_since, settle_time, end_time, latitude, longitude, slope, pos,
-             vel, settle_hold, t_cap, escape_radius, mu, ox, oy, oz, t_end_eps, ga, ta, active, normals):
+def end_rows(rows, pending, probes, target, lim, t_end_eps, active, normals):
     """:func:`_end_row` over ``rows``; writes the rows still pending to ``pending`` and returns
     their number."""
     k = 0
     for j in range(rows.shape[0]):
         i = rows[j]
-        if _end(i, status, phase, time, rest_since, settle_time, end_time, latitude, longitude, slope, pos, vel,
-                settle_hold, t_cap, escape_radius, mu, ox, oy, oz, t_end_eps, ga, ta, active, normals):
+        if _end(i, probes, target, lim, t_end_eps, active, normals):
             pending[k] = i
             k += 1
     return k
@@ -343,13 +345,7 @@ class EndProbes(System):
     @staticmethod
     def args(ctx: DeployContext, t_lim) -> tuple:
         """The arguments of :func:`_end_row` after the row, for frame ends less round-off ``t_lim``."""
-        t, st = ctx.table, ctx.settings
-        ox, oy, oz = ctx.rotation
-        return (t["row_status"], t["probe_phase"], t["row_time"], t["probe_rest_since"], t["probe_settle_time"],
-                t["probe_end_time"], t["probe_latitude"], t["probe_longitude"], t["probe_slope"],
-                t["body_position"], t["body_velocity"], float(st.settle_hold), float(st.t_cap),
-                float(ctx.escape_radius), float(ctx.target.gravity.mu), ox, oy, oz, t_lim, ctx.ga, ctx.ta,
-                ctx.cs[6], ctx.cs[9])
+        return (ctx.probes(), ctx.target_record(), ctx.limits(), t_lim, ctx.cs[6], ctx.cs[9])
 
 
 class HostColumns:

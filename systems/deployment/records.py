@@ -1,8 +1,8 @@
 """The records the deployment's phase kernels take (built with :func:`ecs.record`; a kernel reads
 each by name in its first lines), built by :class:`systems.deployment.loop.DeployContext`:
 
-* :data:`Probes` — the probe rows' columns the phase kernels read and write (state, mass
-  properties, shape, contact pair, bookkeeping and finals) and the inverse inertia;
+* :data:`Probes` — the probe rows' columns the phase kernels and the end rules read and write
+  (state, mass properties, shape, contact pair, bookkeeping and finals) and the inverse inertia;
 * :data:`Target` — the target: its gravity and terrain arguments and its rotation rate;
 * :data:`Limits` — the deployment settings the kernels use (tolerances, step limits, thresholds);
 * :data:`Output` — dense output (record interval, snapshot ring, save area) and the step trace;
@@ -35,7 +35,12 @@ Probes = record("Probes", __name__, {
     "rest_since": column_spec(ProbeRecord, "rest_since"),
     "first_impact": column_spec(ProbeRecord, "first_impact_time"),
     "collisions": column_spec(ProbeRecord, "collisions"),
-    "bounces": column_spec(ProbeRecord, "bounces")},
+    "bounces": column_spec(ProbeRecord, "bounces"),
+    "settle_time": column_spec(ProbeRecord, "settle_time"),
+    "end_time": column_spec(ProbeRecord, "end_time"),
+    "latitude": column_spec(ProbeRecord, "latitude"),
+    "longitude": column_spec(ProbeRecord, "longitude"),
+    "slope": column_spec(ProbeRecord, "slope")},
     "The probe rows a phase kernel advances (target frame: the probe's state in the rotating target frame).")
 
 Target = record("Target", __name__, {
