@@ -259,9 +259,10 @@ class MultibodyDynamics(System):
         self._bind_points(world)
         self._bind_centres(world)
         for w in self.work:                    # the poses (points of interest, centres) at t = 0
-            self._advance(world.backend, w, 0, 0.0, 0.0)
-            self._points(world.backend, w, 0.0)
-            self._centres(world.backend, w)
+            recs = self._records(world.backend, w)
+            self._advance(world.backend, w, recs, 0, 0.0, 0.0)
+            self._points(world.backend, w, recs, 0.0)
+            self._centres(world.backend, w, recs[0])
 
     def _bind_points(self, world) -> None:
         """Attach every point-of-interest table to the link table its ``poi_link`` refers to."""
@@ -362,10 +363,10 @@ class MultibodyDynamics(System):
                 Scratch(w.y0, w.C, w.K, w.tauw, w.fext, w.qdd, w.Rw, w.pw, w.M, w.V), Poses.of(t))
         return tuple(kernel_tuple(r) for r in recs) if backend == "gpu" else recs
 
-    def _advance(self, backend, w, steps, h, t0, step0=0) -> None:
+    def _advance(self, backend, w, recs, steps, h, t0, step0=0) -> None:
         t = w.table
         w.refresh_law()
-        tree, load, work, poses = self._records(backend, w)
+        tree, load, work, poses = recs
         launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples,
                     w.E, steps, Stepper(h, self._a, self._b, self.nstages), t["row_status"], t["row_reason"], tree,
                     load, work, poses, t0, self.every, step0, w.env, w.tt)
@@ -375,12 +376,12 @@ class MultibodyDynamics(System):
         return self._k[name] if name in self._k else {"advance_sample": advance_sample,
                                                       "link_motion_sample": link_motion_sample}[name]
 
-    def _points(self, backend, w, time) -> None:
+    def _points(self, backend, w, recs, time) -> None:
         """The motion of the points of interest on ``w``'s links, at the current state."""
         if not w.points:
             return
         t = w.table
-        tree, load, work, _poses = self._records(backend, w)
+        tree, load, work, _poses = recs
         launch_rows(backend, self._k["link_motion_samples"], self._row("link_motion_sample"),
                     t.samples, w.E, t["row_status"], tree, load, work, w.ACC, time, w.env, w.tt)
         for pt in w.points:
@@ -388,11 +389,9 @@ class MultibodyDynamics(System):
                         pt["poi_position"], pt["poi_velocity"], pt["poi_acceleration"],
                         pt["poi_nongrav_acceleration"])
 
-    def _centres(self, backend, w) -> None:
+    def _centres(self, backend, w, tree) -> None:
         """The system centre of mass and momentum of every tree of ``w`` that has a TreeCentre."""
-        t = w.table
         for ct in w.centres:
-            tree = self._records(backend, w)[0]
             launch_rows(backend, tree_centres, tree_centre, ct.row_count, ct["centre_link"], w.E, tree,
                         w.Rw, w.pw, w.M, w.V, ct["centre_mass"],
                         ct["centre_position"], ct["centre_velocity"], ct["centre_angular_momentum"],
@@ -400,10 +399,11 @@ class MultibodyDynamics(System):
 
     def process(self, frame) -> None:
         for w in self.work:
-            self._advance(frame.backend, w, self.substeps, frame.dt / self.substeps, frame.t,
+            recs = self._records(frame.backend, w)       # once per frame: the three launches share them
+            self._advance(frame.backend, w, recs, self.substeps, frame.dt / self.substeps, frame.t,
                           frame.index * self.substeps)
-            self._points(frame.backend, w, frame.t + frame.dt)
-            self._centres(frame.backend, w)
+            self._points(frame.backend, w, recs, frame.t + frame.dt)
+            self._centres(frame.backend, w, recs[0])
 
 
 SEPARATION_COLUMNS = ("separation_a", "separation_b", "separation_reach", "separation_distance", "separation_within",
