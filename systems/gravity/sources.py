@@ -202,23 +202,27 @@ _L = edge_log.cpu
 _omega = facet_angle.cpu
 
 
-def _polyhedron_field(x, y, z, verts, edges, edge_dyad, edge_length, faces, face_normal, grho):
-    """Constant-density polyhedron at (x, y, z), field frame (eq 2.42).
+def _vertex_from(x, y, z, verts, rt, v):
+    """``P_v − x`` and its length: computed, or gathered from a table the caller filled for this
+    point (``rt[v] = (P_v − x, |P_v − x|)``, :func:`systems.gravity.kernels.eval_polyhedron_points`).
+    ``rt`` None is pruned at compile time (numba's dead branch pruning), so the scratch-free kernel
+    carries no table code."""
+    if rt is None:
+        ax = verts[v, 0] - x
+        ay = verts[v, 1] - y
+        az = verts[v, 2] - z
+        return ax, ay, az, math.sqrt(ax * ax + ay * ay + az * az)
+    return rt[v, 0], rt[v, 1], rt[v, 2], rt[v, 3]
 
-    Args:
-        verts: vertices [m], shape (nv, 3).
-        edges: vertex pairs (i, j) of every edge, shape (ne, 2), int64.
-        edge_dyad: E_e as (xx, yy, zz, xy, xz, yz), shape (ne, 6).
-        edge_length: |P_j − P_i| [m], shape (ne,).
-        faces: vertex triples, outward counter-clockwise, shape (nf, 3), int64.
-        face_normal: outward unit normals, shape (nf, 3).
-        grho: G ρ [1/s²].
 
-    Returns:
-        ``(U, gx, gy, gz, Γxx, Γyy, Γzz, Γxy, Γxz, Γyz, Ω)`` with Ω = Σ_f ω_f the solid angle [sr].
-        Needs no scratch memory (GPU-friendly); :func:`eval_polyhedron_points` is the faster bulk
-        CPU evaluation with per-point vertex tables.
-    """
+vertex_from = dual(_vertex_from)
+_vfrom = vertex_from.cpu
+
+
+def _polyhedron_sums(x, y, z, verts, rt, edges, edge_dyad, edge_length, faces, face_normal):
+    """The edge and facet sums of eq 2.42 at (x, y, z), before the factor G ρ: ``(2U/Gρ, g/Gρ,
+    Γ/Gρ (xx, yy, zz, xy, xz, yz), Ω)``. ``rt``: None, or the caller's per-point vertex table
+    (:func:`_vertex_from`); either way the same numbers are summed in the same order."""
     u = 0.0
     gx = 0.0
     gy = 0.0
@@ -231,15 +235,9 @@ def _polyhedron_field(x, y, z, verts, edges, edge_dyad, edge_length, faces, face
     tyz = 0.0
     om = 0.0
     for e in range(edges.shape[0]):
-        i = edges[e, 0]
-        j = edges[e, 1]
-        ax = verts[i, 0] - x
-        ay = verts[i, 1] - y
-        az = verts[i, 2] - z
-        bx = verts[j, 0] - x
-        by = verts[j, 1] - y
-        bz = verts[j, 2] - z
-        le = _L(math.sqrt(ax * ax + ay * ay + az * az), math.sqrt(bx * bx + by * by + bz * bz), edge_length[e])
+        ax, ay, az, ra = _vfrom(x, y, z, verts, rt, edges[e, 0])
+        rb = _vfrom(x, y, z, verts, rt, edges[e, 1])[3]
+        le = _L(ra, rb, edge_length[e])
         exx = edge_dyad[e, 0]
         eyy = edge_dyad[e, 1]
         ezz = edge_dyad[e, 2]
@@ -260,20 +258,10 @@ def _polyhedron_field(x, y, z, verts, edges, edge_dyad, edge_length, faces, face
         txz += exz * le
         tyz += eyz * le
     for f in range(faces.shape[0]):
-        i = faces[f, 0]
-        j = faces[f, 1]
-        k = faces[f, 2]
-        ax = verts[i, 0] - x
-        ay = verts[i, 1] - y
-        az = verts[i, 2] - z
-        bx = verts[j, 0] - x
-        by = verts[j, 1] - y
-        bz = verts[j, 2] - z
-        cx = verts[k, 0] - x
-        cy = verts[k, 1] - y
-        cz = verts[k, 2] - z
-        w = _omega(ax, ay, az, math.sqrt(ax * ax + ay * ay + az * az), bx, by, bz,
-                   math.sqrt(bx * bx + by * by + bz * bz), cx, cy, cz, math.sqrt(cx * cx + cy * cy + cz * cz))
+        ax, ay, az, ra = _vfrom(x, y, z, verts, rt, faces[f, 0])
+        bx, by, bz, rb = _vfrom(x, y, z, verts, rt, faces[f, 1])
+        cx, cy, cz, rc = _vfrom(x, y, z, verts, rt, faces[f, 2])
+        w = _omega(ax, ay, az, ra, bx, by, bz, rb, cx, cy, cz, rc)
         nx = face_normal[f, 0]
         ny = face_normal[f, 1]
         nz = face_normal[f, 2]
@@ -289,6 +277,32 @@ def _polyhedron_field(x, y, z, verts, edges, edge_dyad, edge_length, faces, face
         txz -= nx * nz * w
         tyz -= ny * nz * w
         om += w
+    return u, gx, gy, gz, txx, tyy, tzz, txy, txz, tyz, om
+
+
+polyhedron_sums = dual(_polyhedron_sums)
+_psums = polyhedron_sums.cpu
+
+
+def _polyhedron_field(x, y, z, verts, edges, edge_dyad, edge_length, faces, face_normal, grho):
+    """Constant-density polyhedron at (x, y, z), field frame (eq 2.42).
+
+    Args:
+        verts: vertices [m], shape (nv, 3).
+        edges: vertex pairs (i, j) of every edge, shape (ne, 2), int64.
+        edge_dyad: E_e as (xx, yy, zz, xy, xz, yz), shape (ne, 6).
+        edge_length: |P_j − P_i| [m], shape (ne,).
+        faces: vertex triples, outward counter-clockwise, shape (nf, 3), int64.
+        face_normal: outward unit normals, shape (nf, 3).
+        grho: G ρ [1/s²].
+
+    Returns:
+        ``(U, gx, gy, gz, Γxx, Γyy, Γzz, Γxy, Γxz, Γyz, Ω)`` with Ω = Σ_f ω_f the solid angle [sr].
+        Needs no scratch memory (GPU-friendly); :func:`eval_polyhedron_points` is the faster bulk
+        CPU evaluation with per-point vertex tables.
+    """
+    u, gx, gy, gz, txx, tyy, tzz, txy, txz, tyz, om = _psums(x, y, z, verts, None, edges, edge_dyad, edge_length,
+                                                             faces, face_normal)
     return (0.5 * grho * u, grho * gx, grho * gy, grho * gz, grho * txx, grho * tyy, grho * tzz,
             grho * txy, grho * txz, grho * tyz, om)
 
