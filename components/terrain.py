@@ -85,6 +85,14 @@ def _vec(value, n: int, field: str, unit: str) -> np.ndarray:
     return v
 
 
+def _positive_vec(value, field: str) -> np.ndarray:
+    """Three lengths [m], each finite and > 0 (an error names the entry, e.g. ``box.half_extents[1]``)."""
+    v = _vec(value, 3, field, "m")
+    for i, x in enumerate(v):
+        _pos(x, f"{field}[{i}]", "m")
+    return v
+
+
 
 
 def _float_array(value, name: str, width: int, unit: str) -> np.ndarray:
@@ -342,9 +350,7 @@ def sdf_plane(normal=(0.0, 0.0, 1.0), offset: float = 0.0) -> AnalyticShape:
 
 def sdf_box(half_extents, center=(0.0, 0.0, 0.0), attitude=_IDENTITY) -> AnalyticShape:
     """Box of half extents (ax, ay, az) [m], exact distance inside and outside."""
-    h = _vec(half_extents, 3, "box.half_extents", "m")
-    for i, x in enumerate(h):
-        _pos(x, f"box.half_extents[{i}]", "m")
+    h = _positive_vec(half_extents, "box.half_extents")
     return AnalyticShape(_node(Primitive.BOX, h, center, attitude)[None])
 
 
@@ -358,9 +364,7 @@ def sdf_capsule(half_length: float, radius: float, center=(0.0, 0.0, 0.0), attit
 
 def sdf_ellipsoid(semi_axes, center=(0.0, 0.0, 0.0), attitude=_IDENTITY) -> AnalyticShape:
     """Ellipsoid of semi-axes (a, b, c) [m]: the exact Euclidean distance (robust 1-D root find)."""
-    a = _vec(semi_axes, 3, "ellipsoid.semi_axes", "m")
-    for i, x in enumerate(a):
-        _pos(x, f"ellipsoid.semi_axes[{i}]", "m")
+    a = _positive_vec(semi_axes, "ellipsoid.semi_axes")
     return AnalyticShape(_node(Primitive.ELLIPSOID, a, center, attitude)[None])
 
 

@@ -22,24 +22,55 @@ wrap = dual(_wrap)
 _c_wrap = wrap.cpu
 
 
+def _periodic_cell(n, u, v, w):
+    """The cell of a periodic lattice of ``n`` nodes per side that holds (u, v, w) [nodes]: its
+    corner indices ``(i0, i1, j0, j1, k0, k1)`` (wrapped) and the weights ``(tu, tv, tw)`` in [0, 1)."""
+    fu = math.floor(u)
+    fv = math.floor(v)
+    fw = math.floor(w)
+    i0 = _c_wrap(fu, n)
+    j0 = _c_wrap(fv, n)
+    k0 = _c_wrap(fw, n)
+    i1 = i0 + 1 if i0 + 1 < n else 0
+    j1 = j0 + 1 if j0 + 1 < n else 0
+    k1 = k0 + 1 if k0 + 1 < n else 0
+    return i0, i1, j0, j1, k0, k1, u - fu, v - fv, w - fw
+
+
+periodic_cell = dual(_periodic_cell)
+_pcell = periodic_cell.cpu
+
+
+def _trilinear_cell(a, b, c, d, e, f, g, h, tu, tv, tw):
+    """Trilinear blend of one cell's corner values (a, b, c, d, e, f, g, h at (0,0,0), (1,0,0),
+    (0,1,0), (1,1,0), (0,0,1), (1,0,1), (0,1,1), (1,1,1)) at weights (tu, tv, tw) in [0, 1]: the
+    value, its derivatives along u, v, w and the mixed coefficients k4..k7 (seed 004 eqs 2.17–2.20;
+    the SDF grid, fBm value noise and the rock texture all blend this way).
+    Returns ``(value, ∂u, ∂v, ∂w, k4, k5, k6, k7)``."""
+    k1 = b - a
+    k2 = c - a
+    k3 = e - a
+    k4 = a - b - c + d
+    k5 = a - c - e + g
+    k6 = a - b - e + f
+    k7 = -a + b + c + e - d - g - f + h
+    val = a + k1 * tu + k2 * tv + k3 * tw + k4 * tu * tv + k5 * tv * tw + k6 * tu * tw + k7 * tu * tv * tw
+    gu = k1 + k4 * tv + k6 * tw + k7 * tv * tw
+    gv = k2 + k5 * tw + k4 * tu + k7 * tu * tw
+    gw = k3 + k6 * tu + k5 * tv + k7 * tu * tv
+    return val, gu, gv, gw, k4, k5, k6, k7
+
+
+trilinear_cell = dual(_trilinear_cell)
+_cell = trilinear_cell.cpu
+
+
 def _value_noise(lat, u, v, w):
     """Quintic-smoothed trilinear value noise of a periodic lattice (eq 2.24 in 3-D).
 
     Coordinates in lattice cells. Returns ``(value, du, dv, dw)`` (derivatives per cell).
     """
-    P = lat.shape[0]
-    fu = math.floor(u)
-    fv = math.floor(v)
-    fw = math.floor(w)
-    tu = u - fu
-    tv = v - fv
-    tw = w - fw
-    i0 = _c_wrap(fu, P)
-    j0 = _c_wrap(fv, P)
-    k0 = _c_wrap(fw, P)
-    i1 = i0 + 1 if i0 + 1 < P else 0
-    j1 = j0 + 1 if j0 + 1 < P else 0
-    k1 = k0 + 1 if k0 + 1 < P else 0
+    i0, i1, j0, j1, k0, k1, tu, tv, tw = _pcell(lat.shape[0], u, v, w)
     # quintic smoother t_q = t³ (t (6t - 15) + 10) and its derivative 30 t² (t - 1)²
     su = tu * tu * tu * (tu * (6.0 * tu - 15.0) + 10.0)
     sv = tv * tv * tv * (tv * (6.0 * tv - 15.0) + 10.0)
@@ -47,25 +78,12 @@ def _value_noise(lat, u, v, w):
     du = 30.0 * tu * tu * (tu - 1.0) * (tu - 1.0)
     dv = 30.0 * tv * tv * (tv - 1.0) * (tv - 1.0)
     dw = 30.0 * tw * tw * (tw - 1.0) * (tw - 1.0)
-    a = lat[i0, j0, k0]
-    b = lat[i1, j0, k0]
-    c = lat[i0, j1, k0]
-    d = lat[i1, j1, k0]
-    e = lat[i0, j0, k1]
-    f = lat[i1, j0, k1]
-    g = lat[i0, j1, k1]
-    h = lat[i1, j1, k1]
-    k1_ = b - a
-    k2_ = c - a
-    k3_ = e - a
-    k4_ = a - b - c + d
-    k5_ = a - c - e + g
-    k6_ = a - b - e + f
-    k7_ = -a + b + c + e - d - g - f + h
-    val = a + k1_ * su + k2_ * sv + k3_ * sw + k4_ * su * sv + k5_ * sv * sw + k6_ * su * sw + k7_ * su * sv * sw
-    gu = du * (k1_ + k4_ * sv + k6_ * sw + k7_ * sv * sw)
-    gv = dv * (k2_ + k5_ * sw + k4_ * su + k7_ * su * sw)
-    gw = dw * (k3_ + k6_ * su + k5_ * sv + k7_ * su * sv)
+    r = _cell(lat[i0, j0, k0], lat[i1, j0, k0], lat[i0, j1, k0], lat[i1, j1, k0], lat[i0, j0, k1], lat[i1, j0, k1],
+              lat[i0, j1, k1], lat[i1, j1, k1], su, sv, sw)
+    val = r[0]
+    gu = du * r[1]
+    gv = dv * r[2]
+    gw = dw * r[3]
     return val, gu, gv, gw
 
 
@@ -101,39 +119,10 @@ _fbm = eval_fbm.cpu
 
 def _periodic_trilinear(tex, u, v, w):
     """Plain trilinear sample of a periodic texture at (u, v, w) [texture nodes]; value + gradient."""
-    N = tex.shape[0]
-    fu = math.floor(u)
-    fv = math.floor(v)
-    fw = math.floor(w)
-    tu = u - fu
-    tv = v - fv
-    tw = w - fw
-    i0 = _c_wrap(fu, N)
-    j0 = _c_wrap(fv, N)
-    k0 = _c_wrap(fw, N)
-    i1 = i0 + 1 if i0 + 1 < N else 0
-    j1 = j0 + 1 if j0 + 1 < N else 0
-    k1 = k0 + 1 if k0 + 1 < N else 0
-    a = tex[i0, j0, k0]
-    b = tex[i1, j0, k0]
-    c = tex[i0, j1, k0]
-    d = tex[i1, j1, k0]
-    e = tex[i0, j0, k1]
-    f = tex[i1, j0, k1]
-    g = tex[i0, j1, k1]
-    h = tex[i1, j1, k1]
-    c1 = b - a
-    c2 = c - a
-    c3 = e - a
-    c4 = a - b - c + d
-    c5 = a - c - e + g
-    c6 = a - b - e + f
-    c7 = -a + b + c + e - d - g - f + h
-    val = a + c1 * tu + c2 * tv + c3 * tw + c4 * tu * tv + c5 * tv * tw + c6 * tu * tw + c7 * tu * tv * tw
-    gu = c1 + c4 * tv + c6 * tw + c7 * tv * tw
-    gv = c2 + c5 * tw + c4 * tu + c7 * tu * tw
-    gw = c3 + c6 * tu + c5 * tv + c7 * tu * tv
-    return val, gu, gv, gw
+    i0, i1, j0, j1, k0, k1, tu, tv, tw = _pcell(tex.shape[0], u, v, w)
+    r = _cell(tex[i0, j0, k0], tex[i1, j0, k0], tex[i0, j1, k0], tex[i1, j1, k0], tex[i0, j0, k1], tex[i1, j0, k1],
+              tex[i0, j1, k1], tex[i1, j1, k1], tu, tv, tw)
+    return r[0], r[1], r[2], r[3]
 
 
 periodic_trilinear = dual(_periodic_trilinear)

@@ -134,6 +134,8 @@ def _sample_sdf_grid_full(values, ox, oy, oz, hx, hy, hz, x, y, z):
     tx = fx - i  # eq 2.16: x̂, ŷ, ẑ in [0, 1]
     ty = fy - j
     tz = fz - k
+    # the blend of systems.terrain.noise.trilinear_cell, written out: calling it here added 192 B of
+    # spill stores to the GPU contact kernel (ptxas sm_90, deploy-cube), where this sampler is hot
     d000 = values[i, j, k]
     d100 = values[i + 1, j, k]
     d010 = values[i, j + 1, k]
@@ -301,14 +303,22 @@ def _grid_rows(n, values, ox, oy, oz, hx, hy, hz, pts, out):
             out[i, k] = r[k]
 
 
+def _put_value_gradient(i, r, d, g):
+    """``d[i], g[i] = r[0], r[1:4]``: a (value, gradient) query result into the row drivers' outputs."""
+    d[i] = r[0]
+    g[i, 0] = r[1]
+    g[i, 1] = r[2]
+    g[i, 2] = r[3]
+
+
+_put = dual(_put_value_gradient).cpu
+
+
 @cpu_parallel
 def _grid_value_gradient_rows(n, values, ox, oy, oz, hx, hy, hz, pts, d, g):
     for i in prange(n):
         r = _grid(values, ox, oy, oz, hx, hy, hz, pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 _project = project_to_surface_grid.cpu
@@ -326,10 +336,7 @@ def _project_rows(n, values, ox, oy, oz, hx, hy, hz, pts, max_iter, tol, out):
 def _shape_rows(n, nodes, pts, d, g):
     for i in prange(n):
         r = _shape(nodes, pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 _ell = _c_ellipsoid_closest
@@ -359,20 +366,14 @@ def _ellipsoid_rows(n, a, b, c, pts, out):
 def _fbm_rows(n, lat, a0, f0, lac, gain, octaves, pts, d, g):
     for i in prange(n):
         r = _fbm(lat, a0, f0, lac, gain, octaves, pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 @cpu_parallel
 def _psr_rows(n, tex, period, index, cell, pts, d, g):
     for i in prange(n):
         r = _psr(tex, period, index, cell, pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 def _eval_terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
@@ -382,10 +383,7 @@ def _eval_terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nod
     r = _terrain(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0, lacunarity, gain,
                  psr_on, tex, period, index, index_cell, rock_on, rock_vertices, rock_triangles, rock_spheres,
                  rock_index, pts[i, 0], pts[i, 1], pts[i, 2])
-    d[i] = r[0]
-    g[i, 0] = r[1]
-    g[i, 1] = r[2]
-    g[i, 2] = r[3]
+    _put(i, r, d, g)
 
 
 eval_terrain_row = dual(_eval_terrain_row, inline=False)
@@ -408,10 +406,7 @@ def _rocks_rows(n, pts, base_d, base_g, d, g, vertices, triangles, spheres, inde
     for i in prange(n):
         r = _rocks(base_d[i], base_g[i, 0], base_g[i, 1], base_g[i, 2], vertices, triangles, spheres, index,
                    pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 @cpu_parallel
@@ -419,20 +414,14 @@ def _rocks_brute_rows(n, pts, base_d, base_g, d, g, vertices, triangles, tri_sta
     for i in prange(n):
         r = _rocks_brute(base_d[i], base_g[i, 0], base_g[i, 1], base_g[i, 2], vertices, triangles, tri_start,
                          pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 @cpu_parallel
 def _convex_rows(n, vertices, triangles, t0, t1, pts, d, g):
     for i in prange(n):
         r = _convex(vertices, triangles, t0, t1, pts[i, 0], pts[i, 1], pts[i, 2])
-        d[i] = r[0]
-        g[i, 0] = r[1]
-        g[i, 1] = r[2]
-        g[i, 2] = r[3]
+        _put(i, r, d, g)
 
 
 # ==================================================================================================
