@@ -110,14 +110,6 @@ def as_points(points, field: str = "points") -> tuple[np.ndarray, bool]:
     return np.ascontiguousarray(p), single
 
 
-def _finite_positive(value, field: str, unit: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(field, value, f"must be a finite number > 0 [{unit}]") from None
-    if not (math.isfinite(x) and x > 0.0):
-        raise InputError(field, value, f"must be a finite number > 0 [{unit}]")
-    return x
 
 
 def resolve_mu(volume: float, *, density=None, mass=None, mu=None, field: str) -> tuple[float, float, float]:
@@ -142,7 +134,7 @@ def resolve_mu(volume: float, *, density=None, mass=None, mu=None, field: str) -
                          "give exactly one of density [kg/m^3], mass [kg] or mu = GM [m^3/s^2]")
     (name, value), = given.items()
     unit = {"density": "kg/m^3", "mass": "kg", "mu": "m^3/s^2"}[name]
-    x = _finite_positive(value, f"{field}.{name}", unit)
+    x = positive_number(value, f"{field}.{name}", unit)
     if name == "density":
         rho = x
     elif name == "mass":
@@ -185,8 +177,8 @@ class PointMass(GravitySource):
         if (mu is None) == (mass is None):
             raise InputError("PointMass.mu/mass", {"mu": mu, "mass": mass},
                              "give exactly one of mu = GM [m^3/s^2] or mass [kg]")
-        self.mu = _finite_positive(mu, "PointMass.mu", "m^3/s^2") if mu is not None \
-            else G * _finite_positive(mass, "PointMass.mass", "kg")
+        self.mu = positive_number(mu, "PointMass.mu", "m^3/s^2") if mu is not None \
+            else G * positive_number(mass, "PointMass.mass", "kg")
         c = np.array(center, dtype=np.float64)
         if c.shape != (3,) or not np.all(np.isfinite(c)):
             raise InputError("PointMass.center", center, "must be 3 finite numbers [m]")
@@ -213,7 +205,7 @@ class Ellipsoid(GravitySource):
     kind = "ellipsoid"
 
     def __init__(self, a: float, b: float, c: float, *, density=None, mass=None, mu=None):
-        self.axes = np.array([_finite_positive(v, f"Ellipsoid.{n}", "m") for n, v in (("a", a), ("b", b), ("c", c))])
+        self.axes = np.array([positive_number(v, f"Ellipsoid.{n}", "m") for n, v in (("a", a), ("b", b), ("c", c))])
         self.volume = 4.0 / 3.0 * math.pi * float(np.prod(self.axes))
         self.density, self.mass, self.mu = resolve_mu(self.volume, density=density, mass=mass, mu=mu,
                                                       field="Ellipsoid")
@@ -381,8 +373,8 @@ class VoxelField(GravitySource):
         self.values = vals
         self.values.setflags(write=False)
         self.origin = np.array(origin, dtype=np.float64)
-        self.spacing = _finite_positive(spacing, "VoxelField.spacing", "m")
-        self.mu = _finite_positive(mu, "VoxelField.mu", "m^3/s^2")
+        self.spacing = positive_number(spacing, "VoxelField.spacing", "m")
+        self.mu = positive_number(mu, "VoxelField.mu", "m^3/s^2")
         self.center_of_mass = np.array(center_of_mass, dtype=np.float64)
         q = np.zeros((3, 3)) if quadrupole is None else np.array(quadrupole, dtype=np.float64)
         bad = q.shape != (3, 3) or not np.all(np.isfinite(q))
@@ -444,7 +436,7 @@ class LinearizedGravity(GravitySource):
         p, single = as_points(x0, "LinearizedGravity.x0")
         if not single:
             raise InputError("LinearizedGravity.x0", np.shape(x0), "must be one point, shape (3,) [m]")
-        self.tol = _finite_positive(tol, "LinearizedGravity.tol", "1")
+        self.tol = positive_number(tol, "LinearizedGravity.tol", "1")
         self.x0 = p[0].copy()
         self.potential0 = float(potential0)
         self.acceleration0 = np.array(acceleration0, dtype=np.float64)
@@ -452,7 +444,7 @@ class LinearizedGravity(GravitySource):
         if self.acceleration0.shape != (3,) or self.gradient0.shape != (3, 3):
             raise InputError("LinearizedGravity.acceleration0/gradient0",
                              (self.acceleration0.shape, self.gradient0.shape), "must have shapes (3,) and (3, 3)")
-        self.mu = _finite_positive(mu, "LinearizedGravity.mu", "m^3/s^2")
+        self.mu = positive_number(mu, "LinearizedGravity.mu", "m^3/s^2")
         self.center_of_mass = np.array(center_of_mass, dtype=np.float64)
         self.third_norm = float(third_norm)
         gnorm = float(np.linalg.norm(self.acceleration0))
@@ -493,8 +485,8 @@ class SphericalHarmonics(GravitySource):
     kind = "harmonics"
 
     def __init__(self, *, mu: float, radius: float, c, s, degree: int | None = None, name: str = ""):
-        self.mu = _finite_positive(mu, "SphericalHarmonics.mu", "m^3/s^2")
-        self.radius = _finite_positive(radius, "SphericalHarmonics.radius", "m")
+        self.mu = positive_number(mu, "SphericalHarmonics.mu", "m^3/s^2")
+        self.radius = positive_number(radius, "SphericalHarmonics.radius", "m")
         c = np.array(c, dtype=np.float64)
         s = np.array(s, dtype=np.float64)
         if c.ndim != 2 or c.shape[0] != c.shape[1] or s.shape != c.shape or c.shape[0] < 3:
@@ -614,7 +606,7 @@ class UserField(GravitySource):
         self.kernel = kernel
         self.params = p
         self.params.flags.writeable = False
-        self.mu = _finite_positive(mu, f"UserField {name}: mu", "m^3/s^2")
+        self.mu = positive_number(mu, f"UserField {name}: mu", "m^3/s^2")
         c = np.array(center, dtype=np.float64)
         if c.shape != (3,) or not np.all(np.isfinite(c)):
             raise InputError(f"UserField {name}: center", center, "must be 3 finite numbers [m]")

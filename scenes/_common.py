@@ -19,6 +19,7 @@ import numpy as np
 
 from components.rigid import rigid_body
 from ecs import InputError, Scene, World
+from ecs.errors import positive_number
 from ecs.scene import Dispersion
 from systems.dynamics.integration import ALIASES, TABLEAUX, Integrator
 
@@ -37,14 +38,9 @@ def attitude_columns(euler_mode: bool) -> tuple[str, ...]:
 
 
 def positive(name: str, value, unit: str) -> float:
-    """``value`` as a finite float > 0, or an :class:`InputError` naming ``name``."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(name, value, f"must be a finite number > 0 [{unit}]") from None
-    if not (math.isfinite(x) and x > 0.0):
-        raise InputError(name, value, f"must be a finite number > 0 [{unit}]")
-    return x
+    """``value`` as a finite float > 0, or an :class:`InputError` naming ``name``
+    (:func:`ecs.errors.positive_number` with the scenes' argument order)."""
+    return positive_number(value, name, unit)
 
 
 def check_spread(name: str, value) -> float:

@@ -453,13 +453,8 @@ def point_masses(points, masses) -> MassProperties:
 
 
 def solid_mesh(vertices, faces, *, density: float | None = None, mass: float | None = None) -> MassProperties:
-    """Uniform solid bounded by a closed, outward-wound triangle mesh.
-
-    Exact volume integrals by the divergence theorem, in D. Eberly's formulation ("Polyhedral Mass
-    Properties (Revisited)", Geometric Tools, 2002; a simplification of B. Mirtich, "Fast and
-    Accurate Computation of Polyhedral Mass Properties", J. Graphics Tools 1(2), 1996): each triangle
-    contributes closed-form polynomial terms to ∫1, ∫x, ∫x², ∫xy … over the solid. The vertices are
-    first shifted by their mean so that the CoM shift does not cancel large numbers.
+    """Uniform solid bounded by a closed, outward-wound triangle mesh: exact volume integrals by the
+    divergence theorem (:func:`components.mesh.solid_moments`, D. Eberly's formulation of Mirtich's).
 
     Args:
         vertices: vertex positions [m], shape (n, 3).
