@@ -16,11 +16,10 @@ import argparse
 import time
 
 import numpy as np
-from scipy.integrate import solve_ivp
-from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
 
 from benchmarks._common import machine_info, median_time, save
+from benchmarks.impact_reference import ReferenceGaveUp, box_inertia, stronge_reference
 from systems.probe_contact.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_RESOLVED, WORK_SIZE, impact_rows)
 
 
@@ -29,11 +28,7 @@ def random_impacts(n: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     dims = rng.uniform(0.05, 1.0, (n, 3))
     m = rng.uniform(0.5, 10.0, n)
-    d2 = dims ** 2
-    I = np.zeros((n, 3, 3))
-    I[:, 0, 0] = m * (d2[:, 1] + d2[:, 2]) / 12
-    I[:, 1, 1] = m * (d2[:, 0] + d2[:, 2]) / 12
-    I[:, 2, 2] = m * (d2[:, 0] + d2[:, 1]) / 12
+    I = box_inertia(m, dims)
     r = (rng.integers(0, 2, (n, 3)) * 2 - 1) * dims / 2
     q = Rotation.random(n, random_state=seed + 1).as_quat(scalar_first=True)
     N = rng.normal(size=(n, 3))
@@ -60,77 +55,6 @@ def run_kernel(a: dict, rtol: float):
     return go, out
 
 
-def scipy_impact(m, I_body, q, r_body, N, v, w_body, e, f, rtol):
-    """The peer: Stronge's equations for the rigid-body velocities vs the normal impulse, solve_ivp."""
-    Rm = Rotation.from_quat(q, scalar_first=True).as_matrix()
-    Iinv = np.linalg.inv(Rm @ I_body @ Rm.T)
-    r = Rm @ r_body
-
-    def vcon(y):
-        return y[:3] + np.cross(y[3:6], r)
-
-    def rate(d):
-        return d / m + np.cross(Iinv @ np.cross(r, d), r)
-
-    def tang(u):
-        return u - (u @ N) * N
-
-    y = np.concatenate([v, Rm @ w_body, [0.0]])
-    V = np.linalg.norm(vcon(y))
-    eps = 1e-9 * V  # sliding stops below this speed (spirals into stick give up: see `calls`)
-    mode = "slip" if np.linalg.norm(tang(vcon(y))) > eps else "zero"
-    calls = [0]
-    compressed, wtarget, p, dconst = False, 0.0, 0.0, None
-    while True:
-        if mode == "zero":
-            t1 = tang(np.array([1.0, 0, 0]) if abs(N[0]) < 0.9 else np.array([0.0, 1, 0]))
-            t1 /= np.linalg.norm(t1)
-            t2 = np.cross(N, t1)
-            A = np.array([[t1 @ rate(t1), t1 @ rate(t2)], [t2 @ rate(t1), t2 @ rate(t2)]])
-            mu = np.linalg.solve(A, -np.array([t1 @ rate(N), t2 @ rate(N)]))
-            if np.linalg.norm(mu) <= f:
-                mode, dconst = "stick", N + mu[0] * t1 + mu[1] * t2
-            else:
-                def hg(a):
-                    c = np.cos(a) * t1 + np.sin(a) * t2
-                    k = rate(N - f * c)
-                    return np.cross(c, k) @ N, c @ k
-                grid = np.linspace(-np.pi, np.pi, 721) + 1.234e-4
-                hv = [hg(a)[0] for a in grid]
-                roots = [brentq(lambda a: hg(a)[0], grid[k], grid[k + 1]) for k in range(720) if hv[k] * hv[k + 1] < 0]
-                roots = [a for a in roots if hg(a)[1] > 0] or [0.0]
-                mode, dconst = "rev", N - f * (np.cos(roots[0]) * t1 + np.sin(roots[0]) * t2)
-
-        def rhs(p_, y_, mode=mode, dconst=dconst):
-            calls[0] += 1
-            if calls[0] > 200_000:
-                raise RuntimeError("peer gave up")
-            if mode == "slip":
-                ut = tang(vcon(y_))
-                d = N - f * ut / max(np.linalg.norm(ut), 1e-300)
-            else:
-                d = dconst
-            return np.concatenate([d / m, Iinv @ np.cross(r, d), [vcon(y_) @ N]])
-
-        ev_n = (lambda p_, y_: y_[6] - wtarget) if compressed else (lambda p_, y_: vcon(y_) @ N)
-        ev_n.terminal, ev_n.direction = True, 1
-        events = [ev_n]
-        if mode == "slip":
-            ev_s = lambda p_, y_: np.linalg.norm(tang(vcon(y_))) - eps  # noqa: E731
-            ev_s.terminal, ev_s.direction = True, -1
-            events.append(ev_s)
-        sol = solve_ivp(rhs, (p, p + 1e3), y, method="RK45", rtol=rtol, atol=rtol * 1e-3, events=events)
-        p, y = sol.t[-1], sol.y[:, -1]
-        if sol.status != 1:
-            return None
-        if len(sol.t_events[0]) and sol.t_events[0][-1] == p:
-            if compressed or e == 0.0:
-                return y[:3], Rm.T @ y[3:6]
-            compressed, wtarget = True, (1 - e * e) * y[6]
-        else:
-            mode = "zero"
-
-
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="tumble bench impacts", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000, help="impacts in the batch (default 10^6)")
@@ -153,10 +77,11 @@ def main(argv=None) -> dict:
     failed = 0
     for i in range(k):
         s0 = time.perf_counter()
-        try:
-            res = scipy_impact(a["mass"][i], a["inertia"][i], a["attitude"][i], a["point"][i], a["normal"][i],
-                               a["velocity"][i], a["omega"][i], a["restitution"][i], a["friction"][i], args.rtol)
-        except RuntimeError:
+        try:      # the way one would write it: RK45 at the kernel's rtol, a coarse reversal scan
+            res = stronge_reference(a["mass"][i], a["inertia"][i], a["attitude"][i], a["point"][i], a["normal"][i],
+                                    a["velocity"][i], a["omega"][i], a["restitution"][i], a["friction"][i], eps=1e-9,
+                                    method="RK45", rtol=args.rtol, atol=args.rtol * 1e-3, scan=721, max_calls=200_000)
+        except ReferenceGaveUp:
             res = None
         tp.append(time.perf_counter() - s0)
         if res is None:

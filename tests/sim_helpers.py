@@ -29,6 +29,38 @@ def cpu_and_simulated_gpu(script: str, *args: str, timeout: float = 900.0) -> di
     return out
 
 
+
+def run_script(script: str, *args: str, simulator: bool, strict: bool = True, timeout: float = 600.0):
+    """The JSON that ``script`` prints last, run with ``args`` in its own process: under numba's
+    CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``; with ``strict``, ``TUMBLE_CUDASIM_STRICT=1`` too),
+    or with neither (a real device, or the CPU)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    env.pop("TUMBLE_CUDASIM_STRICT", None)
+    if simulator:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+        if strict:
+            env["TUMBLE_CUDASIM_STRICT"] = "1"
+    p = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_simulated(script: str, *args: str, strict: bool = True, timeout: float = 600.0):
+    """:func:`run_script` under the CUDA simulator."""
+    return run_script(script, *args, simulator=True, strict=strict, timeout=timeout)
+
+
+def run_on_device(script: str, *args: str, timeout: float = 600.0):
+    """:func:`run_script` on a real CUDA device (the test is skipped without one)."""
+    import pytest
+    from numba import cuda
+
+    if not cuda.is_available():
+        pytest.skip("no CUDA device")
+    return run_script(script, *args, simulator=False, timeout=timeout)
+
 SCENE_SCRIPT = """
 import importlib, json, sys
 import numpy as np

@@ -9,19 +9,15 @@ Householder), conservation laws on 10⁵ random impacts, and frame invariance.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
 
+from benchmarks.impact_reference import box_inertia, stronge_reference
 from components.contact_params import PAIR_FIELD_COUNT, ContactParams, ContactPairs, Regolith, low_gravity_regolith
 from ecs import InputError, World
 from systems.probe_contact.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STICK, IMPACT_NOT_APPROACHING, IMPACT_RESOLVED,
@@ -30,6 +26,7 @@ from systems.probe_contact.collision import (FLAG_REVERSAL, FLAG_SLIP, FLAG_STIC
                                              vertex_impacts_rows)
 from systems.probe_contact.impulse import reversal_direction, reversal_h
 from systems.probe_contact.surface_impacts import ResolveSurfaceImpacts, kinetic_energy, resolve_impacts
+from sim_helpers import run_on_device, run_simulated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,11 +45,7 @@ def _random_bodies(rng, n):
     """Random boxes (principal moments from random side lengths) in random body orientations."""
     dims = rng.uniform(0.05, 1.0, (n, 3))
     m = rng.uniform(0.5, 10.0, n)
-    d2 = dims ** 2
-    I = np.zeros((n, 3, 3))
-    I[:, 0, 0] = m * (d2[:, 1] + d2[:, 2]) / 12
-    I[:, 1, 1] = m * (d2[:, 0] + d2[:, 2]) / 12
-    I[:, 2, 2] = m * (d2[:, 0] + d2[:, 1]) / 12
+    I = box_inertia(m, dims)
     Rb = Rotation.random(n, random_state=int(rng.integers(1 << 31))).as_matrix()
     I = Rb @ I @ Rb.transpose(0, 2, 1)
     corner = Rb @ (((rng.integers(0, 2, (n, 3)) * 2 - 1) * dims / 2)[..., None])
@@ -85,97 +78,6 @@ def _random_impacts(rng, n, central_fraction=0.0):
     f = rng.uniform(0.0, 2.0, n)
     return dict(mass=m, inertia=I, contact_point=r, normal=N, velocity=v, omega=w, restitution=e, friction=f,
                 attitude=q), central
-
-
-def stronge_reference(m, I_body, q, r_body, N, v, w_body, e, f, *, eps=1e-10):
-    """Stronge's impact integrated with scipy, written independently of the kernel.
-
-    State y = (v (3), ω (3), W) in the target frame against the normal impulse p, with
-    dv/dp = dP/dp / m, dω/dp = I⁻¹ (r × dP/dp), dW/dp = v_c·N. Slip: dP/dp = N − f t̂ with t̂ the
-    sliding direction; when sliding stops (event |v_t| = eps·|v_c0|), the tangential impulse ratio
-    that keeps v_t = 0 is solved from the rigid-body equations: stick if it lies in the friction
-    cone, else slip resumes along the direction ĉ whose sliding rate is parallel to ĉ and positive
-    (found by a dense scan and brentq). Compression ends at v₃ = 0, the collision at W = (1 − e²) W_c.
-    Returns (v', ω' (body axes), modes visited).
-    """
-    Rm = Rotation.from_quat(q, scalar_first=True).as_matrix()
-    I = Rm @ I_body @ Rm.T
-    Iinv = np.linalg.inv(I)
-    r = Rm @ r_body
-    N = N / np.linalg.norm(N)
-
-    def vcon(y):
-        return y[:3] + np.cross(y[3:6], r)
-
-    def rate(d):  # contact-point velocity change per unit impulse in direction d
-        return d / m + np.cross(Iinv @ np.cross(r, d), r)
-
-    def tang(u):
-        return u - (u @ N) * N
-
-    y = np.concatenate([v, Rm @ w_body, [0.0]])
-    V = np.linalg.norm(vcon(y))
-    mode, modes, compressed, wtarget, p = "slip", [], False, 0.0, 0.0
-    if np.linalg.norm(tang(vcon(y))) <= eps * V:
-        mode = "zero"
-    dconst = None
-    while True:
-        if mode == "zero":
-            t1 = tang(np.array([1.0, 0.0, 0.0]) if abs(N[0]) < 0.9 else np.array([0.0, 1.0, 0.0]))
-            t1 /= np.linalg.norm(t1)
-            t2 = np.cross(N, t1)
-            A = np.array([[t1 @ rate(t1), t1 @ rate(t2)], [t2 @ rate(t1), t2 @ rate(t2)]])
-            mu = np.linalg.solve(A, -np.array([t1 @ rate(N), t2 @ rate(N)]))
-            if np.linalg.norm(mu) <= f:
-                mode, dconst = "stick", N + mu[0] * t1 + mu[1] * t2
-            else:
-                def cross_rate(phi):
-                    c = np.cos(phi) * t1 + np.sin(phi) * t2
-                    k = rate(N - f * c)
-                    return (np.cross(c, k) @ N), (c @ k)
-
-                phis = np.linspace(-np.pi, np.pi, 2001) + 1.234e-4  # no grid point on a symmetry axis
-                hs = np.array([cross_rate(a)[0] for a in phis])
-                roots = [brentq(lambda a: cross_rate(a)[0], phis[k], phis[k + 1], xtol=1e-15)
-                         for k in range(len(phis) - 1) if hs[k] * hs[k + 1] < 0]
-                roots = [a for a in roots if cross_rate(a)[1] > 0]
-                assert len(roots) == 1, roots
-                c = np.cos(roots[0]) * t1 + np.sin(roots[0]) * t2
-                mode, dconst = "reversal", N - f * c
-        if not modes or modes[-1] != mode:
-            modes.append(mode)
-
-        def dP(p_, y_):
-            if mode == "slip":
-                ut = tang(vcon(y_))
-                return N - f * ut / np.linalg.norm(ut)
-            return dconst
-
-        def rhs(p_, y_):
-            d = dP(p_, y_)
-            return np.concatenate([d / m, Iinv @ np.cross(r, d), [vcon(y_) @ N]])
-
-        events = []
-        ev_comp = (lambda p_, y_: vcon(y_) @ N)
-        ev_comp.terminal, ev_comp.direction = True, 1
-        ev_end = (lambda p_, y_: y_[6] - wtarget)
-        ev_end.terminal, ev_end.direction = True, 1
-        ev_stop = (lambda p_, y_: np.linalg.norm(tang(vcon(y_))) - eps * V)
-        ev_stop.terminal, ev_stop.direction = True, -1
-        events.append(ev_end if compressed else ev_comp)
-        if mode == "slip":
-            events.append(ev_stop)
-        sol = solve_ivp(rhs, (p, p + 1e3), y, method="DOP853", rtol=1e-12, atol=1e-14, events=events)
-        assert sol.status == 1, "no event before p = 1e3"
-        p, y = sol.t[-1], sol.y[:, -1]
-        if len(sol.t_events[0]) and sol.t_events[0][-1] == p:   # compression end or the end
-            if compressed or e == 0.0:
-                return y[:3], Rm.T @ y[3:6], modes
-            compressed, wtarget = True, (1 - e * e) * y[6]
-            if e == 0.0:
-                return y[:3], Rm.T @ y[3:6], modes
-        else:
-            mode = "zero"
 
 
 # ----------------------------------------------------------------------------- spheres
@@ -692,11 +594,7 @@ GPU_SCRIPT = textwrap.dedent(
 
 def test_cuda_simulator_matches_cpu():
     """The same kernel source through numba's CUDA simulator agrees with the CPU build."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-c", GPU_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = run_simulated(GPU_SCRIPT, strict=False)
     assert res["status"]
     # same Python source, double precision both ways: only FMA/ordering differences (a few ulps),
     # which the adaptive step control could amplify at most to its tolerance
@@ -707,17 +605,8 @@ def test_cuda_simulator_matches_cpu():
 
 @pytest.mark.gpu
 def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
-    from numba import cuda
-
-    if not cuda.is_available():
-        pytest.skip("no CUDA device")
     pytest.importorskip("cupy")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    proc = subprocess.run([sys.executable, "-c", GPU_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res = run_on_device(GPU_SCRIPT)
     # a real device contracts differently (FMA): allow the adaptive integration's tolerance
     assert res["status"] and res["dv"] < 1e-8 and res["dw"] < 1e-8 and res["multi"] < 1e-8, res
 

@@ -9,12 +9,9 @@ list's order follows the device's atomics, so lists are compared as sets (and fo
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+from sim_helpers import run_simulated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,11 +63,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_index_lists_built_on_the_device_match_numpy():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p), NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_simulated(SCRIPT)
     assert out["types"] == ["SimDeviceArray"]
 
     import numpy as np

@@ -6,14 +6,11 @@ subprocess with NUMBA_ENABLE_CUDASIM=1 (as tests/test_gpu_sim.py does).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from sim_helpers import run_on_device, run_simulated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,11 +70,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_cuda_simulator_matches_cpu():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_simulated(SCRIPT, timeout=900)
     assert out["forceTrue"] > 10.0 and out["forceFalse"] > 10.0  # contacts happened
     # same sources, same order of operations; the simulator runs them as Python floats (no FMA, no
     # fastmath contraction): measured 1e-10 on forces of ~1e3 N, i.e. 1e-13 relative
@@ -88,15 +81,7 @@ def test_cuda_simulator_matches_cpu():
 
 @pytest.mark.gpu
 def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
-    from numba import cuda
-
-    if not cuda.is_available():
-        pytest.skip("no CUDA device")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_on_device(SCRIPT, timeout=900)
     assert out["True"] < 1e-8 and out["False"] < 1e-8  # device FMA and libm differ by ulps, over 30 steps
     # adaptive steps may choose other step sizes from ulp-level differences: agreement to about the
     # local error tolerance (rtol 1e-4 of O(1) states), not to round-off (a bound set from the

@@ -6,14 +6,11 @@ subprocess with NUMBA_ENABLE_CUDASIM=1. Real-device tests carry the ``gpu`` mark
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from sim_helpers import run_on_device, run_simulated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,11 +50,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_cuda_simulator_matches_cpu():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    diffs = json.loads(proc.stdout.strip().splitlines()[-1])
+    diffs = run_simulated(SCRIPT)
     # The simulator runs the very same Python sources in double precision; the only differences
     # allowed are fused-multiply-add/ordering effects of the compiled CPU build: a few ulps of O(1).
     for method, d in diffs.items():
@@ -66,13 +59,5 @@ def test_cuda_simulator_matches_cpu():
 
 @pytest.mark.gpu
 def test_real_gpu_matches_cpu():  # pragma: no cover - needs a device
-    from numba import cuda
-
-    if not cuda.is_available():
-        pytest.skip("no CUDA device")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for method, d in json.loads(proc.stdout.strip().splitlines()[-1]).items():
+    for method, d in run_on_device(SCRIPT).items():
         assert d < 1e-10, (method, d)

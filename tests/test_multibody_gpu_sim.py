@@ -6,14 +6,11 @@ A real device would be checked by a ``gpu``-marked test once a GPU driver of the
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from sim_helpers import run_simulated
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,10 +106,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_multibody_kernels_cpu_and_cuda_simulator_agree():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    p = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out = run_simulated(SCRIPT)
     # the simulator runs the same Python arithmetic: identical results
     assert out["aba"] == 0.0 and out["rnea"] == 0.0 and out["rk_step"] == 0.0, out
     assert out["rnea_vs_tau"] < 1e-9, out          # RNEA(ABA(tau)) = tau: the twins solve the same equations
@@ -145,11 +139,7 @@ def test_multibody_system_on_the_gpu_backend_matches_the_cpu_under_the_simulator
     """MultibodyDynamics with backend="gpu" (the same row function launched as a CUDA kernel, one
     thread per sample) under numba's CUDA simulator: final states identical to the CPU backend
     for RK4 with differential gravity and for Kuo–Nguyen, two dispersed samples of the dumbbell."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    p = subprocess.run([sys.executable, "-c", WORLD_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out = run_simulated(WORLD_SCRIPT)
     assert out["rk4"] == 0.0 and out["kuo_nguyen"] == 0.0, out
 
 
@@ -204,11 +194,7 @@ def test_multibody_row_terms_on_the_gpu_backend_match_the_cpu_under_the_simulato
     states identical to the CPU backend; the drag term did act (the same run with the atmosphere
     not turning lands elsewhere)."""
     pytest.importorskip("de421")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    p = subprocess.run([sys.executable, "-c", TERMS_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out = run_simulated(TERMS_SCRIPT)
     assert out["gpu_vs_cpu"] == 0.0 and out["drag_effect"] > 1e-9, out
 
 
@@ -250,11 +236,7 @@ def test_facet_contact_between_links_on_the_gpu_backend_matches_the_cpu_under_th
     the swap) launched through the CUDA twins under numba's CUDA simulator: two spinning spheres on
     free links in an oblique, damped, frictional contact; final joint states identical to the CPU
     backend and the same contact start and end events."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    p = subprocess.run([sys.executable, "-c", LINK_CONTACT_SCRIPT], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out = run_simulated(LINK_CONTACT_SCRIPT)
     assert out["gpu_vs_cpu"] == 0.0 and out["same_events"] and out["changes"] == [[1, 2], [1, 2]], out
 
 
@@ -281,9 +263,5 @@ def test_a_user_joint_law_on_the_gpu_backend_matches_the_cpu_under_the_simulator
     launched through the multibody kernels' CUDA twins under numba's CUDA simulator, two samples
     with their own gains: final joint angles identical to the CPU backend, and each on its closed
     form (1e-10 rad)."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TUMBLE_CUDASIM_STRICT="1", PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    p = subprocess.run([sys.executable, "-c", JOINT_LAW_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out = run_simulated(JOINT_LAW_SCRIPT)
     assert out["gpu_vs_cpu"] == 0.0 and out["vs_closed_form"] < 1e-10, out

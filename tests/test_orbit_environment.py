@@ -48,22 +48,31 @@ def test_density_reproduces_the_table_and_the_kernel_the_numpy_formula():
     assert np.all(np.abs(left / table[1:, 1] - 1) < 0.05)
 
 
+def _random_orbiters(rng, n, atm, altitudes, rate, offset):
+    """``n`` random bodies around ``atm``'s planet: positions at altitudes uniform in ``altitudes``
+    [m], velocities ~5 km/s, random attitudes, body rates ~``rate`` [rad/s], CoM offsets ~``offset`` [m]."""
+    from ecs.attitude import quat_normalize
+
+    r = rng.normal(size=(n, 3))
+    r *= (atm.radius + rng.uniform(*altitudes, n))[:, None] / np.linalg.norm(r, axis=1)[:, None]
+    v = rng.normal(size=(n, 3)) * 5e3
+    att = quat_normalize(rng.normal(size=(n, 4)))
+    om = rng.normal(size=(n, 3)) * rate
+    com = rng.normal(size=(n, 3)) * offset
+    return r, v, att, om, com
+
+
 @pytest.mark.parametrize("msis", [False, True])
 def test_the_drag_kernel_is_eq_3_97_with_a_turning_atmosphere(msis):
     """Rows with CoM offsets and body rates: m a = −½ ρ C_D A |v_r| v_r, v_r = v_CoM − ω ẑ × r_CoM,
     written out in numpy; 1e-13 relative. ρ from the exponential table, or (``msis``) the row's
     ``body_density`` column as MsisDensity writes it."""
-    from ecs.attitude import quat_normalize, quat_rotate
+    from ecs.attitude import quat_rotate
 
     atm = ExponentialAtmosphere()
     rng = np.random.default_rng(3)
     n = 32
-    r = rng.normal(size=(n, 3))
-    r *= (atm.radius + rng.uniform(150e3, 900e3, n))[:, None] / np.linalg.norm(r, axis=1)[:, None]
-    v = rng.normal(size=(n, 3)) * 5e3
-    att = quat_normalize(rng.normal(size=(n, 4)))
-    om = rng.normal(size=(n, 3)) * 0.1
-    com = rng.normal(size=(n, 3)) * 0.5
+    r, v, att, om, com = _random_orbiters(rng, n, atm, (150e3, 900e3), 0.1, 0.5)
     area = rng.uniform(0.1, 20, n)
     cd = rng.uniform(2.0, 2.5, n)
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
@@ -345,17 +354,12 @@ def test_plate_drag_is_the_projected_area_law_with_its_torque():
     |v_r| v_r for cos θ_k = n̂_k·v̂_r > 0, at the plate centres), 1e-12; a single plate facing the flow
     feels the cannonball drag of its area, edge-on nothing."""
     from components.environment import PLATES
-    from ecs.attitude import quat_normalize, quat_rotate, quat_rotate_inverse
+    from ecs.attitude import quat_rotate, quat_rotate_inverse
 
     atm = ExponentialAtmosphere()
     rng = np.random.default_rng(8)
     n = 30
-    r = rng.normal(size=(n, 3))
-    r *= (atm.radius + rng.uniform(200e3, 600e3, n))[:, None] / np.linalg.norm(r, axis=1)[:, None]
-    v = rng.normal(size=(n, 3)) * 5e3
-    att = quat_normalize(rng.normal(size=(n, 4)))
-    om = rng.normal(size=(n, 3)) * 0.01
-    com = rng.normal(size=(n, 3)) * 0.3
+    r, v, att, om, com = _random_orbiters(rng, n, atm, (200e3, 600e3), 0.01, 0.3)
     cd = rng.uniform(2.0, 2.5, n)
     parea = rng.uniform(0.0, 3.0, (n, PLATES)) * (rng.uniform(size=(n, PLATES)) < 0.8)
     pn = rng.normal(size=(n, PLATES, 3))

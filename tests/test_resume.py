@@ -8,12 +8,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 import zarr
 
 from tumble import run_batch
-from store_helpers import store_files
+from store_helpers import done_count, kill_mid_run, store_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
@@ -29,13 +28,6 @@ def cli(*args, **kw):
                           text=True, timeout=120, **kw)
 
 
-def done_count(path):
-    try:
-        return int(np.asarray(zarr.open_array(os.path.join(path, "final", "done"), mode="r")[:]).sum())
-    except Exception:  # not created yet
-        return 0
-
-
 def test_killed_run_resumes_to_identical_bytes(tmp_path):
     out = tmp_path / "killed.zarr"
     params = [a for k, v in PARAMS.items() for a in ("-p", f"{k}={v}")]
@@ -43,21 +35,7 @@ def test_killed_run_resumes_to_identical_bytes(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tumble.cli", "run", DRIFT, "--samples", str(N), "--seed", str(SEED),
                              "--block", str(BLOCK), "--out", str(out), "--no-progress", *params],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    killed_at = 0
-    deadline = time.monotonic() + 90
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            n = done_count(out)
-            if 0 < n < N:
-                proc.send_signal(signal.SIGKILL)
-                killed_at = n
-                break
-            time.sleep(0.01)
-    finally:
-        if proc.poll() is None and not killed_at:
-            proc.kill()
-        proc.wait()
-    assert killed_at, f"could not catch the run mid-way (rc={proc.returncode}, {proc.stderr.read()!r})"
+    kill_mid_run(proc, out, N, timeout=90)
     assert proc.returncode == -signal.SIGKILL
     done_after_kill = done_count(out)
     assert 0 < done_after_kill < N

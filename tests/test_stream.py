@@ -94,26 +94,17 @@ def test_bad_active_set_arguments_are_refused(tmp_path):
         tumble.run_batch("deploy-cube", samples=2, out=tmp_path / "x.zarr", active=0)
 
 
-def _done(path):
-    import zarr
-
-    try:
-        return int(np.asarray(zarr.open_array(str(path / "final" / "done"), mode="r")[:]).sum())
-    except Exception:  # noqa: BLE001 - not created yet
-        return 0
-
-
 def test_killed_streaming_run_resumes_to_identical_bytes(tmp_path):
     """A streaming CLI run (8 slots, blocks of 30) killed mid-way and resumed gives the bytes of an
     uninterrupted run; the resumed invocation recomputes only the samples not flagged done."""
     import os
     import pathlib
-    import signal
     import subprocess
     import sys
-    import time
 
     import zarr
+
+    from store_helpers import done_count, kill_mid_run
 
     root = pathlib.Path(__file__).resolve().parents[1]
     n = 120
@@ -124,22 +115,8 @@ def test_killed_streaming_run_resumes_to_identical_bytes(tmp_path):
     cmd = [sys.executable, "-m", "tumble.cli", "run"]
     proc = subprocess.Popen([*cmd, *args, "--out", str(out)], cwd=root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    killed = 0
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            k = _done(out)
-            if 0 < k < n:
-                proc.send_signal(signal.SIGKILL)
-                killed = k
-                break
-            time.sleep(0.01)
-    finally:
-        if proc.poll() is None and not killed:
-            proc.kill()
-        proc.wait()
-    assert killed, f"could not catch the run mid-way (rc={proc.returncode}, {proc.stderr.read()!r})"
-    after = _done(out)
+    kill_mid_run(proc, out, n, timeout=300)
+    after = done_count(out)
     assert 0 < after < n
     r = subprocess.run([*cmd, *args, "--out", str(out), "--resume"], cwd=root, env=env, capture_output=True,
                        text=True, timeout=600)
