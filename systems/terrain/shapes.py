@@ -20,12 +20,23 @@ _norm3 = normalize3.cpu
 # ==================================================================================================
 
 
+def _round_distance(vx, vy, vz, r, fx, fy, fz):
+    """Signed distance and gradient of the points within ``r`` of a core (a point, segment or circle),
+    from the offset ``v`` of the query point to the core's nearest point: ``(|v| − r, v/|v|)``;
+    at |v| = 0 the gradient is the fallback direction (fx, fy, fz)."""
+    L = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if L > 0.0:
+        return L - r, vx / L, vy / L, vz / L
+    return -r, fx, fy, fz
+
+
+round_distance = dual(_round_distance)
+_round = round_distance.cpu
+
+
 def _sd_sphere(r, x, y, z):
     """Sphere of radius r (eqs 2.14–2.15): ``(d, gx, gy, gz)``."""
-    L = math.sqrt(x * x + y * y + z * z)
-    if L > 0.0:
-        return L - r, x / L, y / L, z / L
-    return -r, 0.0, 0.0, 1.0
+    return _round(x, y, z, r, 0.0, 0.0, 1.0)
 
 
 sd_sphere = dual(_sd_sphere)
@@ -61,11 +72,7 @@ _c_sd_box = sd_box.cpu
 def _sd_capsule(hl, r, x, y, z):
     """Capsule around the segment z in [-hl, hl], radius r."""
     zc = min(max(z, -hl), hl)
-    vz = z - zc
-    L = math.sqrt(x * x + y * y + vz * vz)
-    if L > 0.0:
-        return L - r, x / L, y / L, vz / L
-    return -r, 1.0, 0.0, 0.0
+    return _round(x, y, z - zc, r, 1.0, 0.0, 0.0)
 
 
 sd_capsule = dual(_sd_capsule)
@@ -81,12 +88,7 @@ def _sd_torus(R, r, x, y, z):
     else:  # on the axis every circle point is equally near: pick (R, 0, 0)
         cx = R
         cy = 0.0
-    vx = x - cx
-    vy = y - cy
-    L = math.sqrt(vx * vx + vy * vy + z * z)
-    if L > 0.0:
-        return L - r, vx / L, vy / L, z / L
-    return -r, 1.0, 0.0, 0.0
+    return _round(x - cx, y - cy, z, r, 1.0, 0.0, 0.0)
 
 
 sd_torus = dual(_sd_torus)
