@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
 import time
 from pathlib import Path
+
+import numpy as np
 
 def results_dir() -> Path:
     """Where a benchmark writes by default: ``$TUMBLE_BENCH_DIR``, else ``bench-results/`` in the
@@ -62,3 +65,19 @@ def save(name: str, payload: dict, *, path: Path | None = None, machine: dict | 
     path.write_text(json.dumps({"machine": machine if machine is not None else machine_info(), **payload}, indent=2,
                                default=float))
     return path
+
+
+def json_safe(x):
+    """``x`` for strict JSON: numpy scalars and arrays as Python numbers and lists, NaN and inf as
+    null, dict keys as strings."""
+    if isinstance(x, dict):
+        return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return json_safe(x.tolist())
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return None if not math.isfinite(float(x)) else float(x)
+    return x

@@ -98,7 +98,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import machine_info, save
+from benchmarks._common import json_safe, machine_info, save
 from benchmarks.deploy_reference import ReferenceProbe, sample_states, single_numba_thread
 from components.status import Status
 
@@ -264,19 +264,6 @@ def _run_reference_block(ref, states):
     with single_numba_thread():
         results = [ref.run(s["position"], s["velocity"], s["attitude"], s["omega"]) for s in states]
     return results, sum(r.wall_s for r in results), time.process_time() - c0
-
-
-def _json_safe(x):
-    """NaN -> null, numpy scalars -> Python numbers (strict JSON)."""
-    if isinstance(x, dict):
-        return {str(k): _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return None if not math.isfinite(float(x)) else float(x)
-    return x
 
 
 def _fmt(x, spec=".1f"):
@@ -588,7 +575,7 @@ def main(argv=None) -> dict:
         result = _backends(args, repo, args.threads)
         payload = {"scene": "deploy-cube", "gravity": args.gravity, "rocks": False, "seed": args.seed,
                    "samples": args.samples, "backend": "gpu", **result}
-        path = save("deploy_gpu", _json_safe(payload), path=args.out, machine=info)
+        path = save("deploy_gpu", json_safe(payload), path=args.out, machine=info)
         print(f"saved {path}")
         return payload
     against_sha = _resolve_commit(repo, args.against) if args.against else None   # fail before the long part
@@ -789,7 +776,7 @@ def main(argv=None) -> dict:
         "goals": {"trajectories_per_s": GOAL_TRAJ_PER_S, "ratio": GOAL_RATIO},
         "against": against,
     }
-    path = save("deploy", _json_safe(payload), path=args.out, machine=info)
+    path = save("deploy", json_safe(payload), path=args.out, machine=info)
     print(f"saved {path}")
     return payload
 

@@ -128,6 +128,17 @@ class ReferenceResult:
     wall_s: float = 0.0
 
 
+def polyhedral_probe(world, who: str = "the reference"):
+    """A deployment world's one polyhedral probe: ``(entity, ProbeShapes, shape index, first vertex,
+    end vertex)``; ``NotImplementedError`` saying what ``who`` covers otherwise."""
+    pid = world.entity("probe")
+    shapes = world.resource(ProbeShapes)
+    sid = int(world.component(pid, ProbeShape).shape)
+    if shapes.count != 1 or shapes.shape_kind[sid] != ShapeKind.POLYHEDRON:
+        raise NotImplementedError(f"{who} covers one polyhedral probe shape")
+    return pid, shapes, sid, int(shapes.shape_start[sid]), int(shapes.shape_start[sid + 1])
+
+
 class ReferenceProbe:
     """The reference integrator for one probe shape over one target (module docstring).
 
@@ -175,12 +186,7 @@ class ReferenceProbe:
     def from_scene(cls, scene, **kw) -> "ReferenceProbe":
         """The reference for a deployment scene's probe (its resources and the probe's components)."""
         w = scene.world
-        pid = w.entity("probe")
-        shapes = w.resource(ProbeShapes)
-        sid = int(w.component(pid, ProbeShape).shape)
-        if shapes.count != 1 or shapes.shape_kind[sid] != ShapeKind.POLYHEDRON:
-            raise NotImplementedError("the reference covers one polyhedral probe shape")
-        a, b = int(shapes.shape_start[sid]), int(shapes.shape_start[sid + 1])
+        pid, shapes, sid, a, b = polyhedral_probe(w, "the reference")
         if np.any(shapes.vertex_type[a:b] != 0):
             raise NotImplementedError("the reference covers corner vertices only (eq 2.33 corner normal)")
         pm = w.component(pid, MassProps)
