@@ -573,11 +573,17 @@ def copy_into(dst, host) -> None:
 def to_backend(backend: str, args: tuple) -> tuple:
     """The arrays among ``args`` as a kernel launch on ``backend`` takes them, copied once at bind:
     unchanged on the CPU, device copies on the GPU backend (:func:`device_array`); a tuple among
-    them is copied element by element and made a kernel tuple (:func:`kernel_tuple`)."""
+    them is copied element by element and made a kernel tuple (:func:`kernel_tuple`; a record stays one of
+    its class)."""
     if backend != "gpu":
         return tuple(args)
-    return tuple(device_array(a) if isinstance(a, np.ndarray) else kernel_tuple(to_backend(backend, a))
+    return tuple(device_array(a) if isinstance(a, np.ndarray) else kernel_tuple(_same_kind(a, to_backend(backend, a)))
                  if isinstance(a, tuple) else a for a in args)
+
+
+def _same_kind(like: tuple, items: tuple) -> tuple:
+    """``items`` as a record of ``like``'s class when ``like`` is a record (a namedtuple), else as they are."""
+    return type(like)(*items) if hasattr(type(like), "_fields") else items
 
 
 def kernel_tuple(items) -> tuple:

@@ -7,8 +7,9 @@ Every kernel is written once for the CPU and the GPU (:func:`ecs.kernels.dual_ca
 kernels (:mod:`systems.deployment.fly`, :mod:`systems.deployment.contact`,
 :mod:`systems.deployment.collide`), their edges (:mod:`systems.deployment.events`) and the contact
 wrench (:mod:`systems.deployment.physics`) call them. ``ta`` is always
-:func:`systems.terrain.sdf.terrain_args` as a tuple; a state is read at ``w[ys:]`` of a row's work
-array (the layout of :mod:`systems.deployment.physics`).
+:func:`systems.terrain.sdf.terrain_args` (a :data:`~systems.terrain.sdf.TerrainArgs` record, read by
+name); a state is read at ``w[ys:]`` of a row's work array (the layout of
+:mod:`systems.deployment.physics`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ _grid = sample_sdf_grid.cpu
 # ------------------------------------------------------------------------------------ terrain and vertices
 def _terrain_at_any(ta, x, y, z):
     """Terrain distance and gradient at (x, y, z), any terrain; ``ta`` is systems.terrain.sdf.terrain_args."""
-    return _terrain(ta[0], ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], ta[8], ta[9], ta[10], ta[11], ta[12],
-                    ta[13], ta[14], ta[15], ta[16], ta[17], ta[18], ta[19], ta[20], ta[21], ta[22], ta[23], ta[24],
+    return _terrain(ta.base_kind, ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, ta.nodes, ta.fbm_octaves,
+                    ta.lattice, ta.a0, ta.f0, ta.lacunarity, ta.gain, ta.psr_on, ta.texture, ta.period, ta.index,
+                    ta.index_cell, ta.rock_on, ta.rock_vertices, ta.rock_triangles, ta.rock_spheres, ta.rock_index,
                     x, y, z)
 
 
@@ -37,7 +39,8 @@ _tat_any = terrain_at_any.cpu
 
 
 def _terrain_at(ta, x, y, z):
-    """Terrain distance and gradient at (x, y, z); ``ta`` is systems.terrain.sdf.terrain_args as a tuple.
+    """Terrain distance and gradient at (x, y, z); ``ta`` is systems.terrain.sdf.terrain_args (a
+    TerrainArgs record).
 
     Inlined where it is called: a bare grid (no fBm, seeded rocks or rock field) is sampled by one
     call of :data:`systems.terrain.sdf.sample_sdf_grid` (the grid and nine numbers); any other terrain goes
@@ -47,8 +50,8 @@ def _terrain_at(ta, x, y, z):
     (Inlining the grid sampler too cost 5.7 s of cold compile time, at 17 call sites, for no
     measurable run time.)
     """
-    if ta[0] == 0 and ta[9] == 0 and ta[15] == 0 and ta[20] == 0:
-        return _grid(ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], x, y, z)
+    if ta.base_kind == 0 and ta.fbm_octaves == 0 and ta.psr_on == 0 and ta.rock_on == 0:
+        return _grid(ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, x, y, z)
     return _tat_any(ta, x, y, z)
 
 
@@ -61,7 +64,7 @@ def _terrain_at_grid(ta, x, y, z):
     sampler alone. A deployment on such a terrain swaps it in for :data:`terrain_at`
     (:func:`ecs.terms.specialise`), so that its kernels do not compile the general terrain
     evaluation they would never run."""
-    return _grid(ta[1], ta[2], ta[3], ta[4], ta[5], ta[6], ta[7], x, y, z)
+    return _grid(ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, x, y, z)
 
 
 terrain_at_grid = dual(_terrain_at_grid)

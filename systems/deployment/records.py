@@ -45,7 +45,7 @@ Probes = record("Probes", __name__, {
 
 Target = record("Target", __name__, {
     "ga": "the gravity field's kernel arguments (systems.deployment.physics.gravity_args)",
-    "ta": "the terrain's kernel arguments (systems.terrain: terrain_args)",
+    "ta": "the terrain (systems.terrain.sdf.TerrainArgs, from terrain_args)",
     "ox": "target rotation rate about x [rad/s], target frame",
     "oy": "target rotation rate about y [rad/s], target frame",
     "oz": "target rotation rate about z [rad/s], target frame"},

@@ -80,6 +80,7 @@ import numpy as np
 from numba import prange
 
 from components.terrain import AnalyticShape, SDFGrid
+from ecs.component import record
 from ecs.errors import InputError
 from ecs.geometry import normalize3
 from ecs.kernels import FASTMATH, cpu_parallel, dual
@@ -96,7 +97,7 @@ __all__ = [
     "REGION_A", "REGION_AB", "REGION_B", "REGION_BC", "REGION_C", "REGION_CA", "REGION_FACE",
     "closest_point_triangle", "convex_distance", "ellipsoid_closest", "eval_fbm", "eval_psr",
     "eval_shape", "eval_terrain", "eval_terrain_point", "project_to_surface_grid", "sample_sdf_grid",
-    "sample_sdf_grid_full", "sdf_grid_normal", "terrain_args",
+    "sample_sdf_grid_full", "sdf_grid_normal", "terrain_args", "TerrainArgs",
     # numpy wrappers
     "eval_rocks", "rock_args",
     "sample_grid", "sample_grid_hessian", "grid_normals", "surface_points", "eval_shape_points",
@@ -559,14 +560,34 @@ def rock_args(rocks) -> tuple:
     return (1, rocks.vertices, rocks.triangles, rocks.kernel_spheres, rocks.kernel_index)
 
 
-def terrain_args(terrain) -> tuple:
-    """The kernel arguments of a :class:`components.terrain.TerrainSDF` for :data:`eval_terrain_point`.
+#: The kernel arguments of a :class:`components.terrain.TerrainSDF` (:func:`terrain_args`), read by
+#: name in the kernels that take them whole (:mod:`systems.deployment.geometry`); unused parts are
+#: small dummy arrays, so one compiled signature serves every terrain. In the order of
+#: :data:`eval_terrain_point`'s parameters: ``eval_terrain_point(*args, x, y, z)``.
+TerrainArgs = record("TerrainArgs", __name__, {
+    "base_kind": "0: an SDF grid, 1: analytic shapes (components.terrain.AnalyticShape)",
+    "grid": "the grid's node values [m], (nx, ny, nz)",
+    "ox": "the grid's origin, x [m]", "oy": "y [m]", "oz": "z [m]",
+    "hx": "the grid's node spacing, x [m]", "hy": "y [m]", "hz": "z [m]",
+    "nodes": "the analytic shapes' node table (components.terrain.AnalyticShape.nodes)",
+    "fbm_octaves": "fBm octaves (0: no noise; eqs 2.26-2.27)",
+    "lattice": "fBm value-noise lattice [1], (P, P, P)",
+    "a0": "fBm amplitude [m]", "f0": "fBm base frequency [1/m]", "lacunarity": "fBm lacunarity [1]",
+    "gain": "fBm gain per octave [1]",
+    "psr_on": "1: the seeded rock texture is on (eqs 2.34-2.39)",
+    "texture": "rock texture [m], (N, N, N)", "period": "texture period [m]",
+    "index": "rock texture tiling index", "index_cell": "its cell size [m]",
+    "rock_on": "1: explicit polyhedral rocks (components.terrain.RockField; rock_args)",
+    "rock_vertices": "rock vertices [m], (n, 3)", "rock_triangles": "rock triangles, (m, 3) int64",
+    "rock_spheres": "the rocks' bounding spheres and broadphase cells (RockField.kernel_spheres)",
+    "rock_index": "the rock broadphase's cell index (RockField.kernel_index)",
+}, "The terrain as one kernel argument (systems.terrain.sdf.terrain_args).")
 
-    ``(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lattice, a0, f0, lacunarity, gain,
-    psr_on, texture, period, index, index_cell, rock_on, rock_vertices, rock_triangles, rock_spheres,
-    rock_index)`` (25 entries; the last five are :func:`rock_args`): unused parts are small dummy
-    arrays, so one compiled signature serves every terrain. A contact system passes this tuple to its own kernel.
-    """
+
+def terrain_args(terrain) -> "TerrainArgs":
+    """The kernel arguments of a :class:`components.terrain.TerrainSDF` for :data:`eval_terrain_point`,
+    as a :data:`TerrainArgs` record (25 fields; the last five are :func:`rock_args`). A contact
+    system passes it whole to its own kernel."""
     base = terrain.base
     if isinstance(base, SDFGrid):
         kind, grid, o, h, nodes = 0, base.values, base.origin, base.spacing, _DUMMY_NODES
@@ -582,8 +603,8 @@ def terrain_args(terrain) -> tuple:
     r = terrain.psr
     rargs = (0, _DUMMY3, 1.0, _DUMMY3, 1.0) if r is None else (1, r.texture, float(r.period), r.index,
                                                                 float(r.index_cell))
-    return (kind, grid, float(o[0]), float(o[1]), float(o[2]), float(h[0]), float(h[1]), float(h[2]), nodes,
-            *fargs, *rargs, *rock_args(getattr(terrain, "rocks", None)))
+    return TerrainArgs(kind, grid, float(o[0]), float(o[1]), float(o[2]), float(h[0]), float(h[1]), float(h[2]),
+                       nodes, *fargs, *rargs, *rock_args(getattr(terrain, "rocks", None)))
 
 
 def is_bare_grid(terrain) -> bool:
