@@ -43,7 +43,7 @@ def test_motion_in_the_turning_frame_is_the_inertial_motion_seen_from_it():
     field turning at Itokawa's rate (GravitySystem spin), and in the frame turning with the field
     (RotatingFrame, spin 0) from the same state seen in that frame (v − Ω × p, ω − Rᵀ Ω). Mapped back
     (p_I = R_z(Ωt) p, v_I = R_z(Ωt)(v + Ω × p), q_I = q_z(Ωt) ⊗ q, ω_I = ω + Rᵀ Ω) the two agree to
-    the integrators' tolerance: measured 1.0e-10, 4.4e-10, 1.9e-11 rad and 7.2e-12 relative for
+    the integrators' tolerance: measured 3.7e-12, 1.1e-10, 7.3e-9 rad and 5.4e-9 relative for
     position, velocity, attitude and rate (limits 1e-7, dp54 at rtol 1e-12 over 36 frames). With the
     sign of the Coriolis term flipped they part by 1.6 (position, relative); with that of ω × Ω_B by
     1.4 rad in attitude (both measured)."""
@@ -125,3 +125,42 @@ def test_a_deployment_integrates_in_the_worlds_rotating_frame():
     scene.world.add_resource(RotatingFrame(2.0 * np.asarray(body.rotation), name="target"))
     with pytest.raises(InputError, match=r"RotatingFrame.rate.*must equal DeployTarget.rotation"):
         scene.world.compile(samples=1)
+
+
+def test_the_frame_terms_against_finite_differences_of_a_turning_frame():
+    """systems.dynamics.rotating_frame, the one place every rigid body and probe takes the turning
+    frame's terms from (seed 004 eqs 2.2, 2.4, 2.5), against central differences of motions known in
+    the inertial frame and seen from a frame turning at Ω about a tilted axis (scipy's rotations, no
+    tumble code). A point with constant inertial acceleration a: its relative acceleration is
+    ``frame_acceleration``'s. A body spinning at a constant inertial rate ω_I (body axes): the
+    derivative of its relative rate ω = ω_I − R(q)ᵀΩ is ``body_rate_derivative(0, ω_I, ω)``.
+    Measured: 1.7e-13 m/s² and 6.0e-17 rad/s² (of 9.5e-6), the five-point differences' round-off
+    (positions of ~400 m over h² = 0.25 s²) and truncation (h⁴ ~ 1e-4 times fifth derivatives of
+    ~1e-12); limits 1e-10 and 1e-14. A flipped Coriolis sign misses the first by 4|Ω × v| = 1.6e-3
+    m/s², a flipped ω_S/N × ω the second by ~1e-5 rad/s² (computed from the inputs)."""
+    from systems.dynamics.rotating_frame import body_rate_derivative, frame_acceleration, frame_rate_in_body
+
+    W = np.array([2e-4, -3e-4, 1e-3])                       # the frame's rate Ω (frame = inertial axes at t = 0)
+    turn = lambda t: Rotation.from_rotvec(W * t)           # noqa: E731  frame → inertial at t
+    p, u, a = np.array([420.0, 130.0, -60.0]), np.array([0.011, 0.062, 0.018]), np.array([-3e-4, 1e-4, 2e-4])
+    rel = lambda t: turn(t).inv().apply(p + u * t + 0.5 * a * t * t)   # noqa: E731
+    h = 0.5
+    fd = (-rel(2 * h) + 16 * rel(h) - 30 * rel(0.0) + 16 * rel(-h) - rel(-2 * h)) / (12 * h * h)
+    v = u - np.cross(W, p)
+    acc, fda = np.array(frame_acceleration.py(*a, *W, *p, *v)), fd
+    assert np.abs(acc - fda).max() < 1e-10, (acc, fda)
+    assert np.abs(np.array(frame_acceleration.cpu(*a, *W, *p, *v)) - acc).max() == 0.0
+
+    q0 = Rotation.from_rotvec([0.4, -0.3, 0.8])             # body → inertial (= frame) at t = 0
+    wi = np.array([0.02, -0.01, 0.03])                     # inertial rate, body axes, constant
+    body = lambda t: turn(t).inv() * q0 * Rotation.from_rotvec(wi * t)   # noqa: E731  body → frame at t
+    omega = lambda t: wi - body(t).inv().apply(W)          # noqa: E731  ω = ω_S/T in body axes
+    h = 0.1
+    fd = (-omega(2 * h) + 8 * omega(h) - 8 * omega(-h) + omega(-2 * h)) / (12 * h)
+    w0 = omega(0.0)
+    b = np.array(frame_rate_in_body.py(*(2.0 * q0.as_quat(scalar_first=True)), *W))   # q of any length
+    assert np.abs(b - (wi - w0)).max() < 1e-15
+    got = np.array(body_rate_derivative.py(0.0, 0.0, 0.0, *wi, *w0))
+    print(f"\nframe terms against central differences: relative acceleration {np.abs(acc - fda).max():.1e} m/s², "
+          f"rate derivative {np.abs(got - fd).max():.1e} rad/s² (of {np.abs(fd).max():.1e})")
+    assert np.abs(got - fd).max() < 1e-14, (got, fd)

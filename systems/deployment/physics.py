@@ -20,7 +20,8 @@ body's inertial rate ``ω_S/N = ω + R(q)ᵀ Ω`` (eq 2.4), gravity g(x), contac
     ω̇ = I⁻¹ (L − ω_S/N × I ω_S/N) − ω_S/N × ω                 (eq 2.5)
 
 Eq 2.5 follows from ω = ω_S/N − ω_T/N with the target rate constant in N: in body axes
-``d/dt(R(q)ᵀΩ) = −ω_S/N × R(q)ᵀΩ``, and ``ω_S/N × R(q)ᵀΩ = −ω_S/N × ω``.
+``d/dt(R(q)ᵀΩ) = −ω_S/N × R(q)ᵀΩ``, and ``ω_S/N × R(q)ᵀΩ = −ω_S/N × ω``. The frame's terms and
+Euler's equation are :mod:`systems.dynamics.rotating_frame`, shared with every rigid body.
 
 Jacobi integral (per unit mass; conserved in flight, seed §4.1's geopotential ``V`` enters it)::
 
@@ -49,6 +50,8 @@ from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import dual_call
 from systems.gravity.kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
 from systems.deployment.geometry import normal_and_rate
+from systems.dynamics.rotating_frame import (body_rate_derivative, euler_acceleration, frame_acceleration,
+                                             frame_rate_in_body)
 
 _i = np.int64
 STATE = 13
@@ -100,6 +103,10 @@ _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
 _qmul = quat_multiply.cpu
 _nrate = normal_and_rate.cpu
+_frame_rate = frame_rate_in_body.cpu
+_frame_accel = frame_acceleration.cpu
+_euler = euler_acceleration.cpu
+_rate_derivative = body_rate_derivative.cpu
 
 # Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator), as scalars for the
 # unrolled stages below
@@ -222,7 +229,8 @@ _twrench = term_wrench.cpu
 # ------------------------------------------------------------------------------------ equations of motion
 def _attitude_rates(w, ys, kout, ox, oy, oz, inertia, jinv, lx, ly, lz):
     """Eqs 2.2 (q̇) and 2.5 (ω̇): w[kout:kout+7] = d/dt (q, ω) at the attitude state w[ys:ys+7]
-    (q body → T scalar-first, ω = ω_S/T body axes), L the torque about the CoM (body) [N m]."""
+    (q body → T scalar-first, ω = ω_S/T body axes), L the torque about the CoM (body) [N m]; the
+    frame's terms from :mod:`systems.dynamics.rotating_frame`."""
     q0, q1, q2, q3 = w[ys], w[ys + 1], w[ys + 2], w[ys + 3]
     wx, wy, wz = w[ys + 4], w[ys + 5], w[ys + 6]
     # quaternion rates with the (not renormalised) stage quaternion, as the integrator does
@@ -231,23 +239,10 @@ def _attitude_rates(w, ys, kout, ox, oy, oz, inertia, jinv, lx, ly, lz):
     w[kout + 1] = d1
     w[kout + 2] = d2
     w[kout + 3] = d3
-    # ω_S/N = ω + R(q)ᵀ Ω (body axes); R(q) of the unit quaternion
-    n2 = q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3
-    s = 1.0 / math.sqrt(n2)
-    bx, by, bz = _rot_inv(q0 * s, q1 * s, q2 * s, q3 * s, ox, oy, oz)
+    bx, by, bz = _frame_rate(q0, q1, q2, q3, ox, oy, oz)      # ω_S/N = ω + R(q)ᵀ Ω (eq 2.4)
     sx, sy, sz = wx + bx, wy + by, wz + bz
-    hx = inertia[0, 0] * sx + inertia[0, 1] * sy + inertia[0, 2] * sz
-    hy = inertia[1, 0] * sx + inertia[1, 1] * sy + inertia[1, 2] * sz
-    hz = inertia[2, 0] * sx + inertia[2, 1] * sy + inertia[2, 2] * sz
-    gx_, gy_, gz_ = _cross(sx, sy, sz, hx, hy, hz)
-    tx, ty, tz = lx - gx_, ly - gy_, lz - gz_
-    ax = jinv[0, 0] * tx + jinv[0, 1] * ty + jinv[0, 2] * tz
-    ay = jinv[1, 0] * tx + jinv[1, 1] * ty + jinv[1, 2] * tz
-    az = jinv[2, 0] * tx + jinv[2, 1] * ty + jinv[2, 2] * tz
-    px, py, pz = _cross(sx, sy, sz, wx, wy, wz)
-    w[kout + 4] = ax - px
-    w[kout + 5] = ay - py
-    w[kout + 6] = az - pz
+    ax, ay, az = _euler(inertia, jinv, sx, sy, sz, lx, ly, lz)
+    w[kout + 4], w[kout + 5], w[kout + 6] = _rate_derivative(ax, ay, az, sx, sy, sz, wx, wy, wz)
 
 
 attitude_rates = dual_call(_attitude_rates)
@@ -256,20 +251,15 @@ _arates = attitude_rates.cpu
 
 def _translation_rates(w, ys, kout, ga, ox, oy, oz, m, fx, fy, fz):
     """Eq 2.2 (ẋ, v̇): w[kout:kout+6] = d/dt (x, v) at w[ys:ys+6]; F the contact force (target)
-    [N]. Returns the potential U(x)."""
+    [N]; the frame's terms from :mod:`systems.dynamics.rotating_frame`. Returns the potential U(x)."""
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
     vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
     g = _grav(ga, x, y, z)
-    # Ω × x and Ω × (Ω × x), 2 Ω × v
-    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
-    ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
-    kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
     w[kout] = vx
     w[kout + 1] = vy
     w[kout + 2] = vz
-    w[kout + 3] = g[1] + fx / m - 2.0 * kx - ccx
-    w[kout + 4] = g[2] + fy / m - 2.0 * ky - ccy
-    w[kout + 5] = g[3] + fz / m - 2.0 * kz - ccz
+    w[kout + 3], w[kout + 4], w[kout + 5] = _frame_accel(g[1] + fx / m, g[2] + fy / m, g[3] + fz / m, ox, oy, oz,
+                                                         x, y, z, vx, vy, vz)
     return g[0]
 
 
@@ -371,15 +361,11 @@ def _contact_wrench(i, w, ys, ga, ta, ox, oy, oz, mass, inertia, vpos, sphere_r,
     st_vel[i, 0], st_vel[i, 1], st_vel[i, 2] = vx, vy, vz
     st_om[i, 0], st_om[i, 1], st_om[i, 2] = wx, wy, wz
     g = _grav(ga, x, y, z)
-    cx, cy, cz = _cross(ox, oy, oz, x, y, z)
-    ccx, ccy, ccz = _cross(ox, oy, oz, cx, cy, cz)
-    kx, ky, kz = _cross(ox, oy, oz, vx, vy, vz)
     m = mass[i]
-    accel[i, 0] = g[1] + fx / m - 2.0 * kx - ccx
-    accel[i, 1] = g[2] + fy / m - 2.0 * ky - ccy
-    accel[i, 2] = g[3] + fz / m - 2.0 * kz - ccz
+    accel[i, 0], accel[i, 1], accel[i, 2] = _frame_accel(g[1] + fx / m, g[2] + fy / m, g[3] + fz / m, ox, oy, oz,
+                                                         x, y, z, vx, vy, vz)
     I = inertia[i]
-    bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
+    bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)        # R(q)ᵀ Ω of the normalised q (eq 2.4)
     sx, sy, sz = wx + bx, wy + by, wz + bz
     hsx = I[0, 0] * sx + I[0, 1] * sy + I[0, 2] * sz
     hsy = I[1, 0] * sx + I[1, 1] * sy + I[1, 2] * sz
@@ -454,7 +440,8 @@ def _rkmk_rates(w, ys, kout, inertia, jinv):
     θ is the rotation vector of the attitude relative to the sub-step's start, p(τ) = p₀ ⊗ exp(θ),
     ω = ω_S/N in body axes. ``θ̇ = dexp⁻¹_θ(ω) = ω + ½ θ × ω + c(|θ|) θ × (θ × ω)`` with
     ``c(a) = 1/a² − (1 + cos a)/(2 a sin a)`` (the inverse right Jacobian of SO(3)), and Euler's
-    ``ω̇ = −I⁻¹ (ω × I ω)`` (eq 2.5 in the inertial frame).
+    ``ω̇ = −I⁻¹ (ω × I ω)`` (eq 2.5 in the inertial frame:
+    :data:`systems.dynamics.rotating_frame.euler_acceleration`).
     """
     tx, ty, tz = w[ys], w[ys + 1], w[ys + 2]
     wx, wy, wz = w[ys + 3], w[ys + 4], w[ys + 5]
@@ -469,13 +456,7 @@ def _rkmk_rates(w, ys, kout, inertia, jinv):
     w[kout] = wx + 0.5 * ax + c * bx
     w[kout + 1] = wy + 0.5 * ay + c * by
     w[kout + 2] = wz + 0.5 * az + c * bz
-    hx = inertia[0, 0] * wx + inertia[0, 1] * wy + inertia[0, 2] * wz
-    hy = inertia[1, 0] * wx + inertia[1, 1] * wy + inertia[1, 2] * wz
-    hz = inertia[2, 0] * wx + inertia[2, 1] * wy + inertia[2, 2] * wz
-    gx, gy, gz = _cross(wx, wy, wz, hx, hy, hz)
-    w[kout + 3] = -(jinv[0, 0] * gx + jinv[0, 1] * gy + jinv[0, 2] * gz)
-    w[kout + 4] = -(jinv[1, 0] * gx + jinv[1, 1] * gy + jinv[1, 2] * gz)
-    w[kout + 5] = -(jinv[2, 0] * gx + jinv[2, 1] * gy + jinv[2, 2] * gz)
+    w[kout + 3], w[kout + 4], w[kout + 5] = _euler(inertia, jinv, wx, wy, wz, 0.0, 0.0, 0.0)
 
 
 rkmk_rates = dual_call(_rkmk_rates)

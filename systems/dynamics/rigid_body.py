@@ -31,6 +31,7 @@ from numba import prange
 
 from ecs.kernels import cpu_parallel, dual
 from ecs.attitude import euler321_rates, euler321_to_quat, quat_derivative, quat_rotate, quat_rotate_inverse
+from systems.dynamics.rotating_frame import body_rate_derivative, frame_acceleration, frame_rate_in_body
 
 STATE_SIZE = 16
 MASS_KEY_SIZE = 13
@@ -40,6 +41,9 @@ _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
 _qdot = quat_derivative.cpu
 _erates = euler321_rates.cpu
+_frame_rate = frame_rate_in_body.cpu
+_frame_accel = frame_acceleration.cpu
+_rate_derivative = body_rate_derivative.cpu
 
 
 
@@ -111,7 +115,8 @@ def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, c
     inertial). In a turning frame the state is relative to it: the equations above are solved with
     the inertial rate ω_I = ω + Ω_B (Ω_B = Rᵀ Ω, body axes) for the inertial accelerations a, α of
     the reference point, which become relative ones as in seed 004 eqs 2.2–2.5 (Ω̇ = 0):
-    ``v̇ = R a − 2 Ω × v − Ω × (Ω × p)`` and ``ω̇ = α + ω × Ω_B`` (d Ω_B/dt = −ω × Ω_B)."""
+    ``v̇ = R a − 2 Ω × v − Ω × (Ω × p)`` and ``ω̇ = α − ω_I × ω``, the frame's terms of every rigid
+    body and probe (:mod:`systems.dynamics.rotating_frame`)."""
     if not active[i]:
         return
     _factor(i, mass, com, inertia, key, L)
@@ -121,7 +126,7 @@ def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, c
     spin = fr[0] != 0.0 or fr[1] != 0.0 or fr[2] != 0.0
     ox = oy = oz = 0.0
     if spin:
-        ox, oy, oz = _rot_inv(q0, q1, q2, q3, fr[0], fr[1], fr[2])
+        ox, oy, oz = _frame_rate(q0, q1, q2, q3, fr[0], fr[1], fr[2])
         wx, wy, wz = rx + ox, ry + oy, rz + oz
     m = mass[i]
     cx, cy, cz = com[i, 0], com[i, 1], com[i, 2]
@@ -169,19 +174,10 @@ def _body_derivative(i, active, pos, vel, att, omega, euler, euler_mode, mass, c
         alz = z5 / L[i, 5, 5]
         aly = (z4 - L[i, 5, 4] * alz) / L[i, 4, 4]
         alx = (z3 - L[i, 4, 3] * aly - L[i, 5, 3] * alz) / L[i, 3, 3]
-    if spin:
-        W0, W1, W2 = fr[0], fr[1], fr[2]
-        v0, v1, v2 = vel[i, 0], vel[i, 1], vel[i, 2]
-        p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
-        c0 = W1 * p2 - W2 * p1                                   # Ω × p
-        c1 = W2 * p0 - W0 * p2
-        c2 = W0 * p1 - W1 * p0
-        ax -= 2.0 * (W1 * v2 - W2 * v1) + (W1 * c2 - W2 * c1)
-        ay -= 2.0 * (W2 * v0 - W0 * v2) + (W2 * c0 - W0 * c2)
-        az -= 2.0 * (W0 * v1 - W1 * v0) + (W0 * c1 - W1 * c0)
-        alx += ry * oz - rz * oy
-        aly += rz * ox - rx * oz
-        alz += rx * oy - ry * ox
+    if spin:                                                     # relative to the turning frame
+        ax, ay, az = _frame_accel(ax, ay, az, fr[0], fr[1], fr[2], pos[i, 0], pos[i, 1], pos[i, 2],
+                                  vel[i, 0], vel[i, 1], vel[i, 2])
+        alx, aly, alz = _rate_derivative(alx, aly, alz, wx, wy, wz, rx, ry, rz)
     d = ydot
     d[i, stage, 0] = vel[i, 0]
     d[i, stage, 1] = vel[i, 1]
