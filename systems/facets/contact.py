@@ -121,6 +121,7 @@ from systems.facets.broadphase import body_bounding_spheres
 from systems.facets.events import (CONTACT_EVENT_FIELDS, CONTACT_SUMMARIES, log_contact_changes,
                                    log_contact_changes_samples)
 from systems.facets.find import find_contacts, find_contacts_samples, find_sdf_ground_contacts
+from systems.facets.records import ContactBuffer
 from systems.facets.forces import (apply_contacts, apply_contacts_samples, contact_wrenches, eval_user_contacts,
                                    spring_force)
 
@@ -145,12 +146,10 @@ def _link_contacts(b, n, stage, time, Rw, fext, args):
     i_kind, i_params = inter
     st, reason, cforce, ctorque = rows
     events, ltime, prev, prev_count, prev_time, ev, ev_count, ev_overflow = log
-    c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
     s = b // n
     _find_contacts_cpu(s, F, n, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf)
     count = counters[0]
-    _cwrenches(s, n, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
-               st, reason, pos, att, omega, cforce, ctorque)
+    _cwrenches(s, n, cap, count, buf, inter, st, reason, pos, att, omega, cforce, ctorque)
     for k in range(n):
         r = b + k
         f0, f1, f2 = cforce[r, 0], cforce[r, 1], cforce[r, 2]
@@ -489,6 +488,11 @@ class FacetContact(System):
         else:
             self._bind_rigid(world)
 
+    def _contact_buffer(self) -> ContactBuffer:
+        """The contact buffer's arrays as the record the kernels take."""
+        return ContactBuffer(self.c_fa, self.c_fb, self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n,
+                             self.c_p, self.c_v, self.c_ra, self.c_rb, self.c_f)
+
     def _bind_rigid(self, world) -> None:
         """The launch arguments of :meth:`process` (facets on rigid bodies), built once: the tables'
         columns and the scratch arrays keep their identity from bind to the end of the run. Gathering
@@ -504,17 +508,15 @@ class FacetContact(System):
                      a["sph_c"], a["sph_r"])
         self._scr = (self.wc, self.wh, self.wbr, self.live, self.act, self.near, self.wbc, self.box, self.order,
                      self.axis, self.lo, self.hi)
-        self._buf = (self.c_fa, self.c_fb, self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p,
-                     self.c_v, self.c_ra, self.c_rb, self.c_f)
+        self._buf = self._contact_buffer()
         S, F, B = ft.samples, ft.entity_count, bt.entity_count
         self._find_args = (F, B, self.broadphase, self.static_pair_count,
                            (a["pair_a"], a["pair_b"], a["pair_i"], a["pair_table"]), self._fac, self._bod,
                            (self.G, a["g_kind"], a["g_params"], a["g_pair"], a["g_curv"]), self._scr, self.capacity,
                            self._counters, self._buf)
-        self._apply_args = (B, self.capacity, self.contact_count, self.c_ba, self.c_bb, self.c_int, self.c_x,
-                            self.c_d, self.c_n, self.c_p, self.c_v, self.c_f, self.c_ra, self.c_rb, a["i_kind"],
-                            a["i_params"], st, bt["row_reason"], bt["body_position"], bt["body_attitude"],
-                            bt["body_omega"], bt["body_force"], bt["body_torque"], self.cforce, self.ctorque)
+        self._apply_args = (B, self.capacity, self.contact_count, self._buf, (a["i_kind"], a["i_params"]), st,
+                            bt["row_reason"], bt["body_position"], bt["body_attitude"], bt["body_omega"],
+                            bt["body_force"], bt["body_torque"], self.cforce, self.ctorque)
         backend = world.backend
         self._find = PreparedRows(backend, find_contacts_samples, find_contacts, *self._find_args)
         self._apply = PreparedRows(backend, apply_contacts_samples, apply_contacts, *self._apply_args)
@@ -561,9 +563,7 @@ class FacetContact(System):
             (self.G, a["g_kind"], a["g_params"], a["g_pair"], a["g_curv"]),
             (self.wc, self.wh, self.wbr, self.live, self.act, self.near, self.wbc, self.box, self.order, self.axis,
              self.lo, self.hi),
-            self.capacity, self._counters,
-            (self.c_fa, self.c_fb, self.c_ba, self.c_bb, self.c_int, self.c_x, self.c_d, self.c_n, self.c_p,
-             self.c_v, self.c_ra, self.c_rb, self.c_f),
+            self.capacity, self._counters, self._contact_buffer(),
             (a["i_kind"], a["i_params"]), (st, lt["row_reason"], self.cforce, self.ctorque),
             (self.events, self._ltime, (self.p_fa, self.p_fb, self.p_ba, self.p_bb, self.p_x, self.p_n, self.p_p,
                                         self.p_v), self.prev_count, self.prev_time, ev, ev_count, ev_overflow))

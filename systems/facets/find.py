@@ -42,15 +42,19 @@ point_velocity = dual(_point_velocity, inline=False)
 _pvel = point_velocity.cpu
 
 
-def _record(s, cap, count, fa, fb, ba, bb, inter, x, d, nx, ny, nz, px, py, pz, vx, vy, vz, ra, rb, buf):
-    """Append one contact to sample s's buffer (counted even past ``cap`` so overflow is detected).
-
-    ``buf`` = (facet_a, facet_b, body_a, body_b, interaction, penetration, distance, normal, point,
-    velocity, radius_a, radius_b, force), each with leading axes [samples, cap].
+def _record(s, cap, count, who, x, d, normal, point, velocity, ra, rb, buf):
+    """Append one contact to sample s's buffer ``buf`` (:data:`systems.facets.records.ContactBuffer`;
+    counted even past ``cap`` so overflow is detected): ``who`` = (facet a, facet b, body a, body b,
+    interaction), penetration x, distance d, the normal, point and relative velocity as 3-tuples
+    (inertial), the radii of curvature ra, rb.
     """
     k = count[s]
     if k < cap:
         c_fa, c_fb, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_ra, c_rb, c_f = buf
+        fa, fb, ba, bb, inter = who
+        nx, ny, nz = normal
+        px, py, pz = point
+        vx, vy, vz = velocity
         c_fa[s, k] = fa
         c_fb[s, k] = fb
         c_ba[s, k] = ba
@@ -95,8 +99,8 @@ def _test_pair(s, ra_, rb_, inter, fac, bod, scr, cap, count, ntest, buf):
     b = f_body[rb_]
     vax, vay, vaz = _pvel(a, pos, vel, att, omega, px, py, pz)
     vbx, vby, vbz = _pvel(b, pos, vel, att, omega, px, py, pz)
-    _rec(s, cap, count, ra_, rb_, a, b, inter, x, r1 + r2 - x, nx, ny, nz, px, py, pz, vbx - vax, vby - vay,
-         vbz - vaz, r1, r2, buf)
+    _rec(s, cap, count, (ra_, rb_, a, b, inter), x, r1 + r2 - x, (nx, ny, nz), (px, py, pz),
+         (vbx - vax, vby - vay, vbz - vaz), r1, r2, buf)
 
 
 test_pair = dual(_test_pair, inline=False)
@@ -230,8 +234,8 @@ def _find_contacts(s, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, coun
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, -1 - g, r, -1, b, inter, x, dist, nx, ny, nz, px, py, pz, vx, vy, vz, g_curv[g], rad,
-                 buf)
+            _rec(s, cap, count, (-1 - g, r, -1, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz),
+                 g_curv[g], rad, buf)
 
 
 find_contacts = dual(_find_contacts, inline=False)
@@ -301,4 +305,5 @@ def find_sdf_ground_contacts(fn, data, g, curv, samples, F, fac, bod, scr, g_pai
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, -1 - g, r, -1, b, inter, x, dist, nx, ny, nz, px, py, pz, vx, vy, vz, curv, rad, buf)
+            _rec(s, cap, count, (-1 - g, r, -1, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz), curv,
+                 rad, buf)

@@ -70,9 +70,10 @@ add_wrench = dual(_add_wrench, inline=False)
 _wrench = add_wrench.cpu
 
 
-def _contact_wrenches(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind,
-                      i_params, status, reason, pos, att, omega, cforce, ctorque):
-    """Wrenches of sample s's contacts (built-in spring; user forces already in c_f) on its bodies:
+def _contact_wrenches(s, B, cap, count, buf, inter, status, reason, pos, att, omega, cforce, ctorque):
+    """Wrenches of sample s's contacts (``buf``: :data:`systems.facets.records.ContactBuffer`;
+    ``inter``: the interactions' kinds and parameters; built-in spring; user forces already in
+    ``buf.force``) on its bodies:
     ``cforce`` (inertial) and ``ctorque`` (body axes, about ``pos``) of rows s·B .. s·B + B − 1,
     zeroed first. A sample whose buffer overflowed gets no wrench and its RUNNING rows are set
     FAILED (CONTACT_OVERFLOW).
@@ -82,6 +83,9 @@ def _contact_wrenches(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c
     ``P = p + (r_b − r_a − x/2) n`` and ``+F`` acts at b's surface point ``p − (x/2) n``, ``−F`` at
     a's ``p + (x/2) n`` (module docstring).
     """
+    c_ba, c_bb, c_int, c_x, c_d = buf.body_a, buf.body_b, buf.interaction, buf.penetration, buf.distance
+    c_n, c_p, c_v, c_f, c_ra, c_rb = buf.normal, buf.point, buf.velocity, buf.force, buf.radius_a, buf.radius_b
+    i_kind, i_params = inter
     base = s * B
     for i in range(B):
         r = base + i
@@ -134,12 +138,10 @@ contact_wrenches = dual(_contact_wrenches, inline=False)
 _cwrenches = contact_wrenches.cpu
 
 
-def _apply_contacts(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
-                    status, reason, pos, att, omega, force, torque, cforce, ctorque):
+def _apply_contacts(s, B, cap, count, buf, inter, status, reason, pos, att, omega, force, torque, cforce, ctorque):
     """Forces of sample s's contacts onto its bodies (:func:`_contact_wrenches`), added into the
     RUNNING rows' ``force``/``torque``."""
-    _cwrenches(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind, i_params,
-               status, reason, pos, att, omega, cforce, ctorque)
+    _cwrenches(s, B, cap, count, buf, inter, status, reason, pos, att, omega, cforce, ctorque)
     base = s * B
     for i in range(B):
         r = base + i
@@ -154,11 +156,11 @@ _apply_contacts_cpu = apply_contacts.cpu
 
 
 @cpu_parallel
-def apply_contacts_samples(n, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind,
-                           i_params, status, reason, pos, att, omega, force, torque, cforce, ctorque):
+def apply_contacts_samples(n, B, cap, count, buf, inter, status, reason, pos, att, omega, force, torque, cforce,
+                           ctorque):
     for s in prange(n):
-        _apply_contacts_cpu(s, B, cap, count, c_ba, c_bb, c_int, c_x, c_d, c_n, c_p, c_v, c_f, c_ra, c_rb, i_kind,
-                            i_params, status, reason, pos, att, omega, force, torque, cforce, ctorque)
+        _apply_contacts_cpu(s, B, cap, count, buf, inter, status, reason, pos, att, omega, force, torque, cforce,
+                            ctorque)
 
 
 @cpu_jit
