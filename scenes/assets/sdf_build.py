@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import numba
@@ -43,6 +42,7 @@ from numba import prange
 
 from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
+from ecs import record
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH
 from systems.terrain.sdf import closest_point_triangle, eval_shape_grid
@@ -130,24 +130,29 @@ def grid_for_bounds(lower, upper, *, spacing: float | None = None, resolution: i
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class BVH:
-    """Bounding volume hierarchy over a triangle mesh (arrays for numba).
+BVH = record("BVH", __name__, {
+    "order": "triangle indices in leaf order, int64 (m,)",
+    "bmin": "node boxes' lower corners [m], (k, 3)",
+    "bmax": "node boxes' upper corners [m], (k, 3)",
+    "left": "left child node, int64 (k,) (-1 for leaves)",
+    "right": "right child node, int64 (k,) (-1 for leaves)",
+    "start": "first position in ``order`` of a leaf's triangles, int64 (k,)",
+    "count": "triangles of a leaf, int64 (k,) (0 for inner nodes)"},
+    "Bounding volume hierarchy over a triangle mesh (arrays for numba; kernels take it whole).")
 
-    Attributes:
-        order: triangle indices in leaf order, int64 (m,).
-        bmin, bmax: node boxes [m], (k, 3).
-        left, right: child node indices, int64 (k,) (-1 for leaves).
-        start, count: leaf triangle range in ``order``; count 0 for inner nodes.
-    """
+MeshTables = record("MeshTables", __name__, {
+    "V": "vertices [m], (n, 3)",
+    "F": "triangles' vertex indices, int64 (m, 3), counter-clockwise seen from outside",
+    "fn": "unit face normals, (m, 3)",
+    "en": "unit edge pseudonormals, (m, 3, 3)",
+    "vn": "unit vertex pseudonormals, (n, 3)"},
+    "A closed triangle mesh with the pseudonormals that sign its distances (:func:`_pseudonormals`).")
 
-    order: np.ndarray
-    bmin: np.ndarray
-    bmax: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    start: np.ndarray
-    count: np.ndarray
+GridNodes = record("GridNodes", __name__, {
+    "ox": "first node's x [m]", "oy": "first node's y [m]", "oz": "first node's z [m]",
+    "h": "node spacing per axis [m], (3,)",
+    "nx": "nodes along x", "ny": "nodes along y", "nz": "nodes along z"},
+    "The nodes of a regular grid: origin, spacing and counts.")
 
 
 @_jit
@@ -253,8 +258,9 @@ def _tri_point(V, F, t, x, y, z):
 
 
 @_jit
-def _nearest(V, F, order, bmin, bmax, left, right, start, count, stack, sdist, x, y, z, best2, best_t, best_q, best_r):
+def _nearest(V, F, bvh, stack, sdist, x, y, z, best2, best_t, best_q, best_r):
     """Nearest triangle to (x, y, z) given a candidate ``best_t`` at squared distance ``best2``."""
+    order, bmin, bmax, left, right, start, count = bvh
     qx = best_q[0]
     qy = best_q[1]
     qz = best_q[2]
@@ -334,8 +340,9 @@ def _signed(F, fn, en, vn, t, reg, x, y, z, qx, qy, qz, d2):
 
 
 @_jit
-def _box_near(bmin, bmax, left, right, start, count, order, tmin, tmax, lo, hi, band, stack):
+def _box_near(bvh, tmin, tmax, lo, hi, band, stack):
     """True if some triangle's bounding box comes within ``band`` of the box [lo, hi]."""
+    order, bmin, bmax, left, right, start, count = bvh
     sp = 1
     stack[0] = 0
     while sp > 0:
@@ -365,7 +372,8 @@ def _box_near(bmin, bmax, left, right, start, count, order, tmin, tmax, lo, hi, 
 
 
 @_pjit
-def _near_bricks(bmin, bmax, left, right, start, count, order, tmin, tmax, ox, oy, oz, h, nx, ny, nz, band, near):
+def _near_bricks(bvh, tmin, tmax, grid, band, near):
+    ox, oy, oz, h, nx, ny, nz = grid
     bx = (nx + BRICK - 1) // BRICK
     by = (ny + BRICK - 1) // BRICK
     bz = (nz + BRICK - 1) // BRICK
@@ -382,12 +390,13 @@ def _near_bricks(bmin, bmax, left, right, start, count, order, tmin, tmax, ox, o
         hi[0] = ox + (min(ib * BRICK + BRICK, nx) - 1) * h[0]
         hi[1] = oy + (min(jb * BRICK + BRICK, ny) - 1) * h[1]
         hi[2] = oz + (min(kb * BRICK + BRICK, nz) - 1) * h[2]
-        near[b] = 1 if _box_near(bmin, bmax, left, right, start, count, order, tmin, tmax, lo, hi, band, stack) else 0
+        near[b] = 1 if _box_near(bvh, tmin, tmax, lo, hi, band, stack) else 0
 
 
 @_pjit
-def _exact_bricks(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count, ox, oy, oz, h, nx, ny, nz,
-                  near, out):
+def _exact_bricks(mesh, bvh, grid, near, out):
+    V, F, fn, en, vn = mesh
+    ox, oy, oz, h, nx, ny, nz = grid
     bx = (nx + BRICK - 1) // BRICK
     by = (ny + BRICK - 1) // BRICK
     bz = (nz + BRICK - 1) // BRICK
@@ -428,7 +437,7 @@ def _exact_bricks(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count
                         best2 = np.inf
                         best_t = -1
                         reg = 0
-                    best2, best_t, reg = _nearest(V, F, order, bmin, bmax, left, right, start, count, stack, sdist,
+                    best2, best_t, reg = _nearest(V, F, bvh, stack, sdist,
                                                   x, y, z, best2, best_t, q, reg)
                     out[i, j, k] = _signed(F, fn, en, vn, best_t, reg, x, y, z, q[0], q[1], q[2], best2)
                     prev_t = best_t
@@ -436,9 +445,10 @@ def _exact_bricks(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count
 
 
 @_pjit
-def _coarse_rows(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count, ox, oy, oz, h, nx, ny, nz,
-                 cval, ctri):
+def _coarse_rows(mesh, bvh, grid, cval, ctri):
     """Exact distances at the coarse nodes (every BRICK-th fine node, the last one clamped)."""
+    V, F, fn, en, vn = mesh
+    ox, oy, oz, h, nx, ny, nz = grid
     cx, cy, cz = cval.shape
     for ci in prange(cx):
         stack = np.empty(STACK, np.int64)
@@ -464,7 +474,7 @@ def _coarse_rows(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count,
                     best2 = np.inf
                     best_t = -1
                     reg = 0
-                best2, best_t, reg = _nearest(V, F, order, bmin, bmax, left, right, start, count, stack, sdist,
+                best2, best_t, reg = _nearest(V, F, bvh, stack, sdist,
                                               x, y, z, best2, best_t, q, reg)
                 cval[ci, cj, ck] = _signed(F, fn, en, vn, best_t, reg, x, y, z, q[0], q[1], q[2], best2)
                 ctri[ci, cj, ck] = best_t
@@ -472,7 +482,7 @@ def _coarse_rows(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count,
 
 
 @_pjit
-def _far_bricks(V, F, fn, en, vn, ring_start, ring, ox, oy, oz, h, nx, ny, nz, near, cval, ctri, out):
+def _far_bricks(mesh, ring_start, ring, grid, near, cval, ctri, out):
     """Nodes of bricks away from the surface.
 
     Start from the nearest of the triangles nearest to the brick's 8 corner coarse nodes, then walk
@@ -482,6 +492,8 @@ def _far_bricks(V, F, fn, en, vn, ring_start, ring, ox, oy, oz, h, nx, ny, nz, n
     distant parts of the mesh are nearly equidistant). The sign is that of a corner coarse node c
     whose surface-free ball |x - c| < |d(c)| holds x (exact), else the pseudonormal sign.
     """
+    V, F, fn, en, vn = mesh
+    ox, oy, oz, h, nx, ny, nz = grid
     bx = (nx + BRICK - 1) // BRICK
     by = (ny + BRICK - 1) // BRICK
     bz = (nz + BRICK - 1) // BRICK
@@ -562,7 +574,8 @@ def _far_bricks(V, F, fn, en, vn, ring_start, ring, ox, oy, oz, h, nx, ny, nz, n
 
 
 @_pjit
-def _point_rows(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count, pts, d_out, q_out, t_out):
+def _point_rows(mesh, bvh, pts, d_out, q_out, t_out):
+    V, F, fn, en, vn = mesh
     n = pts.shape[0]
     nchunk = (n + 255) // 256
     for c in prange(nchunk):
@@ -573,7 +586,7 @@ def _point_rows(V, F, fn, en, vn, order, bmin, bmax, left, right, start, count, 
             x = pts[p, 0]
             y = pts[p, 1]
             z = pts[p, 2]
-            best2, best_t, reg = _nearest(V, F, order, bmin, bmax, left, right, start, count, stack, sdist, x, y, z,
+            best2, best_t, reg = _nearest(V, F, bvh, stack, sdist, x, y, z,
                                           np.inf, -1, q, 0)
             d_out[p] = _signed(F, fn, en, vn, best_t, reg, x, y, z, q[0], q[1], q[2], best2)
             q_out[p, 0] = q[0]
@@ -655,8 +668,7 @@ def mesh_signed_distance(vertices, faces, points, *, return_closest: bool = Fals
     q = np.empty((len(p), 3))
     t = np.empty(len(p), np.int64)
     if len(p):
-        _point_rows(v, f, fn, en, vn, bvh.order, bvh.bmin, bvh.bmax, bvh.left, bvh.right, bvh.start, bvh.count,
-                    p, d, q, t)
+        _point_rows(MeshTables(v, f, fn, en, vn), bvh, p, d, q, t)
     return (d, q, t) if return_closest else d
 
 
@@ -757,25 +769,23 @@ def _build_grid(v, f, o, sp, shp, band):
     nb = ((nx + BRICK - 1) // BRICK) * ((ny + BRICK - 1) // BRICK) * ((nz + BRICK - 1) // BRICK)
     ox, oy, oz = (float(c) for c in o)
     sp = np.asarray(sp, np.float64)
+    mesh, grid = MeshTables(v, f, fn, en, vn), GridNodes(ox, oy, oz, sp, nx, ny, nz)
     if band is None:
         near = np.ones(nb, np.uint8)
     else:
         tri_v = v[f]
         near = np.empty(nb, np.uint8)
-        _near_bricks(bvh.bmin, bvh.bmax, bvh.left, bvh.right, bvh.start, bvh.count, bvh.order,
-                     np.ascontiguousarray(tri_v.min(axis=1)), np.ascontiguousarray(tri_v.max(axis=1)),
-                     ox, oy, oz, sp, nx, ny, nz, float(band), near)
+        _near_bricks(bvh, np.ascontiguousarray(tri_v.min(axis=1)), np.ascontiguousarray(tri_v.max(axis=1)), grid,
+                     float(band), near)
     out = np.empty(shp)
-    _exact_bricks(v, f, fn, en, vn, bvh.order, bvh.bmin, bvh.bmax, bvh.left, bvh.right, bvh.start, bvh.count,
-                  ox, oy, oz, sp, nx, ny, nz, near, out)
+    _exact_bricks(mesh, bvh, grid, near, out)
     if not near.all():
         cshape = tuple((n - 1 + BRICK - 1) // BRICK + 1 for n in shp)
         cval = np.empty(cshape)
         ctri = np.empty(cshape, np.int64)
-        _coarse_rows(v, f, fn, en, vn, bvh.order, bvh.bmin, bvh.bmax, bvh.left, bvh.right, bvh.start, bvh.count,
-                     ox, oy, oz, sp, nx, ny, nz, cval, ctri)
+        _coarse_rows(mesh, bvh, grid, cval, ctri)
         ring_start, ring = _vertex_rings(f, v.shape[0])
-        _far_bricks(v, f, fn, en, vn, ring_start, ring, ox, oy, oz, sp, nx, ny, nz, near, cval, ctri, out)
+        _far_bricks(mesh, ring_start, ring, grid, near, cval, ctri, out)
     return out
 
 
