@@ -218,7 +218,7 @@ GPU_SCRIPT = textwrap.dedent(
     res = {}
     for backend in ("cpu", "gpu"):
         d = np.zeros(len(pts)); g = np.zeros((len(pts), 3))
-        launch_rows(backend, sdf.eval_terrain_rows, sdf.eval_terrain_row, len(pts), pts, d, g, *args)
+        launch_rows(backend, sdf.eval_terrain_rows, sdf.eval_terrain_row, len(pts), pts, d, g, args)
         res[backend] = np.column_stack([d, g])
     wins = int(np.sum(res["gpu"][:, 0] < np.linalg.norm(pts, axis=1) - 20.0))
     print(json.dumps([float(np.max(np.abs(res["cpu"] - res["gpu"]))), wins]))

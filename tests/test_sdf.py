@@ -351,7 +351,7 @@ GPU_SCRIPT = textwrap.dedent(
         res = {}
         for backend in ("cpu", "gpu"):
             d = np.zeros(len(pts)); g = np.zeros((len(pts), 3))
-            launch_rows(backend, sdf.eval_terrain_rows, sdf.eval_terrain_row, len(pts), pts, d, g, *args)
+            launch_rows(backend, sdf.eval_terrain_rows, sdf.eval_terrain_row, len(pts), pts, d, g, args)
             res[backend] = np.column_stack([d, g])
         out[name] = float(np.max(np.abs(res["cpu"] - res["gpu"])))
     print(json.dumps(out))

@@ -28,10 +28,7 @@ _grid = sample_sdf_grid.cpu
 # ------------------------------------------------------------------------------------ terrain and vertices
 def _terrain_at_any(ta, x, y, z):
     """Terrain distance and gradient at (x, y, z), any terrain; ``ta`` is systems.terrain.sdf.terrain_args."""
-    return _terrain(ta.base_kind, ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, ta.nodes, ta.fbm_octaves,
-                    ta.lattice, ta.a0, ta.f0, ta.lacunarity, ta.gain, ta.psr_on, ta.texture, ta.period, ta.index,
-                    ta.index_cell, ta.rock_on, ta.rock_vertices, ta.rock_triangles, ta.rock_spheres, ta.rock_index,
-                    x, y, z)
+    return _terrain(ta, x, y, z)
 
 
 terrain_at_any = dual_call(_terrain_at_any)

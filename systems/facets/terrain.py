@@ -24,10 +24,7 @@ _eval = eval_terrain_point.cpu
 @njit(cache=True)
 def terrain_distance(args, x, y, z):
     """Signed distance [m] and gradient of the terrain whose :func:`terrain_args` tuple is ``args``."""
-    (kind, grid, ox, oy, oz, hx, hy, hz, nodes, octaves, lat, a0, f0, lac, gain, psr_on, tex, period, index,
-     cell, rock_on, rv, rt, rs, ri) = args
-    return _eval(kind, grid, ox, oy, oz, hx, hy, hz, nodes, octaves, lat, a0, f0, lac, gain, psr_on, tex, period,
-                 index, cell, rock_on, rv, rt, rs, ri, x, y, z)
+    return _eval(args, x, y, z)
 
 
 def terrain_ground(terrain, *, material: str = "ground", curvature_radius_m: float = math.inf) -> SdfGround:

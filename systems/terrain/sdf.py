@@ -256,34 +256,30 @@ def _project_to_surface_grid(values, ox, oy, oz, hx, hy, hz, x, y, z, max_iter, 
 project_to_surface_grid = dual(_project_to_surface_grid)
 
 
-def _eval_terrain_point(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes,
-                        fbm_octaves, lat, a0, f0, lacunarity, gain,
-                        psr_on, tex, period, index, index_cell,
-                        rock_on, rock_vertices, rock_triangles, rock_spheres, rock_index, x, y, z):
-    """Terrain distance [m] and gradient: base (0 grid, 1 analytic) + fBm (eq 2.27) + seeded rocks,
-    united (``min``) with the explicit polyhedral rocks when ``rock_on`` (:data:`eval_rocks`).
-
-    The argument list after ``base_kind`` is :func:`terrain_args`'s tuple; pass it whole (the rock
-    arguments are :func:`rock_args`'s). Without a rock field the rocks cost one integer test.
+def _eval_terrain_point(ta, x, y, z):
+    """Terrain distance [m] and gradient at (x, y, z): base (0 grid, 1 analytic) + fBm (eq 2.27) +
+    seeded rocks, united (``min``) with the explicit polyhedral rocks when ``ta.rock_on``
+    (:data:`eval_rocks`). ``ta``: the terrain's :data:`TerrainArgs` (:func:`terrain_args`). Without
+    a rock field the rocks cost one integer test.
     """
-    if base_kind == 0:
-        d, gx, gy, gz = _grid(grid, ox, oy, oz, hx, hy, hz, x, y, z)
+    if ta.base_kind == 0:
+        d, gx, gy, gz = _grid(ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, x, y, z)
     else:
-        d, gx, gy, gz = _shape(nodes, x, y, z)
-    if fbm_octaves > 0:
-        n, nx, ny, nz = _fbm(lat, a0, f0, lacunarity, gain, fbm_octaves, x, y, z)
+        d, gx, gy, gz = _shape(ta.nodes, x, y, z)
+    if ta.fbm_octaves > 0:
+        n, nx, ny, nz = _fbm(ta.lattice, ta.a0, ta.f0, ta.lacunarity, ta.gain, ta.fbm_octaves, x, y, z)
         d += n
         gx += nx
         gy += ny
         gz += nz
-    if psr_on != 0:
-        r, rx, ry, rz = _psr(tex, period, index, index_cell, x, y, z)
+    if ta.psr_on != 0:
+        r, rx, ry, rz = _psr(ta.texture, ta.period, ta.index, ta.index_cell, x, y, z)
         d += r
         gx += rx
         gy += ry
         gz += rz
-    if rock_on != 0:
-        return _rocks(d, gx, gy, gz, rock_vertices, rock_triangles, rock_spheres, rock_index, x, y, z)
+    if ta.rock_on != 0:
+        return _rocks(d, gx, gy, gz, ta.rock_vertices, ta.rock_triangles, ta.rock_spheres, ta.rock_index, x, y, z)
     return d, gx, gy, gz
 
 
@@ -377,13 +373,10 @@ def _psr_rows(n, tex, period, index, cell, pts, d, g):
         _put(i, r, d, g)
 
 
-def _eval_terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
-                      lacunarity, gain, psr_on, tex, period, index, index_cell, rock_on, rock_vertices,
-                      rock_triangles, rock_spheres, rock_index):
-    """Row kernel: terrain distance and gradient at ``pts[i]`` into ``d[i]``, ``g[i]``."""
-    r = _terrain(base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0, lacunarity, gain,
-                 psr_on, tex, period, index, index_cell, rock_on, rock_vertices, rock_triangles, rock_spheres,
-                 rock_index, pts[i, 0], pts[i, 1], pts[i, 2])
+def _eval_terrain_row(i, pts, d, g, ta):
+    """Row kernel: terrain distance and gradient at ``pts[i]`` into ``d[i]``, ``g[i]`` (``ta``: the
+    terrain's :data:`TerrainArgs`)."""
+    r = _terrain(ta, pts[i, 0], pts[i, 1], pts[i, 2])
     _put(i, r, d, g)
 
 
@@ -392,14 +385,10 @@ _terrain_row = eval_terrain_row.cpu
 
 
 @cpu_parallel
-def eval_terrain_rows(n, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
-                      lacunarity, gain, psr_on, tex, period, index, index_cell, rock_on, rock_vertices,
-                      rock_triangles, rock_spheres, rock_index):
+def eval_terrain_rows(n, pts, d, g, ta):
     """CPU driver of :data:`eval_terrain_row` over ``n`` points."""
     for i in prange(n):
-        _terrain_row(i, pts, d, g, base_kind, grid, ox, oy, oz, hx, hy, hz, nodes, fbm_octaves, lat, a0, f0,
-                     lacunarity, gain, psr_on, tex, period, index, index_cell, rock_on, rock_vertices,
-                     rock_triangles, rock_spheres, rock_index)
+        _terrain_row(i, pts, d, g, ta)
 
 
 @cpu_parallel
@@ -561,9 +550,8 @@ def rock_args(rocks) -> tuple:
 
 
 #: The kernel arguments of a :class:`components.terrain.TerrainSDF` (:func:`terrain_args`), read by
-#: name in the kernels that take them whole (:mod:`systems.deployment.geometry`); unused parts are
-#: small dummy arrays, so one compiled signature serves every terrain. In the order of
-#: :data:`eval_terrain_point`'s parameters: ``eval_terrain_point(*args, x, y, z)``.
+#: name in the kernels that take them whole (:data:`eval_terrain_point`, :mod:`systems.deployment.geometry`);
+#: unused parts are small dummy arrays, so one compiled signature serves every terrain.
 TerrainArgs = record("TerrainArgs", __name__, {
     "base_kind": "0: an SDF grid, 1: analytic shapes (components.terrain.AnalyticShape)",
     "grid": "the grid's node values [m], (nx, ny, nz)",
@@ -626,7 +614,7 @@ def eval_terrain(terrain, points) -> tuple[np.ndarray, np.ndarray]:
     p = _points(points)
     d = np.empty(len(p))
     g = np.empty((len(p), 3))
-    eval_terrain_rows(len(p), p, d, g, *terrain_args(terrain))
+    eval_terrain_rows(len(p), p, d, g, terrain_args(terrain))
     return d, g
 
 
