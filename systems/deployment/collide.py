@@ -133,7 +133,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
     pair, rolling_radius = probes.pair, probes.rolling_radius
     first_impact, collisions, bounces = probes.first_impact, probes.collisions, probes.bounces
     max_pen = probes.max_penetration
-    ga, ta, ox, oy, oz = target
+    ta = target.ta
     touch, normal, cpair, sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount = scratch
     contact_gap, contact_speed, wstar, max_iter = lim.contact_gap, lim.contact_speed, lim.wstar, lim.max_iter
     ev, ev_count, ev_overflow = log
@@ -155,7 +155,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
         w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
         w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
         w[TS] = rtime[i]
-        _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+        _rhs(i, w, Y0, K0, None, target, mass, inertia, jinv, vpos, sphere_r, tt)
         best = -1
         bvn = 0.0
         ban = 0.0

@@ -352,7 +352,7 @@ rest_certain = dual(_rest_certain, inline=False, gpu_inline=False)
 _certain = rest_certain.cpu
 
 
-def _rest_held(i, w, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, slide):
+def _rest_held(i, w, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, slide):
     """The rest certificate of the probe at Y0 (:func:`_rest_certain`), after the right-hand side at
     Y0 with zero velocity and rate (into w[K0 + 13:], the second stage's slot, through w[YS:]; the
     step that follows rewrites both and the contact scratch). False with a row term or a sphere."""
@@ -362,7 +362,7 @@ def _rest_held(i, w, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r
         w[YS + c] = w[Y0 + c]
     for c in (3, 4, 5, 10, 11, 12):
         w[YS + c] = 0.0
-    _rhs(i, w, YS, K0 + 13, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, YS, K0 + 13, cs, target, mass, inertia, jinv, vpos, sphere_r, tt)
     return _certain(i, w, K0 + 13, cs, mass, inertia, slide)
 
 
@@ -380,7 +380,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
     mass, inertia, jinv, shape = probes.mass, probes.inertia, probes.jinv, probes.shape
     pair, rolling_radius = probes.pair, probes.rolling_radius
     distance, max_pen, rest_since = probes.distance, probes.max_penetration, probes.rest_since
-    ga, ta, ox, oy, oz = target
+    ta = target.ta
     rtol, atol, h_max, h_min = lim.contact_rtol, lim.contact_atol, lim.contact_h_max, lim.contact_h_min
     event_tol, contact_gap, max_steps, t_cap = lim.event_tol, lim.contact_gap, lim.max_steps, lim.t_cap
     settle_speed, settle_rate, settle_hold, slide_tol = lim.settle_speed, lim.settle_rate, lim.settle_hold, \
@@ -435,7 +435,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
                     break
                 w[TS] = t
-                _rhs(i, w, Y0, K0, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+                _rhs(i, w, Y0, K0, cs, target, mass, inertia, jinv, vpos, sphere_r, tt)
                 carrying = False
                 for k in range(nslot):
                     if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
@@ -452,7 +452,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     elif t - rest_since[i] >= settle_hold:
                         break
                     if slide_tol > 0.0 and rest_since[i] + settle_hold <= t_cap and _held_rest(
-                            i, w, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, slide_tol):
+                            i, w, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, slide_tol):
                         # certain to stay: held at rest, velocity and rate zero, to the hold's end
                         for c in (3, 4, 5, 10, 11, 12):
                             w[Y0 + c] = 0.0
@@ -471,9 +471,9 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                 hh = max(rest_since[i] + settle_hold - t, 1e-9)
             w[T0] = t
             if rec_dt > 0.0:
-                _snaps(i, w, t, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+                _snaps(i, w, t, hh, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
                        atol, rec_dt, snap, save, _PHASE_CONTACT)
-            err = _dp(i, w, hh, cs, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+            err = _dp(i, w, hh, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
                       atol)
             n += 1
             if not (err <= 1.0) and hh > h_min:
@@ -499,9 +499,9 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     # docstring); lowered as in flight, so that sinking a further contact_gap is an event
                     thr = g0 - contact_gap
                 if g1 <= thr:
-                    a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, cs, ga, ta, ox, oy,
-                                    oz, mass, inertia, jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol,
-                                    event_tol, contact_gap)
+                    a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, cs, target, mass, inertia,
+                                    jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol, event_tol,
+                                    contact_gap)
                     t += a
                     _drop_snaps(i, t, rec_dt, snap)
                     if trace.shape[1] > 0:

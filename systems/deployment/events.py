@@ -417,7 +417,7 @@ _dsetup = dense_setup.cpu
 _dstate = dense_state.cpu
 
 
-def _locate_event(i, w, hh, fa, fb, thr, which, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, v0, v1,
+def _locate_event(i, w, hh, fa, fb, thr, which, contact, target, mass, inertia, jinv, vpos, v0, v1,
                   sphere_r, bound_r, cs, tt, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
 
@@ -440,6 +440,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, contact, ga, ta, ox, oy, oz, mas
     the bracket is shorter than ``event_tol`` and leaves the state at its outer end (event value
     above the threshold) in Y0. Returns ``(a, fa)``: that time offset and its event value − thr.
     """
+    ta = target.ta
     a = 0.0
     b = hh
     for c in range(13):
@@ -467,7 +468,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, contact, ga, ta, ox, oy, oz, mas
             if tau > hi:
                 tau = hi
         if contact is None:
-            _dpa(i, w, tau, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            _dpa(i, w, tau, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
         else:
             _dstate(w, tau / hh)
         gt, st, dt, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
@@ -502,7 +503,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, contact, ga, ta, ox, oy, oz, mas
     return a, fa
 
 
-def _record_snapshots(i, w, t, hh, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+def _record_snapshots(i, w, t, hh, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
                       atol, rec_dt, snap, save, phase_code):
     """Dense output for recording: the state at every record time τ_k = k·rec_dt in (t, t + hh].
 
@@ -530,7 +531,7 @@ def _record_snapshots(i, w, t, hh, contact, ga, ta, ox, oy, oz, mass, inertia, j
                 for c in range(n):
                     save[i, c] = w[Y1 + c]
                 saved = True
-            _dpa(i, w, tau - t, contact, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            _dpa(i, w, tau - t, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
             snap[i, slot, 0] = k
             snap[i, slot, 1] = phase_code
             snap[i, slot, 15] = t

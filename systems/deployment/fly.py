@@ -98,7 +98,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         else:
             _load(i, w, pos, vel, att, om)
             w[TS] = t
-            _rhs(i, w, Y0, K0, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt)
+            _rhs(i, w, Y0, K0, None, target, mass, inertia, jinv, vpos, sphere_r, tt)
             g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
             thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
         w[WARM] = 0.0
@@ -120,9 +120,9 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             hh = hs
             w[T0] = t
             if rec_dt > 0.0:
-                _snaps(i, w, t, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol,
+                _snaps(i, w, t, hh, None, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol,
                        rec_dt, snap, save, _PHASE_FLY)
-            err = _dp(i, w, hh, None, ga, ta, ox, oy, oz, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            err = _dp(i, w, hh, None, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
             n += 1
             if not (err <= 1.0):
                 if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
@@ -140,7 +140,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
             if g1 <= thr:
                 x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
-                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, None, ga, ta, ox, oy, oz, mass,
+                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, None, target, mass,
                                 inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, tt, rtol, atol, event_tol,
                                 contact_gap)
                 dx = w[Y0] - x0
