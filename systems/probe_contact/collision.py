@@ -298,11 +298,17 @@ regolith_restitution = dual_call(_regolith_restitution)
 _regolith_e = regolith_restitution.cpu
 
 
-def _impact_setup(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, f,
-                  cr0, cr1, cr2, wstar):
-    """Contact frame and constants of one collision into ``w`` (eqs 2.47–2.56).
+def _impact_setup(w, m, jinv, r, n, v, om, f, cr, wstar):
+    """Contact frame and constants of one collision into ``w`` (eqs 2.47–2.56); the arguments are
+    :data:`resolve_impact_body`'s.
 
     Returns (status, |v_c|, s₀): IMPACT_BAD_INPUT / IMPACT_NOT_APPROACHING / IMPACT_RESOLVED."""
+    j00, j01, j02, j11, j12, j22 = jinv
+    rx, ry, rz = r
+    nx, ny, nz = n
+    vx, vy, vz = v
+    wx, wy, wz = om
+    cr0, cr1, cr2 = cr
     minv = 1.0 / m
     cx, cy, cz = _cross(wx, wy, wz, rx, ry, rz)
     ux, uy, uz = vx + cx, vy + cy, vz + cz
@@ -361,17 +367,17 @@ impact_setup = dual_call(_impact_setup)
 _setup = impact_setup.cpu
 
 
-def _resolve_impact_body(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, e,
-                         f, cr0, cr1, cr2, wstar, rtol, max_steps):
+def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_steps):
     """One vertex impact, every vector in body axes (Stronge's model, eqs 2.53–2.91).
 
     Args:
         w: float64 work row of length WORK_SIZE (scratch; the outputs are left in it).
-        m: mass [kg]. j00..j22: inverse inertia about the CoM [1/(kg m²)] (symmetric, 6 entries).
-        rx, ry, rz: contact point from the CoM [m]. nx, ny, nz: surface normal toward the body.
-        vx, vy, vz: CoM velocity [m/s]. wx, wy, wz: angular velocity [rad/s].
+        m: mass [kg]. jinv: inverse inertia about the CoM [1/(kg m²)], its 6 entries
+            (j00, j01, j02, j11, j12, j22) of the symmetric tensor.
+        r: contact point from the CoM [m]. n: surface normal toward the body. v: CoM velocity
+            [m/s]. om: angular velocity [rad/s]. Each a 3-tuple.
         e: energetic restitution. f: friction coefficient.
-        cr0, cr1, cr2: ``C_RR,k · R`` per body axis [m] (all 0: no rolling resistance).
+        cr: ``C_RR,k · R`` per body axis [m], a 3-tuple (all 0: no rolling resistance).
         wstar: rolling regularisation rate ω* [rad/s] (eq 2.87; <= 0: no lock blending).
         rtol: relative tolerance of the slip integration. max_steps: step cap.
 
@@ -379,10 +385,15 @@ def _resolve_impact_body(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny,
         ``(status, flags, steps)``; on IMPACT_RESOLVED ``w[W_OUT:W_OUT+11]`` holds Δv (3) [m/s],
         Δω (3) [rad/s], the normal impulse p [N s], the contact impulse P (3) [N s] and W_c [J].
     """
+    j00, j01, j02, j11, j12, j22 = jinv
+    rx, ry, rz = r
+    nx, ny, nz = n
+    vx, vy, vz = v
+    wx, wy, wz = om
+    cr0, cr1, cr2 = cr
     for m_ in range(11):
         w[W_OUT + m_] = 0.0
-    status, vscale, s0 = _setup(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy,
-                                wz, f, cr0, cr1, cr2, wstar)
+    status, vscale, s0 = _setup(w, m, jinv, r, n, v, om, f, cr, wstar)
     if status != IMPACT_RESOLVED or not (math.isfinite(e) and math.isfinite(rtol)):
         return (status if status != IMPACT_RESOLVED else IMPACT_BAD_INPUT), 0, 0
     M11 = w[W_M11]
@@ -564,17 +575,17 @@ resolve_impact_body = dual_call(_resolve_impact_body)
 _impact_body = resolve_impact_body.cpu
 
 
-def _resolve_impact(w, m, inertia_row, q0, q1, q2, q3, rx, ry, rz, nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f,
-                    cr0, cr1, cr2, wstar, rtol, max_steps):
-    """One vertex impact with the project's frames: ``r``, ``ω`` and the inertia in body axes, the
-    normal and the CoM velocity in the target frame, ``q`` body → target. Same returns as
-    :data:`resolve_impact_body`, with Δv and P in ``w[W_OUT:]`` rotated to the target frame."""
-    j00, j01, j02, j11, j12, j22 = _inv3(inertia_row[0, 0], inertia_row[0, 1], inertia_row[0, 2],
-                                         inertia_row[1, 1], inertia_row[1, 2], inertia_row[2, 2])
-    bnx, bny, bnz = _rot_inv(q0, q1, q2, q3, nx, ny, nz)
-    bvx, bvy, bvz = _rot_inv(q0, q1, q2, q3, vx, vy, vz)
-    status, flags, steps = _impact_body(w, m, j00, j01, j02, j11, j12, j22, rx, ry, rz, bnx, bny, bnz, bvx, bvy,
-                                        bvz, wx, wy, wz, e, f, cr0, cr1, cr2, wstar, rtol, max_steps)
+def _resolve_impact(w, m, inertia_row, q, r, n, v, om, e, f, cr, wstar, rtol, max_steps):
+    """One vertex impact with the project's frames: ``r``, ``ω`` (``om``) and the inertia in body
+    axes, the normal ``n`` and the CoM velocity ``v`` in the target frame, ``q`` body → target (a
+    4-tuple; the vectors 3-tuples). Same returns as :data:`resolve_impact_body`, with Δv and P in
+    ``w[W_OUT:]`` rotated to the target frame."""
+    q0, q1, q2, q3 = q
+    jinv = _inv3(inertia_row[0, 0], inertia_row[0, 1], inertia_row[0, 2], inertia_row[1, 1], inertia_row[1, 2],
+                 inertia_row[2, 2])
+    bn = _rot_inv(q0, q1, q2, q3, n[0], n[1], n[2])
+    bv = _rot_inv(q0, q1, q2, q3, v[0], v[1], v[2])
+    status, flags, steps = _impact_body(w, m, jinv, r, bn, bv, om, e, f, cr, wstar, rtol, max_steps)
     dvx, dvy, dvz = _rot(q0, q1, q2, q3, w[W_OUT], w[W_OUT + 1], w[W_OUT + 2])
     px, py, pz = _rot(q0, q1, q2, q3, w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9])
     w[W_OUT], w[W_OUT + 1], w[W_OUT + 2] = dvx, dvy, dvz
@@ -591,11 +602,12 @@ def _impact_row(i, work, mass, inertia, attitude, point, normal, velocity, omega
                 out_status, out_flags, out_steps):
     """Row i of a batch of independent single-vertex impacts (see :func:`resolve_impacts`)."""
     w = work[i]
-    status, flags, steps = _impact(w, mass[i], inertia[i], attitude[i, 0], attitude[i, 1], attitude[i, 2],
-                                   attitude[i, 3], point[i, 0], point[i, 1], point[i, 2], normal[i, 0],
-                                   normal[i, 1], normal[i, 2], velocity[i, 0], velocity[i, 1], velocity[i, 2],
-                                   omega[i, 0], omega[i, 1], omega[i, 2], restitution[i], friction[i],
-                                   rolling[i, 0], rolling[i, 1], rolling[i, 2], wstar, rtol, max_steps)
+    status, flags, steps = _impact(w, mass[i], inertia[i],
+                                   (attitude[i, 0], attitude[i, 1], attitude[i, 2], attitude[i, 3]),
+                                   (point[i, 0], point[i, 1], point[i, 2]), (normal[i, 0], normal[i, 1], normal[i, 2]),
+                                   (velocity[i, 0], velocity[i, 1], velocity[i, 2]),
+                                   (omega[i, 0], omega[i, 1], omega[i, 2]), restitution[i], friction[i],
+                                   (rolling[i, 0], rolling[i, 1], rolling[i, 2]), wstar, rtol, max_steps)
     for k in range(3):
         out_velocity[i, k] = velocity[i, k] + w[W_OUT + k]
         out_omega[i, k] = omega[i, k] + w[W_OUT + 3 + k]
@@ -700,9 +712,9 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts
         vn, sp, nx, ny, nz = _vertex_vn(best, q0, q1, q2, q3, vx, vy, vz, wx, wy, wz, verts, vtype, vdir, sn_row)
         e = _regolith_e(e_pair, pair[i, PAIR_REGOLITH], pair[i, PAIR_E0], pair[i, PAIR_E1], pair[i, PAIR_THETA_C],
                         pair[i, PAIR_VREF], pair[i, PAIR_ALPHA], bvn, bsp)
-        st, fl, ns = _impact(w, mass[i], inertia[i], q0, q1, q2, q3, verts[best, 0], verts[best, 1],
-                             verts[best, 2], nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f, cr0, cr1, cr2, wstar, rtol,
-                             max_steps)
+        st, fl, ns = _impact(w, mass[i], inertia[i], (q0, q1, q2, q3), (verts[best, 0], verts[best, 1],
+                             verts[best, 2]), (nx, ny, nz), (vx, vy, vz), (wx, wy, wz), e, f, (cr0, cr1, cr2), wstar,
+                             rtol, max_steps)
         if st == IMPACT_RESOLVED and (cr0 > 0.0 or cr1 > 0.0 or cr2 > 0.0):
             # energy guard: rolling resistance is not proven dissipative inside a collision (its
             # lock torque can work against the contact impulse); an impact it makes gain energy
@@ -711,9 +723,9 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts
             t1 = _kin_body(mass[i], inertia[i], vx + w[W_OUT], vy + w[W_OUT + 1], vz + w[W_OUT + 2],
                            wx + w[W_OUT + 3], wy + w[W_OUT + 4], wz + w[W_OUT + 5])
             if t1 > t0 * (1.0 + 1e-12):
-                st, fl, ns = _impact(w, mass[i], inertia[i], q0, q1, q2, q3, verts[best, 0], verts[best, 1],
-                                     verts[best, 2], nx, ny, nz, vx, vy, vz, wx, wy, wz, e, f, 0.0, 0.0, 0.0, wstar,
-                                     rtol, max_steps)
+                st, fl, ns = _impact(w, mass[i], inertia[i], (q0, q1, q2, q3), (verts[best, 0], verts[best, 1],
+                                     verts[best, 2]), (nx, ny, nz), (vx, vy, vz), (wx, wy, wz), e, f, (0.0, 0.0, 0.0),
+                                     wstar, rtol, max_steps)
         if st != IMPACT_RESOLVED:
             status = MULTI_IMPACT_FAILED
             break
