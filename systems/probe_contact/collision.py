@@ -387,9 +387,6 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     """
     j00, j01, j02, j11, j12, j22 = jinv
     rx, ry, rz = r
-    nx, ny, nz = n
-    vx, vy, vz = v
-    wx, wy, wz = om
     cr0, cr1, cr2 = cr
     for m_ in range(11):
         w[W_OUT + m_] = 0.0
