@@ -132,8 +132,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
     mass, inertia, jinv, shape = probes.mass, probes.inertia, probes.jinv, probes.shape
     pair, rolling_radius = probes.pair, probes.rolling_radius
     first_impact, collisions, bounces = probes.first_impact, probes.collisions, probes.bounces
-    max_pen = probes.max_penetration
-    ta = target.ta
+    max_pen, ta = probes.max_penetration, target.ta
     touch, normal, cpair, sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount = scratch
     contact_gap, contact_speed, wstar, max_iter = lim.contact_gap, lim.contact_speed, lim.wstar, lim.max_iter
     ev, ev_count, ev_overflow = log

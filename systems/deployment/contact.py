@@ -380,7 +380,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
     mass, inertia, jinv, shape = probes.mass, probes.inertia, probes.jinv, probes.shape
     pair, rolling_radius = probes.pair, probes.rolling_radius
     distance, max_pen, rest_since = probes.distance, probes.max_penetration, probes.rest_since
-    ta = target.ta
+    ta = target.ta                       # (the target's gravity and rate go to the callees in the record)
     rtol, atol, h_max, h_min = lim.contact_rtol, lim.contact_atol, lim.contact_h_max, lim.contact_h_min
     event_tol, contact_gap, max_steps, t_cap = lim.event_tol, lim.contact_gap, lim.max_steps, lim.t_cap
     settle_speed, settle_rate, settle_hold, slide_tol = lim.settle_speed, lim.settle_rate, lim.settle_hold, \

@@ -41,9 +41,7 @@ _rot = quat_rotate.cpu
 _rot_inv = quat_rotate_inverse.cpu
 _qdot = quat_derivative.cpu
 _erates = euler321_rates.cpu
-_frame_rate = frame_rate_in_body.cpu
-_frame_accel = frame_acceleration.cpu
-_rate_derivative = body_rate_derivative.cpu
+_frame_rate, _frame_accel, _rate_derivative = frame_rate_in_body.cpu, frame_acceleration.cpu, body_rate_derivative.cpu
 
 
 
