@@ -68,9 +68,11 @@ add_load = dual(_add_load)
 _add = add_load.cpu
 
 
-def _apply_sample_loads(s, loads_per_sample, body, kind, frame, point, vector, series, scale, times, values, off,
-                        status, time, att, force, torque):
-    """Constant + series loads of sample s, in declaration order."""
+def _apply_sample_loads(s, loads_per_sample, body, kind, frame, point, vector, series, scale, table, status, time,
+                        att, force, torque):
+    """Constant + series loads of sample s, in declaration order (``table``: the packed
+    :class:`components.loads.LoadSeries`, (times, values, offsets))."""
+    times, values, off = table
     for j in range(loads_per_sample):
         ld = s * loads_per_sample + j
         b = body[ld]
@@ -93,11 +95,11 @@ _apply_sample_loads_cpu = apply_sample_loads.cpu
 
 
 @cpu_parallel
-def apply_loads_samples(n, loads_per_sample, body, kind, frame, point, vector, series, scale, times, values, off,
-                        status, time, att, force, torque):
+def apply_loads_samples(n, loads_per_sample, body, kind, frame, point, vector, series, scale, table, status, time,
+                        att, force, torque):
     for s in prange(n):
-        _apply_sample_loads_cpu(s, loads_per_sample, body, kind, frame, point, vector, series, scale, times, values,
-                                off, status, time, att, force, torque)
+        _apply_sample_loads_cpu(s, loads_per_sample, body, kind, frame, point, vector, series, scale, table, status,
+                                time, att, force, torque)
 
 
 @cpu_jit
@@ -150,7 +152,7 @@ class ApplyLoads(System):
         L, B = self.loads, self.bodies
         launch_rows(frame.backend, apply_loads_samples, apply_sample_loads, L.samples, L.entity_count,
                     L["load_body"], L["load_kind"], L["load_frame"], L["load_point"], L["load_vector"],
-                    L["load_series"], L["load_scale"], self.times, self.values, self.off, B["row_status"],
+                    L["load_series"], L["load_scale"], (self.times, self.values, self.off), B["row_status"],
                     B["row_time"], B["body_attitude"], B["body_force"], B["body_torque"])
         for k in self.used_functions:
             apply_function_loads(self.functions[k], k, L.samples, L.entity_count, L["load_body"], L["load_kind"],

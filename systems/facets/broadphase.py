@@ -71,14 +71,17 @@ def body_bounding_spheres(facet_body: np.ndarray, facet_point: np.ndarray, facet
     return centre, radius
 
 
-def _cull_facets(s, F, B, status, pos, att, sph_c, sph_r, tree, f_body, live, wc, wbr, wbc, near, box, act):
-    """act[row] = 1 for the live facets of sample s that may touch a facet of another body.
+def _cull_facets(s, F, B, bod, f_body, scr):
+    """act[row] = 1 for the live facets of sample s that may touch a facet of another body (``bod``,
+    ``scr``: the body and scratch groups of :func:`systems.facets.find._find_contacts`).
 
     Body level: ``near[b]`` when b's bounding sphere overlaps another running, non-excluded body's.
     Facet level: a facet of a near body stays when its sphere overlaps the axis-aligned box
     (``box[b] = (min xyz, max xyz)`` of all its facet spheres, inertial) of such another body;
     a near body whose box overlaps none of theirs is no longer near.
     """
+    status, pos, vel, att, omega, tree, sph_c, sph_r = bod
+    wc, wh, wbr, live, act, near, wbc, box, order, axis, lo, hi = scr
     base = s * B
     for i in range(B):
         r = base + i

@@ -44,8 +44,15 @@ CONTACT_SUMMARIES = {
 }
 
 
-def _log_one(s, change, t, t_prev, fa, fb, ba, bb, x, px, py, pz, nx, ny, nz, vn, F, B, ev, ev_count, ev_overflow):
+def _log_one(s, change, t, t_prev, who, x, point, normal, vn, F, B, log):
+    """Append one contact start (``change`` 1) or end (2) to sample s's event log ``log`` = (event
+    arrays, counts, overflow flags): ``who`` = (facet a, facet b, body a, body b) rows, penetration
+    x, point and normal 3-tuples (inertial), normal speed vn; rows become per-sample indices."""
+    ev, ev_count, ev_overflow = log
     (e_change, e_time, e_before, e_fa, e_fb, e_ba, e_bb, e_x, e_p, e_n, e_vn) = ev
+    fa, fb, ba, bb = who
+    px, py, pz = point
+    nx, ny, nz = normal
     k = ev_count[s]
     if k >= e_time.shape[1]:
         ev_overflow[s] = 1
@@ -72,10 +79,11 @@ log_one_change = dual(_log_one, inline=False)
 _log_one_cpu = log_one_change.cpu
 
 
-def _log_unmatched_py(s, change, fa, fb, ba, bb, x, p, nrm, v, n, o_fa, o_fb, m, t, t_prev, F, B, ev, ev_count,
-                      ev_overflow):
-    """Log (as ``change``) each of sample s's n contacts (fa, fb, ...) whose pair is not among the
-    m pairs (o_fa, o_fb): membership by while loops, not for/break (ecs/kernels.py docstring)."""
+def _log_unmatched_py(s, change, cur, n, o_fa, o_fb, m, t, t_prev, F, B, log):
+    """Log (as ``change``) each of sample s's n contacts ``cur`` = (fa, fb, ba, bb, x, p, nrm, v)
+    whose pair is not among the m pairs (o_fa, o_fb): membership by while loops, not for/break
+    (ecs/kernels.py docstring)."""
+    fa, fb, ba, bb, x, p, nrm, v = cur
     for k in range(n):
         found = False
         j = 0
@@ -84,8 +92,9 @@ def _log_unmatched_py(s, change, fa, fb, ba, bb, x, p, nrm, v, n, o_fa, o_fb, m,
             j += 1
         if not found:
             vn = v[s, k, 0] * nrm[s, k, 0] + v[s, k, 1] * nrm[s, k, 1] + v[s, k, 2] * nrm[s, k, 2]
-            _log_one_cpu(s, change, t, t_prev, fa[s, k], fb[s, k], ba[s, k], bb[s, k], x[s, k], p[s, k, 0], p[s, k, 1],
-                         p[s, k, 2], nrm[s, k, 0], nrm[s, k, 1], nrm[s, k, 2], vn, F, B, ev, ev_count, ev_overflow)
+            _log_one_cpu(s, change, t, t_prev, (fa[s, k], fb[s, k], ba[s, k], bb[s, k]), x[s, k],
+                         (p[s, k, 0], p[s, k, 1], p[s, k, 2]), (nrm[s, k, 0], nrm[s, k, 1], nrm[s, k, 2]), vn, F, B,
+                         log)
 
 
 log_unmatched = dual(_log_unmatched_py, inline=False)
@@ -104,10 +113,9 @@ def _log_contact_changes(s, B, F, cap, st, rtime, count, buf, prev, prev_count, 
     t_prev = prev_time[s]  # NaN at the first evaluation: contacts there are logged as starts
     n = min(count[s], cap)
     m = min(prev_count[s], cap)
-    _log_unmatched(s, 1, c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v, n, p_fa, p_fb, m, t, t_prev, F, B, ev,
-                   ev_count, ev_overflow)
-    _log_unmatched(s, 2, p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v, m, c_fa, c_fb, n, t, t_prev, F, B, ev,
-                   ev_count, ev_overflow)
+    log = (ev, ev_count, ev_overflow)
+    _log_unmatched(s, 1, (c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v), n, p_fa, p_fb, m, t, t_prev, F, B, log)
+    _log_unmatched(s, 2, (p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v), m, c_fa, c_fb, n, t, t_prev, F, B, log)
     for k in range(n):
         p_fa[s, k] = c_fa[s, k]
         p_fb[s, k] = c_fb[s, k]

@@ -161,7 +161,7 @@ def _find_contacts(s, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, coun
     base = s * F
     _fworld(s, F, fac, bod, scr)
     if use_bp:
-        _cull(s, F, B, status, pos, att, sph_c, sph_r, tree, f_body, live, wc, wbr, wbc, near, box, act)
+        _cull(s, F, B, bod, f_body, scr)
         swept = _sweep_prep(s, F, act, wc, wbr, order, axis, lo, hi)
         for ia in range(F if swept > 0 else 0):
             i = order[s, ia]
