@@ -47,7 +47,6 @@ from ecs.kernels import PreparedRows, array_module, cpu_parallel, dual, to_backe
 from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems.dynamics import rigid_terms
-from systems.dynamics.records import BodyMass, BodyState, StepRule, StepWork
 from systems.dynamics.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
 
 _e2q = euler321_to_quat.cpu
@@ -80,12 +79,10 @@ put_component = dual(_put_component)
 _put = put_component.cpu
 
 
-def _pack_state(i, active, state, y0):
-    """y0[i] <- the row's state columns (``state`` a :data:`systems.dynamics.records.BodyState`,
-    layout of systems.dynamics.rigid_body)."""
+def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
+    """y0[i] <- the row's state columns (layout of systems.dynamics.rigid_body)."""
     if not active[i]:
         return
-    pos, vel, att, omega, euler, euler_mode = state
     for k in range(3):
         y0[i, k] = pos[i, k]
         y0[i, 3 + k] = vel[i, k]
@@ -95,14 +92,13 @@ def _pack_state(i, active, state, y0):
         y0[i, 6 + k] = att[i, k]
 
 
-def _set_stage(i, step, a, state, time, wrench, stage, c):
-    """Write Y = y0 + h Σ_j a[stage, j] K_j into the state columns (``state`` a
-    :data:`systems.dynamics.records.BodyState`, ``step`` the :data:`StepWork`), row_time = t0 + c h,
-    and clear the row's force and torque (``wrench``) for the stage's derivative systems to add into."""
-    active, y0, K, h, h_prop, t0, attempts, g_err = step
+def _set_stage(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c):
+    """Write Y = y0 + h Σ_j a[stage, j] K_j into the state columns (``state`` = position, velocity,
+    attitude, rate), row_time = t0 + c h, and clear the row's force and torque (``wrench``) for the
+    stage's derivative systems to add into."""
     if not active[i]:
         return
-    pos, vel, att, omega, euler, euler_mode = state
+    pos, vel, att, omega = state
     force, torque = wrench
     for k in range(3):
         force[i, k] = 0.0
@@ -180,17 +176,15 @@ def _group_error(g, size, active, esq, ecount, efinite, g_err):
             g_err[r] = err
 
 
-def _finish_step(i, step, rule, state, status, reason, time, t_target):
-    """Combine the stages, control the error, accept or reject, and write the row back (``step``,
-    ``rule``, ``state``: :data:`systems.dynamics.records.StepWork`, :data:`StepRule`,
-    :data:`BodyState`; ``status``, ``reason``, ``time``: the row columns). ``rule.grouped``: the
-    error and finiteness are the row's group's (:func:`_group_error`), so coupled rows accept,
-    reject and size their steps together."""
-    active, y0, K, h, h_prop, t0, attempts, g_err = step
+def _finish_step(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, pos, vel, att, omega,
+                 euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
+                 max_steps, grouped, g_err, t_target):
+    """Combine the stages, control the error, accept or reject, and write the row back. ``grouped``:
+    the error and finiteness are the row's group's (:func:`_group_error`), so coupled rows accept,
+    reject and size their steps together. (At most 30 parameters: numba 0.6x cannot inline a
+    callee with more — "Calling a closure with *args is unsupported", measured.)"""
     if not active[i]:
         return
-    b, b_err, nstages, rtol, atol, adaptive, semi_implicit, error_order, h_min, max_steps, grouped = rule
-    pos, vel, att, omega, euler, euler_mode = state
     hi = h[i]
     if grouped:  # the sample's bodies step together: its error, or -1 if a candidate is not finite (group_error)
         err = g_err[i]
@@ -310,21 +304,25 @@ _finish_step_cpu = finish_step.cpu
 
 
 @cpu_parallel
-def pack_state_rows(n, active, state, y0):
+def pack_state_rows(n, active, pos, vel, att, omega, euler, euler_mode, y0):
     for i in prange(n):
-        _pack_state_cpu(i, active, state, y0)
+        _pack_state_cpu(i, active, pos, vel, att, omega, euler, euler_mode, y0)
 
 
 @cpu_parallel
-def set_stage_rows(n, step, a, state, time, wrench, stage, c):
+def set_stage_rows(n, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c):
     for i in prange(n):
-        _set_stage_cpu(i, step, a, state, time, wrench, stage, c)
+        _set_stage_cpu(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c)
 
 
 @cpu_parallel
-def finish_step_rows(n, step, rule, state, status, reason, time, t_target):
+def finish_step_rows(n, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, pos, vel, att, omega,
+                     euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min, attempts,
+                     max_steps, grouped, g_err, t_target):
     for i in prange(n):
-        _finish_step_cpu(i, step, rule, state, status, reason, time, t_target)
+        _finish_step_cpu(i, active, status, reason, y0, K, b, b_err, nstages, h, h_prop, t0, pos, vel, att,
+                         omega, euler, euler_mode, time, rtol, atol, adaptive, semi_implicit, error_order, h_min,
+                         attempts, max_steps, grouped, g_err, t_target)
 
 
 @cpu_parallel
@@ -444,27 +442,27 @@ class Integrator(System):
         """The launches of one table's step, their arguments gathered once (:class:`ecs.kernels.PreparedRows`);
         what changes from call to call (stage, its node, the frame's end time) goes last."""
         t, tab = w.table, self.tableau
-        state = BodyState.of(t, euler=w.euler, euler_mode=w.euler_mode)
+        state = (t["body_position"], t["body_velocity"], t["body_attitude"], t["body_omega"])
         semi = self.method == "semi_implicit_euler"
-        step = StepWork(w.active, w.y0, w.K, w.h, w.h_prop, w.t0, w.attempts, w.g_err)
-        rule = StepRule(self._b, self._b_err, tab.stages, self.rtol, self.atol, self.adaptive, semi, tab.error_order,
-                        self.h_min, self.max_steps, w.group > 1)
-        wrench = (t["body_force"], t["body_torque"])
         w.launch = {
-            "pack": PreparedRows(backend, pack_state_rows, pack_state, w.active, state, w.y0),
-            "stage": PreparedRows(backend, set_stage_rows, set_stage, step, self._a, state, t["row_time"], wrench),
-            "derivative": PreparedRows(backend, body_derivative_rows, body_derivative, w.active, state,
-                                       BodyMass.of(t, key=w.key, L=w.L), wrench, self._frame_rate, w.K),
+            "pack": PreparedRows(backend, pack_state_rows, pack_state, w.active, *state, w.euler, w.euler_mode, w.y0),
+            "stage": PreparedRows(backend, set_stage_rows, set_stage, w.active, w.y0, w.K, self._a, w.h, w.t0, state,
+                                  w.euler, w.euler_mode, t["row_time"], (t["body_force"], t["body_torque"])),
+            "derivative": PreparedRows(backend, body_derivative_rows, body_derivative, w.active, *state, w.euler,
+                                       w.euler_mode, t["body_mass"], t["body_com"], t["body_inertia"],
+                                       t["body_force"], t["body_torque"], self._frame_rate, w.key, w.L, w.K),
             "row_error": PreparedRows(backend, row_error_rows, row_error, w.active, w.y0, w.K, self._b, self._b_err,
                                       tab.stages, w.h, w.euler_mode, self.rtol, self.atol, semi, w.esq, w.ecount,
                                       w.efinite),
             "group_error": PreparedRows(backend, group_error_rows, group_error, w.group, w.active, w.esq, w.ecount,
                                         w.efinite, w.g_err),
-            "finish": PreparedRows(backend, finish_step_rows, finish_step, step, rule, state, t["row_status"],
-                                   t["row_reason"], t["row_time"]),
+            "finish": PreparedRows(backend, finish_step_rows, finish_step, w.active, t["row_status"], t["row_reason"],
+                                   w.y0, w.K, self._b, self._b_err, tab.stages, w.h, w.h_prop, w.t0, *state,
+                                   w.euler, w.euler_mode, t["row_time"], self.rtol, self.atol, self.adaptive, semi,
+                                   tab.error_order, self.h_min, w.attempts, self.max_steps, w.group > 1, w.g_err),
         }
         if self.terms:
-            w.launch["terms"] = PreparedRows("cpu", self._add_terms, None, w.active, t["row_time"], *state[:4],
+            w.launch["terms"] = PreparedRows("cpu", self._add_terms, None, w.active, t["row_time"], *state,
                                              t["body_mass"], t["body_com"], t["body_force"], t["body_torque"],
                                              self._term_args[id(w)])
 
