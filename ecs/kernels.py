@@ -611,6 +611,15 @@ def kernel_tuple(items) -> tuple:
     return rec(*views) if rec is not None else tuple(views)
 
 
+def kernel_args(backend: str, items) -> tuple:
+    """``items`` as one tuple argument of a row kernel launched on ``backend``: the tuple itself on
+    the CPU (a record stays one of its class), :func:`kernel_tuple` of it on the GPU (CuPy arrays
+    as numba device views)."""
+    if backend == "gpu":
+        return kernel_tuple(items)
+    return items if isinstance(items, tuple) else tuple(items)
+
+
 def to_host(a):
     """A numpy copy of a numpy, CuPy or simulated device array (no copy for numpy)."""
     if isinstance(a, SimDeviceArray) or (hasattr(a, "get") and not isinstance(a, np.ndarray)):

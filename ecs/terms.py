@@ -5,22 +5,26 @@ deployment) cannot call a system's ``process`` at every stage of every row. What
 the *row function*: a DERIVATIVE system returns a :class:`Term` from :meth:`ecs.System.term`, and
 the pipeline calls the fused sum of all terms inside its right-hand side (docs/design.md §8).
 
-The term kernel (a numba ``njit`` function, ``cache=True``)::
+The term kernel (a numba ``njit`` function, ``cache=True``) takes three records and reads them by
+name::
 
-    kernel(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, *columns, *optional_columns,
-           *arrays, *params) -> (fx, fy, fz, tx, ty, tz)
+    kernel(s, data, params) -> (fx, fy, fz, tx, ty, tz)
 
-* ``i`` the row, ``t`` [s] the stage time;
-* ``(x, y, z)`` [m], ``(vx, vy, vz)`` [m/s]: CoM position and velocity in the frame the pipeline
-  integrates in (deployment: the rotating target frame T, velocity relative to T);
-* ``(q0, q1, q2, q3)`` attitude body → that frame (scalar-first), ``(wx, wy, wz)`` [rad/s] the
-  body's rate relative to that frame in body axes, ``mass`` [kg];
-* ``columns``: the declared per-row columns, whole arrays (index them with ``i``);
-  ``optional_columns``: columns a table may lack, passed as zeros of their declared shape there
-  (a body without :class:`components.environment.Plates` has no plate area);
-  ``arrays``: the declared resource arrays (a coefficient table, an ephemeris), whole, in order;
-  ``params``: the declared named scalars, in order;
+* ``s``, a :data:`RowState`: ``s.i`` the row, ``s.t`` [s] the stage time; ``s.x, s.y, s.z`` [m],
+  ``s.vx, s.vy, s.vz`` [m/s]: CoM position and velocity in the frame the pipeline integrates in
+  (deployment: the rotating target frame T, velocity relative to T); ``s.q0 … s.q3`` the attitude
+  body → that frame (scalar-first), ``s.wx, s.wy, s.wz`` [rad/s] the body's rate relative to that
+  frame in body axes, ``s.mass`` [kg];
+* ``data``: the term's declared per-row ``columns`` (whole arrays: index them with ``s.i``), its
+  ``optional_columns`` (columns a table may lack, passed as zeros of their declared shape there:
+  a body without :class:`components.environment.Plates` has no plate area) and its resource
+  ``arrays`` (a coefficient table, an ephemeris), by their declared names: ``data.body_area[s.i]``;
+* ``params``: the term's named scalars: ``params.thrust``;
 * returns the force [N] in the integration frame and the torque [N·m] about the CoM in body axes.
+
+``data`` and ``params`` are records of :func:`term_record` (namedtuples named by their fields, so
+a kernel may hand them on to its own ``cache=True`` helpers: numba's disk cache finds their class
+in any process).
 
 A term that declares ``attitude=False`` and ``torque=False`` lets flight keep the multirate split
 (the translation's step decides, the torque-free attitude follows on its own sub-steps): it is then
@@ -28,8 +32,7 @@ called with NaN attitude and rate, so a term that reads them anyway fails its ro
 (``nonfinite_state``) instead of using a stale attitude.
 
 :func:`fuse_terms` writes one ``.py`` module per distinct term set, named by a hash of the term
-sources, the declarations and the engine kernels it is linked into, with the columns and parameters
-unpacked into named locals; :func:`ecs.kernels.relink` then copies the pipeline's kernels with the
+sources, the declarations and the engine kernels it is linked into, which builds each term's records; :func:`ecs.kernels.relink` then copies the pipeline's kernels with the
 fused function in place of the pipeline's default (no terms). numba's disk cache stays valid across
 processes because every generated function lives in a real file whose name changes with any of its
 inputs.
@@ -37,6 +40,7 @@ inputs.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import importlib.util
 import inspect
@@ -55,11 +59,50 @@ from ._cache import cache_dir
 from .errors import InputError
 from .kernels import reachable_kernels, relink
 
-__all__ = ["Term", "SampleTerm", "JointLaw", "joint_law_none", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "NO_TERMS", "row_terms_none",
-           "terms_active_none", "terms_couple_attitude_none", "sample_terms_none"]
+__all__ = ["Term", "SampleTerm", "JointLaw", "joint_law_none", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "RowState",
+           "term_record", "NO_TERMS", "row_terms_none", "terms_active_none", "terms_couple_attitude_none",
+           "sample_terms_none"]
 
-#: The state arguments every term kernel takes before its columns and parameters.
-TERM_ARGS = ("i", "t", "x", "y", "z", "vx", "vy", "vz", "q0", "q1", "q2", "q3", "wx", "wy", "wz", "mass")
+#: The arguments of every term kernel (module docstring).
+TERM_ARGS = ("s", "data", "params")
+
+#: The stage state of one row a term kernel reads (its first argument): the row ``i`` (int), the
+#: stage time ``t`` [s], the CoM position ``x, y, z`` [m] and velocity ``vx, vy, vz`` [m/s] in the
+#: integration frame, the attitude ``q0…q3`` body → that frame (scalar-first), the rate
+#: ``wx, wy, wz`` [rad/s] relative to that frame in body axes and the ``mass`` [kg].
+RowState = collections.namedtuple("RowState", ("i", "t", "x", "y", "z", "vx", "vy", "vz", "q0", "q1", "q2", "q3",
+                                               "wx", "wy", "wz", "mass"))
+
+_RECORD_PREFIX = "TermRecord_"
+
+
+def term_record(fields) -> type:
+    """The record class (a namedtuple) with ``fields`` (identifiers not starting with ``_``), one
+    per distinct field list and process, bound in this module under a name that spells its fields
+    (``TermRecord_9_body_area_6_thrust``): numba's disk cache pickles a record type by that name,
+    and this module rebuilds the class from the name alone in any process (:func:`__getattr__`)."""
+    fields = tuple(fields)
+    name = _RECORD_PREFIX + "_".join(f"{len(f)}_{f}" for f in fields)
+    cls = globals().get(name)
+    if cls is None:
+        cls = collections.namedtuple(name, fields, module=__name__)
+        cls.__doc__ = f"A term's record of {', '.join(fields) or 'nothing'} (ecs.terms.term_record)."
+        globals()[name] = cls
+    return cls
+
+
+def __getattr__(name: str):
+    """Rebuild a :func:`term_record` class from its name (numba's cache unpickles it by name)."""
+    if not name.startswith(_RECORD_PREFIX):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    rest, fields = name[len(_RECORD_PREFIX):], []
+    while rest:
+        n, _, rest = rest.partition("_")
+        if not n.isdigit():
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        fields.append(rest[: int(n)])
+        rest = rest[int(n) + 1:]
+    return term_record(fields)
 
 
 @dataclass(frozen=True)
@@ -121,40 +164,48 @@ class Term:
             raise InputError(f"Term {self.name}: module of kernel {self.kernel.py_func.__name__}", mod,
                              "must be importable (in sys.modules): numba's disk cache rebuilds the kernel's "
                              "globals from it; load scene files with tumble.load_scene")
+        def name_error(what, k):
+            if not str(k).isidentifier() or keyword.iskeyword(k) or str(k).startswith("_"):
+                raise InputError(f"Term {self.name}: {what}", k,
+                                 "must be a Python identifier not starting with '_' (a field of the kernel's record)")
+
         for c in self.columns:
-            if not str(c).isidentifier():
-                raise InputError(f"Term {self.name}: column", c, "must be a column name (an identifier)")
+            name_error("column", c)
+        for c in self.optional_columns:
+            name_error("optional column", c)
         for k, v in self.arrays.items():
-            if not str(k).isidentifier() or keyword.iskeyword(k):
-                raise InputError(f"Term {self.name}: array", k, "must be a Python identifier")
+            name_error("array", k)
             a = np.asarray(v)
             if a.dtype not in (np.float64, np.int64) or a.size == 0:
                 raise InputError(f"Term {self.name}: array {k}", f"{a.dtype}{list(a.shape)}",
                                  "must be a non-empty float64 or int64 array")
+        data = (*self.columns, *self.optional_columns, *self.arrays)
+        for k in set(data):
+            if data.count(k) > 1:
+                raise InputError(f"Term {self.name}: data field", k,
+                                 "must be declared once among the columns, optional columns and arrays "
+                                 "(each is a field of the kernel's data record)")
         for k, v in self.params.items():
-            if not str(k).isidentifier() or keyword.iskeyword(k):
-                raise InputError(f"Term {self.name}: parameter", k, "must be a Python identifier")
+            name_error("parameter", k)
             if not math.isfinite(float(v)):
                 raise InputError(f"Term {self.name}: parameter {k}", v, "must be a finite number")
         if not isinstance(self.modes, tuple) or not all(
                 isinstance(m, (int, np.integer)) and not isinstance(m, bool) for m in self.modes):
             raise InputError(f"Term {self.name}: modes", self.modes, "must be a tuple of mode codes (ints)")
-        for c in self.optional_columns:
-            if not str(c).isidentifier():
-                raise InputError(f"Term {self.name}: optional column", c, "must be a column name (an identifier)")
-        nargs = (len(TERM_ARGS) + len(self.columns) + len(self.optional_columns) + len(self.arrays)
-                 + len(self.params))
         try:
             sig = inspect.signature(self.kernel.py_func)
         except (TypeError, ValueError):  # pragma: no cover - a builtin
             return
-        if len(sig.parameters) != nargs:
+        if len(sig.parameters) != len(TERM_ARGS):
             raise InputError(f"Term {self.name}: parameter count of kernel {self.kernel.py_func.__name__}",
                              len(sig.parameters),
-                             f"must take {nargs}: the {len(TERM_ARGS)} state arguments "
-                             f"({', '.join(TERM_ARGS)}), then its {len(self.columns)} columns, "
-                             f"{len(self.optional_columns)} optional columns, {len(self.arrays)} arrays and "
-                             f"{len(self.params)} parameters")
+                             f"must take {len(TERM_ARGS)}: {', '.join(TERM_ARGS)} (the row's RowState, the "
+                             "record of its columns and arrays, the record of its parameters: ecs.terms)")
+
+    @property
+    def data_fields(self) -> tuple[str, ...]:
+        """The fields of the kernel's ``data`` record, in order: columns, optional columns, arrays."""
+        return (*self.columns, *self.optional_columns, *self.arrays)
 
     @property
     def couples_attitude(self) -> bool:
@@ -397,13 +448,15 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
     names = ", ".join(t.name for t in terms)
     lines = [f'"""Generated by ecs.terms: the row terms {names} fused into one function. Do not edit:',
              'the file name hashes its inputs, a change writes a new file."""', "",
-             "import math", "", "from numba import njit", "", "from ecs.terms import _TERM_KERNELS", "",
+             "import math", "", "from numba import njit", "", "from ecs.terms import _TERM_KERNELS, term_record", "",
              f"_kernels = _TERM_KERNELS[{module!r}]"]
     for k, t in enumerate(terms):
-        lines.append(f"term_{k}_{t.name} = _kernels[{k}]")
-    state = ", ".join(TERM_ARGS)
-    lines += ["", "", "@njit(cache=True)", f"def row_terms({state}, columns, params):",
-              '    """Sum of the terms\' force [N] (integration frame) and torque [N·m] (body axes)."""']
+        lines += [f"term_{k}_{t.name} = _kernels[{k}]",
+                  f"Data_{k} = term_record({t.data_fields!r})",
+                  f"Params_{k} = term_record({tuple(t.params)!r})"]
+    lines += ["", "", "@njit(cache=True)", "def row_terms(s, columns, params):",
+              '    """Sum of the terms\' force [N] (integration frame) and torque [N·m] (body axes) at the row\'s',
+              '    stage state s (ecs.terms.RowState)."""']
     for j, c in enumerate(columns):
         lines.append(f"    col_{c} = columns[{j}]")
     j = len(columns)
@@ -418,9 +471,9 @@ def _fused_source(terms: tuple[Term, ...], module: str, columns: tuple[str, ...]
             p += 1
     lines.append("    fx = fy = fz = tx = ty = tz = 0.0")
     for k, t in enumerate(terms):
-        args = ([state] + [f"col_{c}" for c in (*t.columns, *t.optional_columns)] + [f"a{k}_{n}" for n in t.arrays]
-                + [f"p{k}_{n}" for n in t.params])
-        lines += [f"    r = term_{k}_{t.name}({', '.join(args)})",
+        data = [f"col_{c}" for c in (*t.columns, *t.optional_columns)] + [f"a{k}_{n}" for n in t.arrays]
+        pars = [f"p{k}_{n}" for n in t.params]
+        lines += [f"    r = term_{k}_{t.name}(s, Data_{k}({', '.join(data)}), Params_{k}({', '.join(pars)}))",
                   "    fx += r[0]", "    fy += r[1]", "    fz += r[2]"]
         if t.torque:
             lines += ["    tx += r[3]", "    ty += r[4]", "    tz += r[5]"]
@@ -482,8 +535,8 @@ def fuse_terms(terms, roots: dict, defaults: dict | None = None) -> FusedTerms:
 # What a pipeline's kernels call when the world has no terms; :func:`fuse_terms` links copies of
 # them against the generated functions instead (``defaults`` = :data:`NO_TERMS`).
 @numba.njit(cache=True, inline="always")
-def row_terms_none(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, columns, params):
-    """No terms: zero force and torque."""
+def row_terms_none(s, columns, params):
+    """No terms: zero force and torque (``s`` the row's :data:`RowState`)."""
     return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
 
 

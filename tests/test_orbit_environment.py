@@ -449,6 +449,7 @@ def test_the_celestial_pole_follows_erfa_and_turns_the_harmonic_field_as_iers_20
     from components.environment import ERA_RATE, CelestialPole, earth_rotation_angle
     from components.gravity import SphericalHarmonics
     from scenes.assets import EGM2008_GFC
+    from ecs.terms import RowState, term_record
     from systems.gravity.fields import gravity_term, pole_turn
     from systems.gravity.kernels import gravity_args, gravity_at
 
@@ -475,8 +476,11 @@ def test_the_celestial_pole_follows_erfa_and_turns_the_harmonic_field_as_iers_20
         ref = c2t.T @ np.array(gravity_at.cpu(ga, *(c2t @ x))[1:4])
         out = []
         for table in (pole.table, np.full((1, 10), np.nan)):
-            r = gravity_term(0, t, *x, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, np.zeros((1, 3, 3)),
-                             *ga[1:], table, float(ga[0]), ERA_RATE, theta0, 0.0)
+            state = RowState(0, t, *x, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+            names = ("body_inertia", "gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn", "pole")
+            data = term_record(names)(np.zeros((1, 3, 3)), *ga[1:], table)
+            params = term_record(("gkind", "spin", "angle0", "gg"))(float(ga[0]), ERA_RATE, theta0, 0.0)
+            r = gravity_term(state, data, params)
             out.append(np.array(r[:3]))
         assert np.linalg.norm(out[0] - ref) < 1e-10 * np.linalg.norm(ref)
         tilt.append(np.linalg.norm(out[1] - ref) / np.linalg.norm(ref))

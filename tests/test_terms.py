@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -29,17 +30,18 @@ COLS = ("body_position", "body_velocity", "body_omega", "probe_phase")
 
 
 @njit(cache=True)
-def cancel_gravity(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, body_mass, mu):
+def cancel_gravity(s, data, params):
     """F = −m g(x) of a point mass mu at the origin (reads the mass from its column)."""
+    x, y, z = s.x, s.y, s.z
     r = math.sqrt(x * x + y * y + z * z)
-    k = body_mass[i] * mu / (r * r * r)
+    k = data.body_mass[s.i] * params.mu / (r * r * r)
     return k * x, k * y, k * z, 0.0, 0.0, 0.0
 
 
 @njit(cache=True)
-def body_torque(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, lx, ly, lz):
+def body_torque(s, data, params):
     """A constant torque [N m] in body axes."""
-    return 0.0, 0.0, 0.0, lx, ly, lz
+    return 0.0, 0.0, 0.0, params.lx, params.ly, params.lz
 
 
 class CancelGravity(System):
@@ -174,9 +176,40 @@ def test_a_derivative_system_no_pipeline_calls_is_refused():
         w.run(t_end=1.0, dt=1.0)
 
 
+@njit(cache=True)
+def _old_convention(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, lx):
+    return 0.0, 0.0, 0.0, lx, 0.0, 0.0
+
+
 def test_a_term_kernel_with_the_wrong_arity_is_refused():
-    with pytest.raises(tumble.InputError, match="must take 17"):
-        Term("bad", body_torque, params={"lx": 1.0})
+    with pytest.raises(tumble.InputError, match=r"parameter count .* 17.*must take 3: s, data, params"):
+        Term("bad", _old_convention, params={"lx": 1.0})
+
+
+def test_a_term_declaring_a_data_field_twice_or_a_private_name_is_refused():
+    with pytest.raises(tumble.InputError, match=r"data field = 'body_mass'.*declared once"):
+        Term("twice", cancel_gravity, columns=("body_mass",), arrays={"body_mass": np.ones(2)}, params={"mu": 1.0})
+    with pytest.raises(tumble.InputError, match=r"parameter = '_mu'.*not starting with '_'"):
+        Term("private", cancel_gravity, columns=("body_mass",), params={"_mu": 1.0})
+
+
+def test_term_records_are_rebuilt_from_their_names_in_a_fresh_process():
+    """numba's disk cache pickles a record type by reference: a process that never built the record
+    must get the same class back from its name alone (ecs.terms.__getattr__)."""
+    import subprocess
+    import sys
+
+    from ecs.terms import term_record
+
+    cls = term_record(("body_area", "a_b", "x9"))
+    assert cls is term_record(["body_area", "a_b", "x9"])
+    blob = pickle.dumps(cls(np.zeros(2), 1.0, 2.0))
+    code = ("import pickle, sys; r = pickle.loads(sys.stdin.buffer.read()); "
+            "print(type(r).__module__, type(r).__name__, r._fields, r.a_b, r.x9)")
+    out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, check=True, cwd=ROOT)
+    assert out.stdout.decode().split() == ["ecs.terms", cls.__name__, "('body_area',", "'a_b',", "'x9')", "1.0",
+                                           "2.0"]
+    assert term_record(()) is term_record([])
 
 
 def test_a_term_column_the_probe_table_lacks_is_refused():

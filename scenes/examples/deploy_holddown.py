@@ -24,12 +24,13 @@ from scenes.mission import box_probe, deployment, release_above, small_body
 
 
 @njit(cache=True)
-def holddown_force(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, thrust):
-    """``thrust`` [N] towards the target's centre of mass (integration frame); no torque."""
+def holddown_force(s, data, params):
+    """``params.thrust`` [N] towards the target's centre of mass (integration frame); no torque."""
+    x, y, z = s.x, s.y, s.z
     r = math.sqrt(x * x + y * y + z * z)
     if r == 0.0:
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    f = -thrust / r
+    f = -params.thrust / r
     return f * x, f * y, f * z, 0.0, 0.0, 0.0
 
 

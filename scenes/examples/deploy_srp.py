@@ -11,8 +11,10 @@ world, so the same system acts in whatever frame a pipeline integrates in (none:
 
 The pattern for any force, sensor-free controller or torque on a lander:
 
-1. a numba row kernel with the :data:`ecs.terms.TERM_ARGS` state arguments, then your columns and
-   parameters, returning force (integration frame) and torque (body axes);
+1. a numba row kernel ``(s, data, params)`` that reads the row's stage state ``s`` (``s.t``,
+   ``s.x``, ``s.mass``, …: :data:`ecs.terms.RowState`), your columns and arrays (``data.<name>``) and
+   your parameters (``params.<name>``) by name, returning force (integration frame) and torque
+   (body axes);
 2. a DERIVATIVE :class:`ecs.System` whose :meth:`term` returns an :class:`ecs.terms.Term`;
 3. ``scene.world.add_system(...)``: the deployment fuses it into its right-hand side in flight,
    contact motion and collision set-up. ``attitude=False, torque=False`` (this force depends on
@@ -39,21 +41,22 @@ P_1AU = 4.56e-6
 
 
 @njit(cache=True)
-def srp_force(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, pressure, cr, area, sx, sy, sz,
-              ox, oy, oz):
-    """Cannonball SRP force [N] in the target frame at time t; no torque."""
-    f = pressure * cr * area
+def srp_force(s, data, params):
+    """Cannonball SRP force [N] in the target frame at stage time s.t; no torque."""
+    t, p = s.t, params
+    f = p.pressure * p.cr * p.area
+    sx, sy, sz, ox, oy, oz = p.sx, p.sy, p.sz, p.ox, p.oy, p.oz
     w = math.sqrt(ox * ox + oy * oy + oz * oz)
     ux, uy, uz = sx, sy, sz
     if w > 0.0:            # s in T: s_N turned by −|Ω| t about Ω (Rodrigues)
         kx, ky, kz = ox / w, oy / w, oz / w
         c = math.cos(-w * t)
-        s = math.sin(-w * t)
+        sn = math.sin(-w * t)
         kd = kx * sx + ky * sy + kz * sz
         cx, cy, cz = ky * sz - kz * sy, kz * sx - kx * sz, kx * sy - ky * sx
-        ux = sx * c + cx * s + kx * kd * (1.0 - c)
-        uy = sy * c + cy * s + ky * kd * (1.0 - c)
-        uz = sz * c + cz * s + kz * kd * (1.0 - c)
+        ux = sx * c + cx * sn + kx * kd * (1.0 - c)
+        uy = sy * c + cy * sn + ky * kd * (1.0 - c)
+        uz = sz * c + cz * sn + kz * kd * (1.0 - c)
     return -f * ux, -f * uy, -f * uz, 0.0, 0.0, 0.0
 
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import dual
-from ecs.terms import row_terms_none, terms_active_none, terms_couple_attitude_none
+from ecs.terms import RowState, row_terms_none, terms_active_none, terms_couple_attitude_none
 from ecs.stepping import DP54, scaled_error_sq, step_factor
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import dual_call
@@ -218,8 +218,8 @@ def _term_wrench(i, w, ys, m, tt, full):
         wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
     else:
         q0 = q1 = q2 = q3 = wx = wy = wz = math.nan
-    return _terms(i, w[TS], w[ys], w[ys + 1], w[ys + 2], w[ys + 3], w[ys + 4], w[ys + 5], q0, q1, q2, q3,
-                  wx, wy, wz, m, tt[0], tt[1])
+    s = RowState(i, w[TS], w[ys], w[ys + 1], w[ys + 2], w[ys + 3], w[ys + 4], w[ys + 5], q0, q1, q2, q3, wx, wy, wz, m)
+    return _terms(s, tt[0], tt[1])
 
 
 term_wrench = dual_call(_term_wrench)

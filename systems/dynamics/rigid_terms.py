@@ -23,7 +23,7 @@ import math
 
 from ecs.attitude import quat_rotate
 from ecs.kernels import cpu_jit
-from ecs.terms import row_terms_none
+from ecs.terms import RowState, row_terms_none
 from systems.gravity.uniform import add_wrench
 
 _rot = quat_rotate.cpu
@@ -43,8 +43,9 @@ def add_row_terms(i, active, time, pos, vel, att, omega, mass, com, force, torqu
     wx, wy, wz = omega[i, 0], omega[i, 1], omega[i, 2]
     rx, ry, rz = _rot(q0, q1, q2, q3, cx, cy, cz)
     ux, uy, uz = _rot(q0, q1, q2, q3, wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx)
-    fx, fy, fz, tx, ty, tz = _terms(i, time[i], pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, vel[i, 0] + ux,
-                                    vel[i, 1] + uy, vel[i, 2] + uz, q0, q1, q2, q3, wx, wy, wz, mass[i], tt[0], tt[1])
+    s = RowState(i, time[i], pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, vel[i, 0] + ux, vel[i, 1] + uy,
+                 vel[i, 2] + uz, q0, q1, q2, q3, wx, wy, wz, mass[i])
+    fx, fy, fz, tx, ty, tz = _terms(s, tt[0], tt[1])
     _wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque)
 
 

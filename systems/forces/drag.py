@@ -34,7 +34,7 @@ from numba import prange
 from components.environment import PLATES, ExponentialAtmosphere, MsisAtmosphere
 from ecs import InputError, Phase, System
 from ecs.attitude import cross, quat_rotate, quat_rotate_inverse
-from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
+from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, kernel_args, launch_rows, to_backend, to_host
 from ecs.terms import Term
 from systems.gravity.uniform import add_wrench, plate_push
 
@@ -62,15 +62,20 @@ density_at = dual(_density_at)
 _rho = density_at.cpu
 
 
-def _drag_wrench(x, y, z, vx, vy, vz, q0, q1, q2, q3, cx, cy, cz, i, area, cd, dens, parea, pnormal, pcenter, base,
-                 rho0, scale, radius, spin, msis):
+def _drag_wrench(x, y, z, vx, vy, vz, q0, q1, q2, q3, cx, cy, cz, i, surface, air):
     """Drag on row i, CoM at (x, y, z) moving at (vx, vy, vz) (inertial), attitude q (body →
     inertial), CoM ``c`` from the reference point (body axes): ``(Fx, Fy, Fz, Tx, Ty, Tz)``, force
-    [N] (inertial) and torque about the CoM [N·m] (body axes). ρ is the row's ``dens`` when
+    [N] (inertial) and torque about the CoM [N·m] (body axes).
+
+    ``surface = (area, cd, dens, parea, pnormal, pcenter)``: the rows' cannonball area and drag
+    coefficient, density and plate columns; ``air = (base, rho0, scale, radius, spin, msis)``: the
+    atmosphere (:meth:`AtmosphericDrag._args`). ρ is the row's ``dens`` when
     ``msis``, else the exponential table's at |r| − R. A body with plate area: each plate facing the
     flow (cos θ = n̂·v̂_r > 0) takes ``−½ ρ C_D A cos θ |v_r| v_r`` at its centre of pressure (the
     projected-area flat-plate model, the flow taken at the CoM); else the cannonball
     ``−½ ρ C_D A |v_r| v_r`` through the CoM."""
+    area, cd, dens, parea, pnormal, pcenter = surface
+    base, rho0, scale, radius, spin, msis = air
     ux = vx + spin * y                                          # v_r = v − ω_E ẑ × r
     uy = vy - spin * x
     uz = vz
@@ -103,8 +108,7 @@ drag_wrench = dual(_drag_wrench)
 _drag_w = drag_wrench.cpu
 
 
-def _add_drag(i, status, pos, vel, att, omega, com, area, cd, dens, parea, pnormal, pcenter, force, torque, base,
-              rho0, scale, radius, spin, msis):
+def _add_drag(i, status, pos, vel, att, omega, com, surface, force, torque, air):
     if status[i] != 0:
         return
     q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
@@ -113,17 +117,19 @@ def _add_drag(i, status, pos, vel, att, omega, com, area, cd, dens, parea, pnorm
     wx, wy, wz = _cross(omega[i, 0], omega[i, 1], omega[i, 2], cx, cy, cz)
     ux, uy, uz = _rot(q0, q1, q2, q3, wx, wy, wz)             # ω × c, inertial
     fx, fy, fz, tx, ty, tz = _drag_w(pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, vel[i, 0] + ux, vel[i, 1] + uy,
-                                     vel[i, 2] + uz, q0, q1, q2, q3, cx, cy, cz, i, area, cd, dens, parea, pnormal,
-                                     pcenter, base, rho0, scale, radius, spin, msis)
+                                     vel[i, 2] + uz, q0, q1, q2, q3, cx, cy, cz, i, surface, air)
     _wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque)
 
 
 @cpu_jit
-def drag_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, com, area, cd, dens, parea, pnormal, pcenter,
-              base, rho0, scale, radius, spin, msis):
-    """Row term (:mod:`ecs.terms`) of the drag on row i (plates or cannonball, :func:`_drag_wrench`)."""
-    return _drag_w(x, y, z, vx, vy, vz, q0, q1, q2, q3, com[i, 0], com[i, 1], com[i, 2], i, area, cd, dens, parea,
-                   pnormal, pcenter, base, rho0, scale, radius, spin, msis != 0.0)
+def drag_term(s, data, params):
+    """Row term (:mod:`ecs.terms`) of the drag on row s.i (plates or cannonball, :func:`_drag_wrench`)."""
+    i, com = s.i, data.body_com
+    surface = (data.body_area, data.body_drag_coefficient, data.body_density, data.plate_area, data.plate_normal,
+               data.plate_center)
+    air = (data.base, data.rho0, data.scale, params.radius, params.spin, params.msis != 0.0)
+    return _drag_w(s.x, s.y, s.z, s.vx, s.vy, s.vz, s.q0, s.q1, s.q2, s.q3, com[i, 0], com[i, 1], com[i, 2], i, surface,
+                   air)
 
 
 add_drag = dual(_add_drag)
@@ -131,11 +137,9 @@ _drag = add_drag.cpu
 
 
 @cpu_parallel
-def add_drag_rows(n, status, pos, vel, att, omega, com, area, cd, dens, parea, pnormal, pcenter, force, torque, base,
-                  rho0, scale, radius, spin, msis):
+def add_drag_rows(n, status, pos, vel, att, omega, com, surface, force, torque, air):
     for i in prange(n):
-        _drag(i, status, pos, vel, att, omega, com, area, cd, dens, parea, pnormal, pcenter, force, torque, base, rho0,
-              scale, radius, spin, msis)
+        _drag(i, status, pos, vel, att, omega, com, surface, force, torque, air)
 
 
 COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_omega", "body_com", "body_area",
@@ -179,16 +183,16 @@ class AtmosphericDrag(System):
         if isinstance(atm, MsisAtmosphere) and not any(isinstance(s, MsisDensity) for s in world.systems):
             raise InputError("AtmosphericDrag.atmosphere", "MsisAtmosphere",
                              "needs systems.forces.drag.MsisDensity in the world (it writes body_density every frame)")
-        self._k = to_backend(world.backend, self._args(atm))
-        self._plates = [tuple(t[c] if c in t else array_module(t["body_position"]).zeros((t.row_count, *shape))
-                              for c, shape in PLATE_COLUMNS.items()) for t in self.tables]
+        self._air = kernel_args(world.backend, to_backend(world.backend, self._args(atm)))
+        self._surface = [kernel_args(world.backend, (t["body_area"], t["body_drag_coefficient"], t["body_density"], *(
+            t[c] if c in t else array_module(t["body_position"]).zeros((t.row_count, *shape))
+            for c, shape in PLATE_COLUMNS.items()))) for t in self.tables]
 
     def process(self, frame) -> None:
-        for t, plates in zip(self.tables, self._plates):
+        for t, surface in zip(self.tables, self._surface):
             launch_rows(frame.backend, add_drag_rows, add_drag, t.row_count, t["row_status"], t["body_position"],
-                        t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_com"], t["body_area"],
-                        t["body_drag_coefficient"], t["body_density"], *plates, t["body_force"], t["body_torque"],
-                        *self._k)
+                        t["body_velocity"], t["body_attitude"], t["body_omega"], t["body_com"], surface,
+                        t["body_force"], t["body_torque"], self._air)
 
     def term(self, world) -> Term:
         """The same drag as a row term (multibody links: each link's own cannonball and velocity)."""

@@ -29,7 +29,7 @@ from components.environment import PLATES, plates_error
 from components.ephemeris import Ephemeris
 from ecs import InputError, Phase, System
 from ecs.attitude import quat_rotate, quat_rotate_inverse
-from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, launch_rows, to_backend, to_host
+from ecs.kernels import array_module, cpu_jit, cpu_parallel, dual, kernel_args, launch_rows, to_backend, to_host
 from ecs.terms import Term
 from systems.gravity.uniform import add_wrench, plate_push
 from systems.gravity.third_body import check_window, moon_and_sun, world_ephemeris
@@ -48,15 +48,20 @@ _push = plate_push.cpu
 _moon_sun = moon_and_sun.cpu
 
 
-def _srp_wrench(x, y, z, q0, q1, q2, q3, cx, cy, cz, i, area, cr, parea, pnormal, pcenter, pspec, pdiff, t, coef,
-                start, length, emrat, p_sun, earth_radius):
+def _srp_wrench(x, y, z, q0, q1, q2, q3, cx, cy, cz, i, surface, t, sun):
     """Sunlight on row i, CoM at (x, y, z) [m] (inertial), attitude q (body → inertial), CoM ``c``
     from the reference point (body axes), at time t: ``(Fx, Fy, Fz, Tx, Ty, Tz)``, the force [N]
     (inertial) and the torque about the CoM [N·m] (body axes). Zero in the Earth's cylindrical
     shadow. From the row's plates when any has area (Wertz's flat plate: lit plates only,
     ``F = −P A cos θ [(1 − ρs) ŝ + 2 (ρs cos θ + ρd/3) n̂]``, at each plate's centre of pressure),
     else from its cannonball (``F = −P C_R A ŝ``, no torque); ŝ: unit vector to the Sun,
-    P = P⊙ (AU/d)²."""
+    P = P⊙ (AU/d)².
+
+    ``surface = (area, cr, parea, pnormal, pcenter, pspec, pdiff)``: the rows' cannonball and plate
+    columns; ``sun = (coef, start, length, emrat, p_sun, earth_radius)``: the ephemeris, P⊙ and the
+    shadow cylinder's radius."""
+    area, cr, parea, pnormal, pcenter, pspec, pdiff = surface
+    coef, start, length, emrat, p_sun, earth_radius = sun
     p = _moon_sun(coef, start, length, emrat, t)
     sx, sy, sz = p[3], p[4], p[5]
     sn = math.sqrt(sx * sx + sy * sy + sz * sz)
@@ -100,28 +105,28 @@ srp_wrench = dual(_srp_wrench)
 _srp_w = srp_wrench.cpu
 
 
-def _add_srp(i, status, pos, att, com, area, cr, parea, pnormal, pcenter, pspec, pdiff, force, torque, time, coef,
-             start, length, emrat, p_sun, earth_radius):
+def _add_srp(i, status, pos, att, com, surface, force, torque, time, sun):
     if status[i] != 0:
         return
     q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
     cx, cy, cz = com[i, 0], com[i, 1], com[i, 2]
     rx, ry, rz = _rot(q0, q1, q2, q3, cx, cy, cz)
-    fx, fy, fz, tx, ty, tz = _srp_w(pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, q0, q1, q2, q3, cx, cy, cz, i, area,
-                                    cr, parea, pnormal, pcenter, pspec, pdiff, time[i], coef, start, length, emrat,
-                                    p_sun, earth_radius)
+    fx, fy, fz, tx, ty, tz = _srp_w(pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, q0, q1, q2, q3, cx, cy, cz, i,
+                                    surface, time[i], sun)
     _wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque)
 
 
 @cpu_jit
-def srp_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, com, area, cr, parea, pnormal, pcenter,
-             pspec, pdiff, coef, start, length, emrat, p_sun, earth_radius, span):
-    """Row term (:mod:`ecs.terms`) of sunlight on row i (plates or cannonball, :func:`_srp_wrench`);
-    NaN outside the ephemeris window ``[0, span]``."""
-    if not (0.0 <= t <= span * (1.0 + 1e-12)):
+def srp_term(s, data, params):
+    """Row term (:mod:`ecs.terms`) of sunlight on row s.i (plates or cannonball, :func:`_srp_wrench`);
+    NaN outside the ephemeris window ``[0, params.span]``."""
+    t, i, com = s.t, s.i, data.body_com
+    if not (0.0 <= t <= params.span * (1.0 + 1e-12)):
         return math.nan, math.nan, math.nan, 0.0, 0.0, 0.0
-    return _srp_w(x, y, z, q0, q1, q2, q3, com[i, 0], com[i, 1], com[i, 2], i, area, cr, parea, pnormal, pcenter,
-                  pspec, pdiff, t, coef, start, length, emrat, p_sun, earth_radius)
+    surface = (data.body_area, data.body_reflectivity, data.plate_area, data.plate_normal, data.plate_center,
+               data.plate_specular, data.plate_diffuse)
+    sun = (data.coef, data.start, data.length, params.emrat, params.p_sun, params.earth_radius)
+    return _srp_w(s.x, s.y, s.z, s.q0, s.q1, s.q2, s.q3, com[i, 0], com[i, 1], com[i, 2], i, surface, t, sun)
 
 
 add_srp = dual(_add_srp)
@@ -129,11 +134,9 @@ _srp = add_srp.cpu
 
 
 @cpu_parallel
-def add_srp_rows(n, status, pos, att, com, area, cr, parea, pnormal, pcenter, pspec, pdiff, force, torque, time, coef,
-                 start, length, emrat, p_sun, earth_radius):
+def add_srp_rows(n, status, pos, att, com, surface, force, torque, time, sun):
     for i in prange(n):
-        _srp(i, status, pos, att, com, area, cr, parea, pnormal, pcenter, pspec, pdiff, force, torque, time, coef,
-             start, length, emrat, p_sun, earth_radius)
+        _srp(i, status, pos, att, com, surface, force, torque, time, sun)
 
 
 COLUMNS = ("body_position", "body_attitude", "body_com", "body_force", "body_torque", "row_time")
@@ -178,9 +181,10 @@ class SolarRadiationPressure(System):
                 if bad is not None:
                     r, col, value, rule = bad
                     raise InputError(f"{col} of {world.name_of(int(t.entities[r % t.entity_count]))}", value, rule)
-        self.tables = [(t, self._surface(t, world.backend)) for t in world.tables_with(*COLUMNS) if t in surfaced]
-        self._args = to_backend(world.backend, (eph.coef, eph.record_start, eph.record_length, eph.emrat,
-                                                self.pressure, self.earth_radius))
+        self.tables = [(t, kernel_args(world.backend, self._surface(t, world.backend)))
+                       for t in world.tables_with(*COLUMNS) if t in surfaced]
+        self._sun = kernel_args(world.backend, to_backend(world.backend, (eph.coef, eph.record_start, eph.record_length,
+                                                                          eph.emrat, self.pressure, self.earth_radius)))
 
     @staticmethod
     def _surface(t, backend) -> tuple:
@@ -193,8 +197,8 @@ class SolarRadiationPressure(System):
         check_window(self.ephemeris, frame)
         for t, surface in self.tables:
             launch_rows(frame.backend, add_srp_rows, add_srp, t.row_count, t["row_status"], t["body_position"],
-                        t["body_attitude"], t["body_com"], *surface, t["body_force"], t["body_torque"],
-                        t["row_time"], *self._args)
+                        t["body_attitude"], t["body_com"], surface, t["body_force"], t["body_torque"],
+                        t["row_time"], self._sun)
 
     def term(self, world) -> Term:
         """The same pressure as a row term (multibody links: each link's own plates or cannonball)."""

@@ -201,23 +201,23 @@ def add_gravity_rows(n, status, pos, att, mass, com, inertia, force, torque, ga,
 
 
 @cpu_jit
-def gravity_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, inertia, gs, gvox, gpv, gpe, gped,
-                 gpel, gpf, gpfn, pole, gkind, spin, angle0, gg):
-    """Row term (:mod:`ecs.terms`) of the source packed in ``(gkind, gs, …, gpfn)``
-    (:func:`systems.gravity.kernels.gravity_args`) at the CoM (x, y, z), whose field frame is turned
-    by ``θ = angle0 + spin · t`` about the pole (``pole``: :func:`_pole_turn`): the weight ``m g``
-    (inertial), and when ``gg`` is set the gravity-gradient torque of the whole field (body axes),
-    as :data:`add_gravity` does."""
-    xf, yf, zf = _i2f(t, x, y, z, spin, angle0, pole)
-    ga = (np.int64(gkind), gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)
+def gravity_term(s, data, params):
+    """Row term (:mod:`ecs.terms`) of the source packed in ``(params.gkind, data.gs, …, data.gpfn)``
+    (:func:`systems.gravity.kernels.gravity_args`) at the CoM (s.x, s.y, s.z), whose field frame is
+    turned by ``θ = angle0 + spin · t`` about the pole (``data.pole``: :func:`_pole_turn`): the
+    weight ``m g`` (inertial), and when ``params.gg`` is set the gravity-gradient torque of the whole
+    field (body axes, ``data.body_inertia``), as :data:`add_gravity` does."""
+    t, spin, angle0, pole = s.t, params.spin, params.angle0, data.pole
+    xf, yf, zf = _i2f(t, s.x, s.y, s.z, spin, angle0, pole)
+    ga = (np.int64(params.gkind), data.gs, data.gvox, data.gpv, data.gpe, data.gped, data.gpel, data.gpf, data.gpfn)
     r = _grav(ga, xf, yf, zf)
     gx, gy, gz = _f2i(t, r[1], r[2], r[3], spin, angle0, pole)
     tx = 0.0
     ty = 0.0
     tz = 0.0
-    if gg:
-        tx, ty, tz = _fgt(ga, t, xf, yf, zf, q0, q1, q2, q3, inertia, i, spin, angle0, pole)
-    return mass * gx, mass * gy, mass * gz, tx, ty, tz
+    if params.gg:
+        tx, ty, tz = _fgt(ga, t, xf, yf, zf, s.q0, s.q1, s.q2, s.q3, data.body_inertia, s.i, spin, angle0, pole)
+    return s.mass * gx, s.mass * gy, s.mass * gz, tx, ty, tz
 
 
 #: Source kinds whose gravity gradient is known analytically (systems.gravity.kernels.gravity_gradient_at).

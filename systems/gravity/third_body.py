@@ -146,14 +146,15 @@ def add_third_bodies_rows(n, status, pos, att, mass, com, force, torque, time, c
 
 
 @cpu_jit
-def third_body_term(i, t, x, y, z, vx, vy, vz, q0, q1, q2, q3, wx, wy, wz, mass, coef, start, length, mus, emrat,
-                    span):
-    """Row term (:mod:`ecs.terms`) of the Moon's (``mus[0]``) and the Sun's (``mus[1]``) pull at the
-    CoM (x, y, z) [m], Earth-centred inertial frame, stage time t [s]; NaN outside ``[0, span]``."""
-    if not (0.0 <= t <= span * (1.0 + 1e-12)):
+def third_body_term(s, data, params):
+    """Row term (:mod:`ecs.terms`) of the Moon's (``data.mus[0]``) and the Sun's (``data.mus[1]``) pull
+    at the CoM (s.x, s.y, s.z) [m], Earth-centred inertial frame, stage time s.t [s]; NaN outside
+    ``[0, params.span]``."""
+    t = s.t
+    if not (0.0 <= t <= params.span * (1.0 + 1e-12)):
         return math.nan, math.nan, math.nan, 0.0, 0.0, 0.0
-    ax, ay, az = _tb_at(x, y, z, t, coef, start, length, emrat, mus)
-    return mass * ax, mass * ay, mass * az, 0.0, 0.0, 0.0
+    ax, ay, az = _tb_at(s.x, s.y, s.z, t, data.coef, data.start, data.length, params.emrat, data.mus)
+    return s.mass * ax, s.mass * ay, s.mass * az, 0.0, 0.0, 0.0
 
 
 COLUMNS = ("body_position", "body_attitude", "body_mass", "body_com", "body_force", "body_torque", "row_time")

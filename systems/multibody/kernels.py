@@ -39,7 +39,7 @@ from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
 from ecs.status import Reason, Status
-from ecs.terms import joint_law_none, row_terms_none, sample_terms_none, terms_active_none
+from ecs.terms import RowState, joint_law_none, row_terms_none, sample_terms_none, terms_active_none
 from systems.gravity.kernels import gradient_torque
 from systems.multibody.spatial import MW, VA, VV, nv_nominal, nv_of
 from systems.multibody.algorithms import aba_solve, origin, system_com, world_pose
@@ -214,7 +214,7 @@ def _link_terms(b, r, com, mass, Rw, pw, M, V, time, tt):
     v2 = Rw[r, 2, 0] * u0 + Rw[r, 2, 1] * u1 + Rw[r, 2, 2] * u2
     q0, q1, q2, q3 = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
                           Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
-    return _terms(r, time, x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2, mass[r], tt[0], tt[1])
+    return _terms(RowState(r, time, x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2, mass[r]), tt[0], tt[1])
 
 
 link_terms = dual(_link_terms, inline=False)
