@@ -81,7 +81,7 @@ def voxel_speedup(target: float, lookups: int, direct: int, repeat: int) -> dict
                          / np.linalg.norm(cen - c, axis=1)[:, None])
     x = np.ascontiguousarray(x)
     out = np.empty((lookups, 4))
-    kp = vox.kernel_params()
+    kp = vox.kernel_records()
     t_vox = median_time(lambda: eval_voxel_points(x, *kp, out), repeat=repeat)
     xd = np.ascontiguousarray(x[:direct])
     outd = np.empty((direct, 11))

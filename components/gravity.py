@@ -399,10 +399,18 @@ class VoxelField(GravitySource):
         return self.origin + self.spacing * (np.array(self.shape) - 1)
 
     def kernel_params(self) -> tuple:
+        values, grid, far, perturbation = self.kernel_records()
+        return (values, *grid, *far, perturbation)
+
+    def kernel_records(self) -> tuple:
+        """``(values, grid, far, perturbation)``: :func:`systems.gravity.sources.voxel_field`'s
+        arguments after the point, ``grid = (ox, oy, oz, h)``, ``far = (cx, cy, cz, μ, q = G Q in
+        the order xx, yy, zz, xy, xz, yz)``."""
         o, c, q = self.origin, self.center_of_mass, G * self.quadrupole
-        return (self.values, float(o[0]), float(o[1]), float(o[2]), self.spacing, float(c[0]), float(c[1]),
-                float(c[2]), self.mu, float(q[0, 0]), float(q[1, 1]), float(q[2, 2]), float(q[0, 1]), float(q[0, 2]),
-                float(q[1, 2]), self.mode == "dg")
+        grid = (float(o[0]), float(o[1]), float(o[2]), self.spacing)
+        far = (float(c[0]), float(c[1]), float(c[2]), self.mu, float(q[0, 0]), float(q[1, 1]), float(q[2, 2]),
+               float(q[0, 1]), float(q[0, 2]), float(q[1, 2]))
+        return self.values, grid, far, self.mode == "dg"
 
 
 class LinearizedGravity(GravitySource):

@@ -163,8 +163,8 @@ def _polyhedron_gravity(ga, x, y, z):
 def _voxel_gravity(ga, x, y, z):
     """:data:`gravity_at` of a voxelised field."""
     gs, gvox = ga[1], ga[2]
-    r = _vox_at(x, y, z, gvox, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10],
-                gs[11], gs[12], gs[13], gs[14] != 0.0)
+    r = _vox_at(x, y, z, gvox, (gs[0], gs[1], gs[2], gs[3]),
+                (gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12], gs[13]), gs[14] != 0.0)
     return r[0], r[1], r[2], r[3]
 
 
@@ -387,11 +387,11 @@ def eval_ellipsoid_points(points, a2, b2, c2, gm, out):
 
 
 @cpu_parallel_points
-def eval_voxel_points(points, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz, perturbation, out):
-    """``out[p] = (U, g)`` of a voxel field; out shape (n, 4)."""
+def eval_voxel_points(points, values, grid, far, perturbation, out):
+    """``out[p] = (U, g)`` of a voxel field (:func:`systems.gravity.sources.voxel_field`'s arguments,
+    :meth:`components.gravity.VoxelField.kernel_records`); out shape (n, 4)."""
     for p in prange(points.shape[0]):
-        r = _vox(points[p, 0], points[p, 1], points[p, 2], values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy,
-                 qxz, qyz, perturbation)
+        r = _vox(points[p, 0], points[p, 1], points[p, 2], values, grid, far, perturbation)
         for k in range(4):
             out[p, k] = r[k]
 
@@ -520,7 +520,7 @@ def _eval_polyhedron(src, points) -> FieldValues:
 def _eval_voxel(src, points) -> FieldValues:
     p, single = as_points(points)
     out = np.empty((p.shape[0], 4))
-    eval_voxel_points(p, *src.kernel_params(), out)
+    eval_voxel_points(p, *src.kernel_records(), out)
     if single:
         return FieldValues(out[0, 0], out[0, 1:4].copy(), None)
     return FieldValues(out[:, 0].copy(), out[:, 1:4].copy(), None)

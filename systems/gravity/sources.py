@@ -379,8 +379,12 @@ quadrupole_field = dual(_quadrupole_field)
 _quad = quadrupole_field.cpu
 
 
-def _voxel_field(x, y, z, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz, perturbation):
+def _voxel_field(x, y, z, values, grid, far, perturbation):
     """Voxelised field at (x, y, z), field frame (seed 004 §2.4.4).
+
+    ``grid = (ox, oy, oz, h)``: the grid's origin and spacing [m]; ``far = (cx, cy, cz, mu, qxx,
+    qyy, qzz, qxy, qxz, qyz)``: the centre of mass [m], μ [m³/s²] and q = G Q [m⁵/s²] of the far
+    field (:meth:`components.gravity.VoxelField.kernel_records`).
 
     ``values[nx, ny, nz, 4]`` holds at node (i, j, k) = origin + h (i, j, k) either (g, U)
     (``perturbation = False``) or (g − g_pm, U − U_pm) (``perturbation = True``), where _pm is the
@@ -391,6 +395,8 @@ def _voxel_field(x, y, z, values, ox, oy, oz, h, cx, cy, cz, mu, qxx, qyy, qzz, 
     Returns:
         ``(U, gx, gy, gz)``.
     """
+    ox, oy, oz, h = grid
+    cx, cy, cz, mu, qxx, qyy, qzz, qxy, qxz, qyz = far
     nx = values.shape[0]
     ny = values.shape[1]
     nz = values.shape[2]
