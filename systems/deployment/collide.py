@@ -67,7 +67,7 @@ from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as I
 from systems.deployment.geometry import terrain_at
 from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs
 from systems.deployment.events import lift_out
-from systems.deployment.records import CollideScratch, EventLog
+from systems.deployment.records import CollideScratch, EventLog, ProbeBody
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -144,6 +144,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
         v0 = shape_start[s]
         v1 = shape_start[s + 1]
         sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
+        body = ProbeBody(mass, inertia, jinv, vpos, sphere_r)
         nv = 1 if sphere_r > 0.0 else v1 - v0
         q0, q1, q2, q3 = att[i, 0], att[i, 1], att[i, 2], att[i, 3]
         x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
@@ -154,7 +155,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
         w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
         w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
         w[TS] = rtime[i]
-        _rhs(i, w, Y0, K0, None, target, mass, inertia, jinv, vpos, sphere_r, tt)
+        _rhs(i, w, Y0, K0, None, target, body, tt)
         best = -1
         bvn = 0.0
         ban = 0.0

@@ -67,6 +67,7 @@ from ecs.attitude import cross_call, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from ecs.terms import terms_active_none
 from systems.deployment.modes import KernelMode
+from systems.deployment.records import ProbeBody
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE
 from systems.deployment.physics import (CONTACT_ATTEMPTS, CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, YS, frame_ends,
                                         commit_step, dp_attempt, finish_row, load_state, probe_rhs, state_finite,
@@ -352,18 +353,18 @@ rest_certain = dual(_rest_certain, inline=False, gpu_inline=False)
 _certain = rest_certain.cpu
 
 
-def _rest_held(i, w, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, slide):
+def _rest_held(i, w, cs, target, body, tt, slide):
     """The rest certificate of the probe at Y0 (:func:`_rest_certain`), after the right-hand side at
     Y0 with zero velocity and rate (into w[K0 + 13:], the second stage's slot, through w[YS:]; the
     step that follows rewrites both and the contact scratch). False with a row term or a sphere."""
-    if _terms_active() or sphere_r > 0.0:
+    if _terms_active() or body.sphere_r > 0.0:
         return False
     for c in range(13):
         w[YS + c] = w[Y0 + c]
     for c in (3, 4, 5, 10, 11, 12):
         w[YS + c] = 0.0
-    _rhs(i, w, YS, K0 + 13, cs, target, mass, inertia, jinv, vpos, sphere_r, tt)
-    return _certain(i, w, K0 + 13, cs, mass, inertia, slide)
+    _rhs(i, w, YS, K0 + 13, cs, target, body, tt)
+    return _certain(i, w, K0 + 13, cs, body.mass, body.inertia, slide)
 
 
 rest_held = dual_call(_rest_held)
@@ -396,6 +397,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
         v0 = shape_start[s]
         v1 = shape_start[s + 1]
         sphere_r = shape_radius[s] if shape_kind[s] == 0 else 0.0
+        body = ProbeBody(mass, inertia, jinv, vpos, sphere_r)
         nslot = act.shape[1]
         f = pair[i, PAIR_F]
         for k in range(nslot):
@@ -435,7 +437,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     phase[i] = DeployPhase.COLLIDE     # an active contact moves into the surface: re-seat it
                     break
                 w[TS] = t
-                _rhs(i, w, Y0, K0, cs, target, mass, inertia, jinv, vpos, sphere_r, tt)
+                _rhs(i, w, Y0, K0, cs, target, body, tt)
                 carrying = False
                 for k in range(nslot):
                     if act[i, k] != 0 and out_state[i, k] == CONTACT_ACTIVE:
@@ -452,7 +454,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     elif t - rest_since[i] >= settle_hold:
                         break
                     if slide_tol > 0.0 and rest_since[i] + settle_hold <= t_cap and _held_rest(
-                            i, w, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, slide_tol):
+                            i, w, cs, target, body, tt, slide_tol):
                         # certain to stay: held at rest, velocity and rate zero, to the hold's end
                         for c in (3, 4, 5, 10, 11, 12):
                             w[Y0 + c] = 0.0
@@ -471,9 +473,9 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                 hh = max(rest_since[i] + settle_hold - t, 1e-9)
             w[T0] = t
             if rec_dt > 0.0:
-                _snaps(i, w, t, hh, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+                _snaps(i, w, t, hh, cs, target, body, tt, rtol,
                        atol, rec_dt, snap, save, _PHASE_CONTACT)
-            err = _dp(i, w, hh, cs, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
+            err = _dp(i, w, hh, cs, target, body, tt, rtol,
                       atol)
             n += 1
             if not (err <= 1.0) and hh > h_min:
@@ -499,9 +501,8 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     # docstring); lowered as in flight, so that sinking a further contact_gap is an event
                     thr = g0 - contact_gap
                 if g1 <= thr:
-                    a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_CONTACT, cs, target, mass, inertia,
-                                    jinv, vpos, v0, v1, sphere_r, shape_radius[s], cs, tt, rtol, atol, event_tol,
-                                    contact_gap)
+                    a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_CONTACT, cs, target, body,
+                                    (v0, v1, shape_radius[s]), cs, tt, rtol, atol, event_tol, contact_gap)
                     t += a
                     _drop_snaps(i, t, rec_dt, snap)
                     if trace.shape[1] > 0:

@@ -417,9 +417,10 @@ _dsetup = dense_setup.cpu
 _dstate = dense_state.cpu
 
 
-def _locate_event(i, w, hh, fa, fb, thr, which, contact, target, mass, inertia, jinv, vpos, v0, v1,
-                  sphere_r, bound_r, cs, tt, rtol, atol, event_tol, gap):
-    """Localise the event crossed by the step [0, hh] from Y0 (event values − thr: fa > 0 ≥ fb).
+def _locate_event(i, w, hh, bracket, which, contact, target, body, verts, cs, tt, rtol, atol, event_tol, gap):
+    """Localise the event crossed by the step [0, hh] from Y0 (``bracket = (fa, fb, thr)``: event
+    values − thr, fa > 0 ≥ fb), for the row's ``body`` (:data:`~systems.deployment.records.ProbeBody`)
+    and its vertices ``verts = (v0, v1, bound_r)`` (:data:`event_track`).
 
     In flight (``contact`` None) every trial is a fresh DP5(4) step from Y0 (K_1 at K0 is kept), so
     each located state carries the method's full order; the attitude is carried by its own
@@ -440,6 +441,9 @@ def _locate_event(i, w, hh, fa, fb, thr, which, contact, target, mass, inertia, 
     the bracket is shorter than ``event_tol`` and leaves the state at its outer end (event value
     above the threshold) in Y0. Returns ``(a, fa)``: that time offset and its event value − thr.
     """
+    fa, fb, thr = bracket
+    v0, v1, bound_r = verts
+    vpos, sphere_r = body.vpos, body.sphere_r
     ta = target.ta
     a = 0.0
     b = hh
@@ -468,7 +472,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, contact, target, mass, inertia, 
             if tau > hi:
                 tau = hi
         if contact is None:
-            _dpa(i, w, tau, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            _dpa(i, w, tau, contact, target, body, tt, rtol, atol)
         else:
             _dstate(w, tau / hh)
         gt, st, dt, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
@@ -503,8 +507,7 @@ def _locate_event(i, w, hh, fa, fb, thr, which, contact, target, mass, inertia, 
     return a, fa
 
 
-def _record_snapshots(i, w, t, hh, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol,
-                      atol, rec_dt, snap, save, phase_code):
+def _record_snapshots(i, w, t, hh, contact, target, body, tt, rtol, atol, rec_dt, snap, save, phase_code):
     """Dense output for recording: the state at every record time τ_k = k·rec_dt in (t, t + hh].
 
     Called before the attempt [t, t + hh] from Y0 (at time w[T0] = t). Each τ_k gets a fresh
@@ -531,7 +534,7 @@ def _record_snapshots(i, w, t, hh, contact, target, mass, inertia, jinv, vpos, s
                 for c in range(n):
                     save[i, c] = w[Y1 + c]
                 saved = True
-            _dpa(i, w, tau - t, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            _dpa(i, w, tau - t, contact, target, body, tt, rtol, atol)
             snap[i, slot, 0] = k
             snap[i, slot, 1] = phase_code
             snap[i, slot, 15] = t

@@ -42,6 +42,7 @@ from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
+from systems.deployment.records import ProbeBody
 from systems.deployment.geometry import clearance
 from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends, commit_step,
                                         dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs, smooth_step,
@@ -91,6 +92,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         v1 = shape_start[s + 1]
         bound_r = shape_radius[s]
         sphere_r = bound_r if shape_kind[s] == 0 else 0.0
+        body = ProbeBody(mass, inertia, jinv, vpos, sphere_r)
         t = rtime[i]
         if w[WARM] == 1.0:      # continued from the previous launch: Y0, K0 (FSAL), thr and g0 as left
             thr = w[THR]
@@ -98,7 +100,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         else:
             _load(i, w, pos, vel, att, om)
             w[TS] = t
-            _rhs(i, w, Y0, K0, None, target, mass, inertia, jinv, vpos, sphere_r, tt)
+            _rhs(i, w, Y0, K0, None, target, body, tt)
             g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
             thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
         w[WARM] = 0.0
@@ -120,9 +122,9 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             hh = hs
             w[T0] = t
             if rec_dt > 0.0:
-                _snaps(i, w, t, hh, None, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol,
+                _snaps(i, w, t, hh, None, target, body, tt, rtol, atol,
                        rec_dt, snap, save, _PHASE_FLY)
-            err = _dp(i, w, hh, None, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol)
+            err = _dp(i, w, hh, None, target, body, tt, rtol, atol)
             n += 1
             if not (err <= 1.0):
                 if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
@@ -140,9 +142,8 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
             if g1 <= thr:
                 x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
-                a, fa = _locate(i, w, hh, g0 - thr, g1 - thr, thr, _WHICH_ALL, None, target, mass,
-                                inertia, jinv, vpos, v0, v1, sphere_r, bound_r, cs, tt, rtol, atol, event_tol,
-                                contact_gap)
+                a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_ALL, None, target, body,
+                                (v0, v1, bound_r), cs, tt, rtol, atol, event_tol, contact_gap)
                 dx = w[Y0] - x0
                 dy = w[Y0 + 1] - y0
                 dz = w[Y0 + 2] - z0

@@ -404,7 +404,7 @@ def _contact_wrench(i, w, ys, target, mass, inertia, vpos, sphere_r, cs, fx, fy,
     return (out_total[i, 0], out_total[i, 1], out_total[i, 2], out_total[i, 3], out_total[i, 4], out_total[i, 5])
 
 
-def _probe_rhs(i, w, ys, kout, contact, target, mass, inertia, jinv, vpos, sphere_r, tt):
+def _probe_rhs(i, w, ys, kout, contact, target, body, tt):
     """ẏ at w[ys:] (time w[TS]) into w[kout:]: flight (``contact`` None) or contact motion
     (``contact`` the contact scratch ``cs`` of :data:`contact_wrench`), with the row terms ``tt``
     (ecs.terms).
@@ -413,8 +413,10 @@ def _probe_rhs(i, w, ys, kout, contact, target, mass, inertia, jinv, vpos, spher
     ``None`` argument's branches are pruned before typing (its *dead branch pruning*), and the
     callers that pass it on (:data:`dp_attempt`, :data:`locate_event`, :data:`record_snapshots`)
     are compiled once per kind. The flight kernels were half contact solver they never ran
-    (measured: 13 k of their 30 k LLVM instructions)."""
+    (measured: 13 k of their 30 k LLVM instructions). ``body``: the row's
+    :data:`~systems.deployment.records.ProbeBody`."""
     ga, ta, ox, oy, oz = target
+    mass, inertia, jinv, vpos, sphere_r = body
     fx = fy = fz = lx = ly = lz = 0.0
     if _active():
         fx, fy, fz, lx, ly, lz = _twrench(i, w, ys, mass[i], tt, True)
@@ -547,7 +549,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     return True
 
 
-def _dp_attempt(i, w, h, contact, target, mass, inertia, jinv, vpos, sphere_r, tt, rtol, atol):
+def _dp_attempt(i, w, h, contact, target, body, tt, rtol, atol):
     """One Dormand–Prince 5(4) attempt of length h from w[Y0] at time w[T0] (with K_1 = f(Y0) at w[K0],
     FSAL).
 
@@ -562,8 +564,10 @@ def _dp_attempt(i, w, h, contact, target, mass, inertia, jinv, vpos, sphere_r, t
     at rtol 1e-10 where its ballistic arc allows tens of seconds; stepping both together made every
     gravity evaluation pay for the attitude's step size. When a row term reads the attitude or
     applies a torque (ecs.terms), the split does not hold and flight steps all 13 numbers too.
+    ``body``: the row's :data:`~systems.deployment.records.ProbeBody`.
     """
     ga, ta, ox, oy, oz = target
+    mass, inertia, jinv = body.mass, body.inertia, body.jinv
     t0 = w[T0]
     if contact is None and not _couple():
         m = mass[i]
@@ -603,21 +607,21 @@ def _dp_attempt(i, w, h, contact, target, mass, inertia, jinv, vpos, sphere_r, t
         return err
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
     w[TS] = t0 + C2 * h
-    _rhs(i, w, YS, K0 + 13, contact, target, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, YS, K0 + 13, contact, target, body, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A31, A32, 0.0, 0.0, 0.0, 0.0)
     w[TS] = t0 + C3 * h
-    _rhs(i, w, YS, K0 + 26, contact, target, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, YS, K0 + 26, contact, target, body, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A41, A42, A43, 0.0, 0.0, 0.0)
     w[TS] = t0 + C4 * h
-    _rhs(i, w, YS, K0 + 39, contact, target, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, YS, K0 + 39, contact, target, body, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A51, A52, A53, A54, 0.0, 0.0)
     w[TS] = t0 + C5 * h
-    _rhs(i, w, YS, K0 + 52, contact, target, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, YS, K0 + 52, contact, target, body, tt)
     _stage_c(w, Y0, K0, _N13, _N13, YS, h, A61, A62, A63, A64, A65, 0.0)
     w[TS] = t0 + h
-    _rhs(i, w, YS, K0 + 65, contact, target, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, YS, K0 + 65, contact, target, body, tt)
     _stage_c(w, Y0, K0, _N13, _N13, Y1, h, B1, 0.0, B3, B4, B5, B6)
-    _rhs(i, w, Y1, KFSAL, contact, target, mass, inertia, jinv, vpos, sphere_r, tt)
+    _rhs(i, w, Y1, KFSAL, contact, target, body, tt)
     I = inertia[i]
     gyration = math.sqrt((I[0, 0] + I[1, 1] + I[2, 2]) / (2.0 * mass[i]))   # radius of gyration [m]
     lscale = 0.0 if contact is None else CONTACT_LENGTH     # coupled flight: positions relative, as above

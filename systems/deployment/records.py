@@ -3,6 +3,7 @@ each by name in its first lines), built by :class:`systems.deployment.loop.Deplo
 
 * :data:`Probes` — the probe rows' columns the phase kernels and the end rules read and write
   (state, mass properties, shape, contact pair, bookkeeping and finals) and the inverse inertia;
+* :data:`ProbeBody` — one probe row's mass properties and shape, as its equations of motion read them;
 * :data:`Target` — the target: its gravity and terrain arguments and its rotation rate;
 * :data:`Limits` — the deployment settings the kernels use (tolerances, step limits, thresholds);
 * :data:`Output` — dense output (record interval, snapshot ring, save area) and the step trace;
@@ -42,6 +43,14 @@ Probes = record("Probes", __name__, {
     "longitude": column_spec(ProbeRecord, "longitude"),
     "slope": column_spec(ProbeRecord, "slope")},
     "The probe rows a phase kernel advances (target frame: the probe's state in the rotating target frame).")
+
+ProbeBody = record("ProbeBody", __name__, {
+    "mass": column_spec(MassProps, "mass"), "inertia": column_spec(MassProps, "inertia"),
+    "jinv": "inverse inertia tensor per row [rows, 3, 3] [1/(kg m^2)], body axes",
+    "vpos": "the shapes' vertex positions [vertices, 3] [m], body axes (systems.deployment.geometry)",
+    "sphere_r": "this row's sphere radius [m] (0: a polyhedral probe)"},
+    "What the probe's equations of motion and contact wrench read of one row's body: its mass "
+    "properties (whole columns, indexed by the row) and its shape.")
 
 Target = record("Target", __name__, {
     "ga": "the gravity field's kernel arguments (systems.deployment.physics.gravity_args)",
