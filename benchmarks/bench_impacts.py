@@ -49,8 +49,9 @@ def run_kernel(a: dict, rtol: float):
 
     def go():
         impact_rows(n, scratch, a["mass"], a["inertia"], a["attitude"], a["point"], a["normal"], a["velocity"],
-                    a["omega"], a["restitution"], a["friction"], a["rolling"], 1e-3, rtol, 10_000, out["velocity"],
-                    out["omega"], out["impulse"], out["p"], out["work"], out["status"], out["flags"], out["steps"])
+                    a["omega"], a["restitution"], a["friction"], a["rolling"], (1e-3, rtol, 10_000),
+                    (out["velocity"], out["omega"], out["impulse"], out["p"], out["work"], out["status"], out["flags"],
+                     out["steps"]))
 
     return go, out
 

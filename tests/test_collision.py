@@ -334,9 +334,9 @@ def _multi(rng, n, verts, m, I, e, f, max_iter=100, touch_all=True):
     pair = np.tile(ContactParams(e, f).row(), (n, 1))
     status, count = np.zeros(n, np.int8), np.zeros(n, np.int32)
     v1, w1 = v.copy(), w.copy()
-    vertex_impacts_rows(n, np.zeros((n, WORK_SIZE)), np.full(n, m), np.tile(I, (n, 1, 1)), q, v1, w1, verts,
-                        np.zeros(K, np.int8), np.zeros((K, 3)), N, touching, pair, np.ones(3), 0.0, 1e-3, 1e-10,
-                        10_000, max_iter, 1e-9, status, count)
+    vertex_impacts_rows(n, np.zeros((n, WORK_SIZE)), np.full(n, m), np.tile(I, (n, 1, 1)), q, v1, w1,
+                        (verts, np.zeros(K, np.int8), np.zeros((K, 3))), N, touching, pair, (np.ones(3), 0.0),
+                        (1e-3, 1e-10, 10_000, max_iter, 1e-9), (status, count))
     return q, v, w, v1, w1, status, count, touching
 
 
@@ -371,10 +371,10 @@ def _flat_cube_drop(e, cap):
     w = np.zeros((1, 3))
     touching = (verts[:, 2] < 0).astype(np.int8)[None]
     status, count = np.zeros(1, np.int8), np.zeros(1, np.int32)
-    vertex_impacts_rows(1, np.zeros((1, WORK_SIZE)), np.full(1, m), I[None], np.array([[1.0, 0, 0, 0]]), v, w, verts,
-                        np.zeros(K, np.int8), np.zeros((K, 3)), np.tile([0.0, 0, 1], (1, K, 1)), touching,
-                        ContactParams(e, 0.0).row()[None], np.ones(3), 0.0, 1e-3, 1e-10, 10_000, cap, 1e-9, status,
-                        count)
+    vertex_impacts_rows(1, np.zeros((1, WORK_SIZE)), np.full(1, m), I[None], np.array([[1.0, 0, 0, 0]]), v, w,
+                        (verts, np.zeros(K, np.int8), np.zeros((K, 3))), np.tile([0.0, 0, 1], (1, K, 1)), touching,
+                        ContactParams(e, 0.0).row()[None], (np.ones(3), 0.0), (1e-3, 1e-10, 10_000, cap, 1e-9),
+                        (status, count))
     return v[0], w[0], status[0], count[0]
 
 
@@ -466,9 +466,9 @@ def test_regolith_modulation_follows_eq_2_113():
         pair = ContactParams(0.5, 0.0, regolith=reg).row()[None]
         status, count = np.zeros(1, np.int8), np.zeros(1, np.int32)
         vertex_impacts_rows(1, np.zeros((1, WORK_SIZE)), np.full(1, m), I[None], np.array([[1.0, 0, 0, 0]]), v, w,
-                            np.array([[0.0, 0.0, -R]]), np.zeros(1, np.int8), np.zeros((1, 3)),
-                            np.array([[[0.0, 0, 1]]]), np.ones((1, 1), np.int8), pair, np.ones(3), 0.0, 1e-3, 1e-10,
-                            1000, 10, 1e-12, status, count)
+                            (np.array([[0.0, 0.0, -R]]), np.zeros(1, np.int8), np.zeros((1, 3))),
+                            np.array([[[0.0, 0, 1]]]), np.ones((1, 1), np.int8), pair, (np.ones(3), 0.0),
+                            (1e-3, 1e-10, 1000, 10, 1e-12), (status, count))
         assert abs(v[0, 2] - e_exp * np.sin(th)) < 1e-12
 
 
@@ -488,9 +488,9 @@ def test_regolith_speed_law_rebounds_at_its_closed_form():
         v = np.array([[0.0, 0.0, -v_in]])
         status, count = np.zeros(1, np.int8), np.zeros(1, np.int32)
         vertex_impacts_rows(1, np.zeros((1, WORK_SIZE)), np.full(1, m), I[None], np.array([[1.0, 0, 0, 0]]), v,
-                            np.zeros((1, 3)), np.array([[0.0, 0.0, -R]]), np.zeros(1, np.int8), np.zeros((1, 3)),
-                            np.array([[[0.0, 0, 1]]]), np.ones((1, 1), np.int8), pair, np.ones(3), 0.0, 1e-3, 1e-10,
-                            1000, 10, 1e-12, status, count)
+                            np.zeros((1, 3)), (np.array([[0.0, 0.0, -R]]), np.zeros(1, np.int8), np.zeros((1, 3))),
+                            np.array([[[0.0, 0, 1]]]), np.ones((1, 1), np.int8), pair, (np.ones(3), 0.0),
+                            (1e-3, 1e-10, 1000, 10, 1e-12), (status, count))
         assert abs(v[0, 2] - e_exp * v_in) < 1e-12, (v_in, v[0, 2], e_exp * v_in)
     # COLLIDE's ~5 % at the geometric mean of its 15–100 cm/s (Colwell & Taylor 1999) fixes α
     assert abs(float(reg.restitution(np.pi / 2, np.sqrt(0.15 * 1.0))) - 0.05) < 0.002
@@ -573,14 +573,14 @@ GPU_SCRIPT = textwrap.dedent(
     common = [np.full(k, 5.0), np.tile(np.eye(3) / 30.0, (k, 1, 1)),
               Rotation.random(k, random_state=4).as_quat(scalar_first=True)]
     v0, w0 = rng.normal(size=(k, 3)) - [0, 0, 1], rng.normal(size=(k, 3))
-    rest = [verts, np.zeros(8, np.int8), np.zeros((8, 3)), np.tile([0.0, 0, 1], (k, 8, 1)),
-            (rng.random((k, 8)) < 0.5).astype(np.int8), np.tile(ContactParams(0.5, 0.7).row(), (k, 1)), np.ones(3),
-            0.0, 1e-3, 1e-10, 10000, 100, 1e-9]
+    rest = [(verts, np.zeros(8, np.int8), np.zeros((8, 3))), np.tile([0.0, 0, 1], (k, 8, 1)),
+            (rng.random((k, 8)) < 0.5).astype(np.int8), np.tile(ContactParams(0.5, 0.7).row(), (k, 1)),
+            (np.ones(3), 0.0), (1e-3, 1e-10, 10000, 100, 1e-9)]
     outs = {}
     for be, drv in (("cpu", "cpu"), ("gpu", "gpu")):
         v, w, st, ct = v0.copy(), w0.copy(), np.zeros(k, np.int8), np.zeros(k, np.int32)
         launch_rows(be, vertex_impacts_rows, vertex_impacts_row, k, np.zeros((k, WORK_SIZE)), *common, v, w, *rest,
-                    st, ct)
+                    (st, ct))
         outs[be] = (v, w, st, ct)
     dm = max(float(np.abs(outs["cpu"][j] - outs["gpu"][j]).max()) for j in range(2))
     print(json.dumps({"dv": float(np.abs(c.velocity - g.velocity).max()), "dw": float(np.abs(c.omega - g.omega).max()),
@@ -628,9 +628,9 @@ def test_multi_vertex_policy_with_rolling_resistance_never_adds_energy():
                      for _ in range(n)])
     status, count = np.zeros(n, np.int8), np.zeros(n, np.int32)
     v1, w1 = v.copy(), w.copy()
-    vertex_impacts_rows(n, np.zeros((n, WORK_SIZE)), np.full(n, m), np.tile(I, (n, 1, 1)), q, v1, w1, verts,
-                        np.zeros(K, np.int8), np.zeros((K, 3)), np.tile([0.0, 0.0, 1.0], (n, K, 1)), touching, pair,
-                        np.ones(3), 0.5, 1e-3, 1e-10, 10_000, 1000, 1e-9, status, count)
+    vertex_impacts_rows(n, np.zeros((n, WORK_SIZE)), np.full(n, m), np.tile(I, (n, 1, 1)), q, v1, w1,
+                        (verts, np.zeros(K, np.int8), np.zeros((K, 3))), np.tile([0.0, 0.0, 1.0], (n, K, 1)), touching,
+                        pair, (np.ones(3), 0.5), (1e-3, 1e-10, 10_000, 1000, 1e-9), (status, count))
     T0, T1 = kinetic_energy(m, I, v, w), kinetic_energy(m, I, v1, w1)
     assert np.mean(status == MULTI_RESOLVED) > 0.9
     assert np.all(T1 <= T0 * (1 + 1e-12))

@@ -19,7 +19,7 @@ from components.contact_params import ContactParams
 from components.rigid import rigid_body
 from ecs import InputError, World
 from systems.probe_contact.contact_motion import (CONTACT_ACTIVE, ContactTransition, PlaneSurface, SphereSurface,
-                                    SurfaceContactMotion, contact_entry, contact_exit, contact_forces_rows,
+                                    ContactSet, SurfaceContactMotion, contact_entry, contact_exit, contact_forces_rows,
                                     contact_work_size, enter_contact, normal_rate)
 from systems.gravity.uniform import UniformGravity
 from systems.dynamics.integration import Integrator
@@ -160,10 +160,12 @@ def _run_kernel(m, I, q, r, N, Nd, w, v, acc, tau, f, vstar, baumgarte=0.0, tota
     K = 1
     out_force, out_fn = np.zeros((1, K, 3)), np.zeros((1, K))
     out_state, out_total = np.zeros((1, K), np.int8), np.zeros((1, 6))
-    contact_forces_rows(1, np.zeros((1, contact_work_size(K))), np.array([m]), I[None], q[None], v[None], w[None],
-                        acc[None], tau[None], np.ones((1, K), np.int8), r[None, None], N[None, None], Nd[None, None],
-                        np.zeros((1, K)), np.full((1, K), f), np.zeros((1, 3)), vstar, 1e-3, baumgarte, out_force,
-                        out_fn, out_state, out_total)
+    c = ContactSet(work=np.zeros((1, contact_work_size(K))), attitude=q[None], velocity=v[None], omega=w[None],
+                   accel=acc[None], torque=tau[None], act=np.ones((1, K), np.int8), points=r[None, None],
+                   normals=N[None, None], ndots=Nd[None, None], srad=np.zeros((1, K)), fric=np.full((1, K), f),
+                   rolling=np.zeros((1, 3)), vstar=vstar, wstar=1e-3, baumgarte=baumgarte, out_force=out_force,
+                   out_fn=out_fn, out_state=out_state, out_total=out_total)
+    contact_forces_rows(1, np.array([m]), I[None], c)
     if total:
         return out_total[0], out_state[0, 0]
     return out_force[0, 0], out_state[0, 0]
@@ -321,8 +323,8 @@ GPU_SCRIPT = textwrap.dedent(
     """
     import json, numpy as np
     from scipy.spatial.transform import Rotation
-    from ecs.kernels import launch_rows
-    from systems.probe_contact.contact_motion import contact_forces_row, contact_forces_rows, contact_work_size
+    from ecs.kernels import launch_rows, to_backend, to_host
+    from systems.probe_contact.contact_motion import ContactSet, contact_forces_row, contact_forces_rows, contact_work_size
     rng = np.random.default_rng(8)
     n, K = 6, 4
     A = rng.normal(size=(n, 3, 3)); I = A @ A.transpose(0, 2, 1) + np.eye(3)
@@ -333,10 +335,12 @@ GPU_SCRIPT = textwrap.dedent(
             np.tile([0.0, 0.0, 1.0], (n, K, 1)), np.zeros((n, K, 3)), np.zeros((n, K)), np.full((n, K), 0.5),
             np.full((n, 3), 0.01), 1e-2, 1e-3, 0.5]
     outs = lambda: [np.zeros((n, K, 3)), np.zeros((n, K)), np.zeros((n, K), np.int8), np.zeros((n, 6))]
-    oc, og = outs(), outs()
-    launch_rows("cpu", contact_forces_rows, contact_forces_row, n, *args, *oc)
-    args[0] = np.zeros_like(args[0])
-    launch_rows("gpu", contact_forces_rows, contact_forces_row, n, *args, *og)
+    oc = outs()
+    launch_rows("cpu", contact_forces_rows, contact_forces_row, n, args[1], args[2], ContactSet(args[0], *args[3:], *oc))
+    dev = to_backend("gpu", (args[1], args[2], ContactSet(np.zeros_like(args[0]), *args[3:], *outs())))
+    launch_rows("gpu", contact_forces_rows, contact_forces_row, n, *dev)
+    c = dev[2]
+    og = [to_host(a) for a in (c.out_force, c.out_fn, c.out_state, c.out_total)]
     print(json.dumps({"d": float(max(np.abs(a - b).max() for a, b in zip(oc, og))),
                       "scale": float(np.abs(oc[3]).max())}))
     """

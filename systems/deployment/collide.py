@@ -136,6 +136,8 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
     touch, normal, cpair, sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount = scratch
     contact_gap, contact_speed, wstar, max_iter = lim.contact_gap, lim.contact_speed, lim.wstar, lim.max_iter
     ev, ev_count, ev_overflow = log
+    settings = (wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)     # of the impacts (vertex_impacts_row)
+    mout = (mstatus, mcount)
     for j in range(j0, j1):
         i = rows[j]
         w = work[i]
@@ -214,22 +216,20 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
             cpair[i, PAIR_REGOLITH] = 0.0
         e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
         if sphere_r > 0.0:
-            _impacts(i, iwork, mass, inertia, att, vel, om, sphere_vert[i], sphere_type, sphere_dir, normal, touch, cpair,
-                     ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
+            _impacts(i, iwork, mass, inertia, att, vel, om, (sphere_vert[i], sphere_type, sphere_dir), normal, touch,
+                     cpair, (ones3, rolling_radius[i]), settings, mout)
         elif enter:   # the final e = 0 collision acts along the normals contact motion will hold (§2.5.3)
-            _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal, touch,
-                     cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus,
-                     mcount)
+            _impacts(i, iwork, mass, inertia, att, vel, om, (vpos[v0:v1], surface_type[:nv], vdir[v0:v1]), normal,
+                     touch, cpair, (ones3, rolling_radius[i]), settings, mout)
         else:         # a bounce: the impact normal by vertex type (eq 2.33)
-            _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], vtype[v0:v1], vdir[v0:v1], normal, touch, cpair,
-                     ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL, mstatus, mcount)
+            _impacts(i, iwork, mass, inertia, att, vel, om, (vpos[v0:v1], vtype[v0:v1], vdir[v0:v1]), normal, touch,
+                     cpair, (ones3, rolling_radius[i]), settings, mout)
             if mstatus[i] != MULTI_IMPACT_FAILED and mcount[i] == 0 and bvn < -APPROACH_TOL:
                 # nothing approaches along eq 2.33's normals, yet a vertex approaches along N (a face
                 # or edge vertex sliding into a terrain feature's flank): the bounce acts along N, so
                 # that flight does not carry it deeper (module docstring)
-                _impacts(i, iwork, mass, inertia, att, vel, om, vpos[v0:v1], surface_type[:nv], vdir[v0:v1], normal,
-                         touch, cpair, ones3, rolling_radius[i], wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL,
-                         mstatus, mcount)
+                _impacts(i, iwork, mass, inertia, att, vel, om, (vpos[v0:v1], surface_type[:nv], vdir[v0:v1]),
+                         normal, touch, cpair, (ones3, rolling_radius[i]), settings, mout)
         mstat = mstatus[i]
         count = mcount[i]
         if mstat == MULTI_IMPACT_FAILED:
@@ -238,7 +238,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
             phase[i] = DeployPhase.ENDED
             continue
         if deep < 0.0:   # project out of the terrain (no penetration ratchet across phase switches)
-            pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, cs[6], cs[7], i, _ALL_VERTICES)
+            pen = _lift(w, Y0, ta, vpos, v0, v1, sphere_r, cs.act, cs.slot_vertex, i, _ALL_VERTICES)
             if pen > max_pen[i]:
                 max_pen[i] = pen
             pos[i, 0], pos[i, 1], pos[i, 2] = w[Y0], w[Y0 + 1], w[Y0 + 2]

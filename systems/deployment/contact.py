@@ -69,7 +69,7 @@ from ecs.terms import terms_active_none
 from systems.deployment.modes import KernelMode
 from systems.deployment.records import ProbeBody
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE
-from systems.deployment.physics import (CONTACT_ATTEMPTS, CS_TOUCH, K0, T0, THR, TS, WARM, Y0, Y1, YS, frame_ends,
+from systems.deployment.physics import (CONTACT_ATTEMPTS, K0, T0, THR, TS, WARM, Y0, Y1, YS, frame_ends,
                                         commit_step, dp_attempt, finish_row, load_state, probe_rhs, state_finite,
                                         step_size)
 from systems.deployment.geometry import terrain_at, vertex_distance, vertex_world
@@ -253,8 +253,8 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
     can tell. So does a sphere: on a slope it rolls on at any speed unless rolling resistance holds
     it. This function reads only the force law's output, so it is compiled once, not per term set.
     """
-    accel, act, points, normals, fric, out_force, out_fn, out_state = cs[4], cs[6], cs[8], cs[9], cs[12], cs[14], \
-        cs[15], cs[16]
+    accel, act, points, normals, fric = cs.accel, cs.act, cs.points, cs.normals, cs.fric
+    out_force, out_fn, out_state = cs.out_force, cs.out_fn, cs.out_state
     gx, gy, gz = accel[i, 0], accel[i, 1], accel[i, 2]
     g = math.sqrt(gx * gx + gy * gy + gz * gz)
     if not (g > 0.0):
@@ -343,7 +343,7 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
     if not (barrier < math.inf and energy <= REST_ENERGY_MARGIN * barrier):
         return False
     a = (cap - ft_sum) / m
-    vstar = cs[18]
+    vstar = cs.vstar
     v = math.sqrt(2.0 * energy)
     reach = v * vstar if v <= vstar else 0.5 * (v * v + vstar * vstar)
     return reach <= slide * a
@@ -392,7 +392,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
         t_end = t_ends[i]       # this row's frame end
         w = work[i]
         vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
-        act, slot_vertex, fric, rolling, out_state, sel = cs[6], cs[7], cs[12], cs[13], cs[16], cs[CS_TOUCH]
+        act, slot_vertex, fric, rolling, out_state, sel = cs.act, cs.slot_vertex, cs.fric, cs.rolling, cs.out_state, cs.touch
         s = shape[i]
         v0 = shape_start[s]
         v1 = shape_start[s + 1]

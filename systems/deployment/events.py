@@ -16,7 +16,7 @@ import numpy as np
 from ecs.attitude import cross_call, quat_normalize, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from ecs.stepping import DP54_DENSE
-from systems.deployment.physics import (AUX, CS_TOUCH, K0, KFSAL, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1,
+from systems.deployment.physics import (AUX, K0, KFSAL, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1,
                                         dp_attempt)
 from systems.deployment.geometry import clearance, terrain_at, vertex_distance, vertex_world
 
@@ -321,7 +321,7 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
         g = rc[0] - (sphere_r + (-gap if which == 1 else 0.0) if sphere_r > 0.0 else bound_r)
         gd = rc[1] * w[ys + 3] + rc[2] * w[ys + 4] + rc[3] * w[ys + 5]
         return g, g, gd, -1
-    act, slot_vertex, touch = cs[6], cs[7], cs[CS_TOUCH]
+    act, slot_vertex, touch = cs.act, cs.slot_vertex, cs.touch
     best = math.inf
     arg = -1
     gt = math.inf

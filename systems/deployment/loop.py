@@ -345,7 +345,7 @@ class EndProbes(System):
     @staticmethod
     def args(ctx: DeployContext, t_lim) -> tuple:
         """The arguments of :func:`_end_row` after the row, for frame ends less round-off ``t_lim``."""
-        return (ctx.probes(), ctx.target_record(), ctx.limits(), t_lim, ctx.cs[6], ctx.cs[9])
+        return (ctx.probes(), ctx.target_record(), ctx.limits(), t_lim, ctx.cs.act, ctx.cs.normals)
 
 
 class HostColumns:

@@ -50,6 +50,7 @@ from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import dual_call
 from systems.gravity.kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
 from systems.deployment.geometry import normal_and_rate
+from systems.deployment.records import ContactScratch
 from systems.dynamics.rotating_frame import (body_rate_derivative, euler_acceleration, frame_acceleration,
                                              frame_rate_in_body)
 
@@ -349,8 +350,9 @@ def _contact_wrench(i, w, ys, target, mass, inertia, vpos, sphere_r, cs, fx, fy,
     centrifugal, and the external torque is chosen so that its free angular acceleration is eq 2.5's
     ``−I⁻¹(ω_S/N × I ω_S/N) − ω_S/N × ω`` (``τ = ω × Iω − ω_S/N × I ω_S/N − I(ω_S/N × ω)``).
     """
-    (cwork, st_att, st_vel, st_om, accel, torque, act, slot_vertex, points, normals, ndots, srad, fric, rolling,
-     out_force, out_fn, out_state, out_total, vstar, wstar, baumgarte, _touch) = cs
+    st_att, st_vel, st_om, accel, torque = cs.attitude, cs.velocity, cs.omega, cs.accel, cs.torque
+    act, slot_vertex, points, normals, ndots, srad = cs.act, cs.slot_vertex, cs.points, cs.normals, cs.ndots, cs.srad
+    out_total = cs.out_total
     ga, ta, ox, oy, oz = target
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
     vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
@@ -399,8 +401,7 @@ def _contact_wrench(i, w, ys, target, mass, inertia, vpos, sphere_r, cs, fx, fy,
         points[i, k, 0], points[i, k, 1], points[i, k, 2] = rx, ry, rz
         normals[i, k, 0], normals[i, k, 1], normals[i, k, 2] = nx, ny, nz
         ndots[i, k, 0], ndots[i, k, 1], ndots[i, k, 2] = dx, dy, dz
-    _cforces(i, cwork, mass, inertia, st_att, st_vel, st_om, accel, torque, act, points, normals, ndots, srad, fric,
-             rolling, vstar, wstar, baumgarte, out_force, out_fn, out_state, out_total)
+    _cforces(i, mass, inertia, cs)
     return (out_total[i, 0], out_total[i, 1], out_total[i, 2], out_total[i, 3], out_total[i, 4], out_total[i, 5])
 
 
@@ -640,10 +641,6 @@ def _accept(w):
 step_size = dual_call(next_step)
 
 
-#: Index in the contact scratch (:func:`contact_scratch`) of the active-set choice's per-vertex scratch.
-CS_TOUCH = 21
-
-
 from systems.probe_contact.contact_motion import contact_forces_row  # noqa: E402  (after the kernels it does not need)
 
 _cforces = contact_forces_row.cpu
@@ -721,13 +718,13 @@ state_finite = dual_call(_state_finite)
 
 
 def contact_scratch(n: int, slots: int, vertices: int, *, vstar: float, wstar: float, baumgarte: float) -> tuple:
-    """Per-row arrays of the contact force kernel (``cs`` of :data:`contact_wrench`) and, last
-    (:data:`CS_TOUCH`), the per-vertex scratch of the active-set choice (``vertices``: the most
-    vertices of a shape), which also tells the contact event function which vertices touched at
-    the step's start (:data:`held`)."""
+    """The :data:`~systems.deployment.records.ContactScratch` (``cs`` of :data:`contact_wrench`) of
+    ``n`` rows: the contact force kernel's arrays and, last, the per-vertex scratch of the active-set
+    choice (``vertices``: the most vertices of a shape), which also tells the contact event
+    function which vertices touched at the step's start (:data:`held`)."""
     from systems.probe_contact.contact_motion import contact_work_size
 
-    return (np.zeros((n, contact_work_size(slots))), np.zeros((n, 4)), np.zeros((n, 3)), np.zeros((n, 3)),
+    return ContactScratch(np.zeros((n, contact_work_size(slots))), np.zeros((n, 4)), np.zeros((n, 3)), np.zeros((n, 3)),
             np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, slots), np.int8), np.zeros((n, slots), np.int64),
             np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),
             np.zeros((n, slots)), np.zeros((n, 3)), np.zeros((n, slots, 3)), np.zeros((n, slots)),

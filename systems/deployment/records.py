@@ -3,6 +3,7 @@ each by name in its first lines), built by :class:`systems.deployment.loop.Deplo
 
 * :data:`Probes` — the probe rows' columns the phase kernels and the end rules read and write
   (state, mass properties, shape, contact pair, bookkeeping and finals) and the inverse inertia;
+* :data:`ContactScratch` — contact motion's per-row scratch (``cs``): the force law's inputs and outputs;
 * :data:`ProbeBody` — one probe row's mass properties and shape, as its equations of motion read them;
 * :data:`Target` — the target: its gravity and terrain arguments and its rotation rate;
 * :data:`Limits` — the deployment settings the kernels use (tolerances, step limits, thresholds);
@@ -43,6 +44,33 @@ Probes = record("Probes", __name__, {
     "longitude": column_spec(ProbeRecord, "longitude"),
     "slope": column_spec(ProbeRecord, "slope")},
     "The probe rows a phase kernel advances (target frame: the probe's state in the rotating target frame).")
+
+ContactScratch = record("ContactScratch", __name__, {
+    "work": "the contact force law's work rows [rows, contact_work_size(slots)]",
+    "attitude": "stage attitude per row [rows, 4] (body -> target, scalar-first)",
+    "velocity": "stage CoM velocity per row [rows, 3] [m/s], target frame",
+    "omega": "stage body rate per row [rows, 3] [rad/s], body axes",
+    "accel": "free CoM acceleration per row [rows, 3] [m/s^2]: g + Coriolis + centrifugal + terms, target frame",
+    "torque": "free torque per row [rows, 3] [N m], body axes",
+    "act": "active contact slots [rows, slots] (int8)",
+    "slot_vertex": "the vertex of each slot [rows, slots] (int64)",
+    "points": "contact points from the CoM [rows, slots, 3] [m], body axes",
+    "normals": "surface normals at the contacts [rows, slots, 3], target frame",
+    "ndots": "their rates [rows, slots, 3] [1/s], target frame",
+    "srad": "sphere radius per slot [rows, slots] [m] (0: a vertex)",
+    "fric": "Coulomb friction coefficient per slot [rows, slots]",
+    "rolling": "rolling resistance C_RR R per body axis [rows, 3] [m]",
+    "out_force": "contact force per slot [rows, slots, 3] [N], target frame",
+    "out_fn": "normal force per slot [rows, slots] [N]",
+    "out_state": "contact state per slot [rows, slots] (int8, CONTACT_*)",
+    "out_total": "total contact force (target) and torque about the CoM (body) [rows, 6]",
+    "vstar": "slip regularisation speed v* [m/s]",
+    "wstar": "rolling regularisation rate [rad/s]",
+    "baumgarte": "constraint stabilisation rate [1/s]",
+    "touch": "per-vertex scratch of the active-set choice [rows, max vertices]: which vertices touched "
+             "at the step's start"},
+    "Contact motion's per-row scratch: the force law's inputs and outputs "
+    "(systems.probe_contact.contact_motion.contact_forces_row) and the active-set choice.")
 
 ProbeBody = record("ProbeBody", __name__, {
     "mass": column_spec(MassProps, "mass"), "inertia": column_spec(MassProps, "inertia"),

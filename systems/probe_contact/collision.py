@@ -595,9 +595,12 @@ _impact = resolve_impact.cpu
 
 
 def _impact_row(i, work, mass, inertia, attitude, point, normal, velocity, omega, restitution, friction, rolling,
-                wstar, rtol, max_steps, out_velocity, out_omega, out_impulse, out_normal_impulse, out_work,
-                out_status, out_flags, out_steps):
-    """Row i of a batch of independent single-vertex impacts (see :func:`resolve_impacts`)."""
+                settings, out):
+    """Row i of a batch of independent single-vertex impacts (see :func:`resolve_impacts`):
+    ``settings = (wstar, rtol, max_steps)``; ``out = (velocity, omega, impulse, normal_impulse,
+    work, status, flags, steps)``, the arrays of :class:`~systems.probe_contact.surface_impacts.ImpactResult`."""
+    wstar, rtol, max_steps = settings
+    out_velocity, out_omega, out_impulse, out_normal_impulse, out_work, out_status, out_flags, out_steps = out
     w = work[i]
     status, flags, steps = _impact(w, mass[i], inertia[i],
                                    (attitude[i, 0], attitude[i, 1], attitude[i, 2], attitude[i, 3]),
@@ -622,12 +625,10 @@ _impact_row_cpu = impact_row.cpu
 
 @cpu_parallel
 def impact_rows(n, work, mass, inertia, attitude, point, normal, velocity, omega, restitution, friction, rolling,
-                wstar, rtol, max_steps, out_velocity, out_omega, out_impulse, out_normal_impulse, out_work,
-                out_status, out_flags, out_steps):
+                settings, out):
     for i in prange(n):
         _impact_row_cpu(i, work, mass, inertia, attitude, point, normal, velocity, omega, restitution, friction,
-                        rolling, wstar, rtol, max_steps, out_velocity, out_omega, out_impulse, out_normal_impulse,
-                        out_work, out_status, out_flags, out_steps)
+                        rolling, settings, out)
 
 
 # ------------------------------------------------------------------ several vertices at once
@@ -659,17 +660,23 @@ kinetic_body = dual_call(_kinetic_body)
 _kin_body = kinetic_body.cpu
 
 
-def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
-                        touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
-                        approach_tol, out_status, out_count):
+def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, shape, surface_normal, touching, pair,
+                        rolling, settings, out):
     """Row i: the multi-vertex policy (most-approaching touching vertex first, repeat).
 
     ``velocity[i]`` (CoM, target frame) and ``omega[i]`` (body axes) are updated in place.
-    ``verts`` [K, 3]: vertices from the CoM, body axes; ``vtype`` [K], ``vdir`` [K, 3] for eq 2.33;
+    ``shape = (verts, vtype, vdir)``: ``verts`` [K, 3] the vertices from the CoM, body axes;
+    ``vtype`` [K], ``vdir`` [K, 3] for eq 2.33; ``rolling = (rolling_mask [3], rolling_radius)``;
+    ``settings = (wstar, rtol, max_steps, max_iter, approach_tol)``; ``out = (status [n], count
+    [n])``, the outcome per row (MULTI_*) and the impacts it took;
     ``surface_normal[i, k]`` the surface normal at vertex k (target frame); ``touching[i, k]`` 0/1;
     ``pair[i]`` the material-pair row (components.contact_params.PAIR_FIELDS, regolith included).
     A vertex approaches when ``v_n < −max(approach_tol, 1e-9 · initial max approach speed)``.
     """
+    verts, vtype, vdir = shape
+    rolling_mask, rolling_radius = rolling
+    wstar, rtol, max_steps, max_iter, approach_tol = settings
+    out_status, out_count = out
     w = work[i]
     q0, q1, q2, q3 = attitude[i, 0], attitude[i, 1], attitude[i, 2], attitude[i, 3]
     vx, vy, vz = velocity[i, 0], velocity[i, 1], velocity[i, 2]
@@ -749,10 +756,8 @@ _vertex_impacts_cpu = vertex_impacts_row.cpu
 
 
 @cpu_parallel
-def vertex_impacts_rows(n, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
-                        touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
-                        approach_tol, out_status, out_count):
+def vertex_impacts_rows(n, work, mass, inertia, attitude, velocity, omega, shape, surface_normal, touching, pair,
+                        rolling, settings, out):
     for i in prange(n):
-        _vertex_impacts_cpu(i, work, mass, inertia, attitude, velocity, omega, verts, vtype, vdir, surface_normal,
-                            touching, pair, rolling_mask, rolling_radius, wstar, rtol, max_steps, max_iter,
-                            approach_tol, out_status, out_count)
+        _vertex_impacts_cpu(i, work, mass, inertia, attitude, velocity, omega, shape, surface_normal, touching, pair,
+                            rolling, settings, out)

@@ -104,7 +104,7 @@ import numpy as np
 from numba import prange
 
 from components.contact_params import BAUMGARTE_RATE, ContactParams
-from ecs import InputError, Phase, System
+from ecs import InputError, Phase, System, record
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import cpu_parallel, dual_call
 from ecs.attitude import quat_rotate as _quat_rotate_np
@@ -302,10 +302,35 @@ def contact_work_size(k: int) -> int:
 
 
 # ===================================================================================== force kernel
-def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel, torque, active, points,
-                        normals, ndots, sphere_radius, friction, rolling, vstar, wstar, baumgarte, out_force,
-                        out_fn, out_state, out_total):
-    """Contact forces of every active contact of body row i (see the module docstring).
+#: The contact force kernel's per-row inputs and outputs (:data:`contact_forces_row`), read by name:
+#: any record with these fields serves (the deployment's ``ContactScratch`` adds its own).
+ContactSet = record("ContactSet", __name__, {
+    "work": "[n, contact_work_size(K)] scratch",
+    "attitude": "[n, 4] attitude (body -> the surface's frame, scalar-first)",
+    "velocity": "[n, 3] CoM velocity [m/s], surface frame",
+    "omega": "[n, 3] body rate [rad/s], body axes",
+    "accel": "[n, 3] free CoM acceleration g + C [m/s^2], surface frame",
+    "torque": "[n, 3] external torque about the CoM [N m], body axes",
+    "act": "[n, K] int8: contact k touches",
+    "points": "[n, K, 3] contact points from the CoM [m], body axes",
+    "normals": "[n, K, 3] unit surface normals, surface frame",
+    "ndots": "[n, K, 3] their rates [1/s], surface frame",
+    "srad": "[n, K] 0 for a body vertex, rho for the contact point of a sphere of radius rho [m]",
+    "fric": "[n, K] Coulomb friction f per contact",
+    "rolling": "[n, 3] C_RR,k R per body axis [m]",
+    "vstar": "slip regularisation speed v* [m/s]",
+    "wstar": "rolling regularisation rate [rad/s]",
+    "baumgarte": "constraint stabilisation rate [1/s] (0: eq 2.92 as printed)",
+    "out_force": "[n, K, 3] contact force per contact [N], surface frame",
+    "out_fn": "[n, K] normal force [N]",
+    "out_state": "[n, K] int8 CONTACT_*",
+    "out_total": "[n, 6] total force incl. rolling [N] (surface frame) and torque about the CoM [N m] (body)"},
+    "The contact force law's inputs and outputs per body row (systems.probe_contact.contact_motion).")
+
+
+def _contact_forces_row(i, mass, inertia, c):
+    """Contact forces of every active contact of body row i (see the module docstring): ``mass``
+    [n], ``inertia`` [n, 3, 3] and the :data:`ContactSet` ``c``, whose fields are
 
     Args (row i; K contact slots):
         work: [n, contact_work_size(K)] scratch.
@@ -324,6 +349,10 @@ def _contact_forces_row(i, work, mass, inertia, attitude, velocity, omega, accel
         out_state [n, K] CONTACT_*; out_total [n, 6]: total force incl. rolling (target) [N] and
         total torque about the CoM (body) [N m].
     """
+    work, attitude, velocity, omega, accel, torque = c.work, c.attitude, c.velocity, c.omega, c.accel, c.torque
+    active, points, normals, ndots, sphere_radius = c.act, c.points, c.normals, c.ndots, c.srad
+    friction, rolling, vstar, wstar, baumgarte = c.fric, c.rolling, c.vstar, c.wstar, c.baumgarte
+    out_force, out_fn, out_state, out_total = c.out_force, c.out_fn, c.out_state, c.out_total
     w = work[i]
     K = active.shape[1]
     m = mass[i]
@@ -646,13 +675,9 @@ _contact_forces_cpu = contact_forces_row.cpu
 
 
 @cpu_parallel
-def contact_forces_rows(n, work, mass, inertia, attitude, velocity, omega, accel, torque, active, points, normals,
-                        ndots, sphere_radius, friction, rolling, vstar, wstar, baumgarte, out_force, out_fn,
-                        out_state, out_total):
+def contact_forces_rows(n, mass, inertia, c):
     for i in prange(n):
-        _contact_forces_cpu(i, work, mass, inertia, attitude, velocity, omega, accel, torque, active, points,
-                            normals, ndots, sphere_radius, friction, rolling, vstar, wstar, baumgarte, out_force,
-                            out_fn, out_state, out_total)
+        _contact_forces_cpu(i, mass, inertia, c)
 
 
 # ===================================================================================== demo system
@@ -778,11 +803,11 @@ class SurfaceContactMotion(System):
         out_total = np.zeros((n, 6))
         fric = np.full((n, K), self.params.friction)
         rolling = np.broadcast_to(self.rolling, (n, 3)).copy()
-        contact_forces_rows(n, work, np.ascontiguousarray(mass), np.ascontiguousarray(t["body_inertia"]),
-                            np.ascontiguousarray(att), np.ascontiguousarray(v_com), np.ascontiguousarray(omega),
-                            np.ascontiguousarray(accel), np.ascontiguousarray(torque), active,
-                            np.ascontiguousarray(r_body), np.ascontiguousarray(N), np.ascontiguousarray(ndot),
-                            rho, fric, rolling, self.vstar, self.wstar, self.baumgarte, out_force, out_fn, out_state, out_total)
+        c = ContactSet(work, np.ascontiguousarray(att), np.ascontiguousarray(v_com), np.ascontiguousarray(omega),
+                       np.ascontiguousarray(accel), np.ascontiguousarray(torque), active, np.ascontiguousarray(r_body),
+                       np.ascontiguousarray(N), np.ascontiguousarray(ndot), rho, fric, rolling, self.vstar, self.wstar,
+                       self.baumgarte, out_force, out_fn, out_state, out_total)
+        contact_forces_rows(n, np.ascontiguousarray(mass), np.ascontiguousarray(t["body_inertia"]), c)
         F = out_total[:, :3]
         tq = out_total[:, 3:] + np.cross(com, _quat_rotate_inverse_np(att, F))   # about the reference point
         t["body_force"][...] += F

@@ -15,7 +15,7 @@ import numpy as np
 
 from components.contact_params import PAIR_FIELD_COUNT
 from ecs import InputError, Phase, System
-from ecs.kernels import launch_rows
+from ecs.kernels import kernel_args, launch_rows
 from systems.probe_contact.collision import WORK_SIZE, impact_row, impact_rows, vertex_impacts_rows
 
 
@@ -131,8 +131,9 @@ def resolve_impacts(*, mass, inertia, contact_point, normal, velocity, omega, re
     out = ImpactResult(np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n),
                        np.empty(n, np.int8), np.empty(n, np.int8), np.empty(n, np.int32))
     work = np.zeros((n, WORK_SIZE))
-    args = (work, m, I, q, r, N, v, w, e, f, rr, float(wstar), float(rtol), int(max_steps), out.velocity, out.omega,
-            out.impulse, out.normal_impulse, out.compression_work, out.status, out.flags, out.steps)
+    args = (work, m, I, q, r, N, v, w, e, f, rr, (float(wstar), float(rtol), int(max_steps)),
+            (out.velocity, out.omega, out.impulse, out.normal_impulse, out.compression_work, out.status, out.flags,
+             out.steps))
     if backend == "gpu":
         from ecs.kernels import cuda_simulated
 
@@ -141,11 +142,16 @@ def resolve_impacts(*, mass, inertia, contact_point, normal, velocity, omega, re
         else:  # pragma: no cover - needs a device
             import cupy
 
-            dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-            launch_rows("gpu", impact_rows, impact_row, n, *dev)
-            for a, d in zip(args, dev):
-                if isinstance(a, np.ndarray):
-                    a[...] = cupy.asnumpy(d)
+            def dev(a):
+                if isinstance(a, tuple):
+                    return tuple(dev(b) for b in a)
+                return cupy.asarray(a) if isinstance(a, np.ndarray) else a
+
+            dargs = [dev(a) for a in args]
+            launch_rows("gpu", impact_rows, impact_row, n, *(kernel_args("gpu", a) if isinstance(a, tuple) else a
+                                                            for a in dargs))
+            for a, d in zip(args[-1], dargs[-1]):      # the outputs
+                a[...] = cupy.asnumpy(d)
     else:
         launch_rows("cpu", impact_rows, impact_row, n, *args)
     return out
@@ -246,8 +252,9 @@ class ResolveSurfaceImpacts(System):
             count = np.zeros(n, np.int32)
             work = np.zeros((n, WORK_SIZE))
             vertex_impacts_rows(n, work, np.ascontiguousarray(t["body_mass"]), np.ascontiguousarray(t["body_inertia"]),
-                                att, vcom, w, verts, self.vertex_types, self.vertex_dirs, sn, touching, pair,
-                                self.rolling_mask, self.rolling_radius, self.wstar, self.rtol, self.max_steps,
-                                self.max_iter, self.approach_tol, status, count)
+                                att, vcom, w, (verts, self.vertex_types, self.vertex_dirs), sn, touching, pair,
+                                (self.rolling_mask, self.rolling_radius),
+                                (self.wstar, self.rtol, self.max_steps, self.max_iter, self.approach_tol),
+                                (status, count))
             t["body_velocity"][...] = vcom - qrot(att, np.cross(w, com))
             self.last_status, self.last_count = status, count
