@@ -60,7 +60,7 @@ from .errors import InputError
 from .kernels import reachable_kernels, relink
 
 __all__ = ["Term", "SampleTerm", "JointLaw", "joint_law_none", "FusedTerms", "fuse_terms", "refuse_modal", "specialise", "generated_dir", "TERM_ARGS", "RowState",
-           "term_record", "NO_TERMS", "row_terms_none", "terms_active_none", "terms_couple_attitude_none",
+           "TermArgs", "term_record", "NO_TERMS", "row_terms_none", "terms_active_none", "terms_couple_attitude_none",
            "sample_terms_none"]
 
 #: The arguments of every term kernel (module docstring).
@@ -72,6 +72,13 @@ TERM_ARGS = ("s", "data", "params")
 #: ``wx, wy, wz`` [rad/s] relative to that frame in body axes and the ``mass`` [kg].
 RowState = collections.namedtuple("RowState", ("i", "t", "x", "y", "z", "vx", "vy", "vz", "q0", "q1", "q2", "q3",
                                                "wx", "wy", "wz", "mass"))
+
+#: The term argument every pipeline kernel takes and hands to the fused terms
+#: (:meth:`FusedTerms.args`): ``columns`` (the terms' columns, then their resource arrays),
+#: ``params`` (their parameters, one vector), ``sample`` (a sample term's own argument,
+#: :attr:`SampleTerm.args`) and ``links`` (the link states written for it, :attr:`SampleTerm.links`;
+#: ``()`` where a pipeline has no sample term: a deployment).
+TermArgs = collections.namedtuple("TermArgs", ("columns", "params", "sample", "links"))
 
 _RECORD_PREFIX = "TermRecord_"
 
@@ -423,15 +430,15 @@ class FusedTerms:
     couples_attitude: bool
     module: str
 
-    def args(self, table, xp=np) -> tuple:
-        """``(columns, params, sample, links)``: what the kernels take as their term argument, for
-        ``table``: the columns, then every term's resource arrays (copied to ``xp``'s device), in
-        one tuple; the parameters; a pipeline's sample term's argument (:class:`SampleTerm`; a
-        stand-in here, which :func:`sample_terms_none` ignores)."""
+    def args(self, table, xp=np) -> "TermArgs":
+        """The :data:`TermArgs` the kernels take as their term argument, for ``table``: the columns,
+        then every term's resource arrays (copied to ``xp``'s device), in one tuple; the
+        parameters; a pipeline's sample term's argument and link states (:class:`SampleTerm`;
+        stand-ins here, which :func:`sample_terms_none` ignores)."""
         arrays = tuple(_readonly(xp.asarray(a)) for t in self.terms for a in t.arrays.values())
         shapes = {c: shape for t in self.terms for c, shape in t.optional_columns.items()}
         cols = tuple(table[c] if c in table else xp.zeros((table.row_count, *shapes[c])) for c in self.columns) + arrays
-        return (cols or (np.zeros(1),), self.params, NO_SAMPLE_TERM, NO_LINK_STATES)
+        return TermArgs(cols or (np.zeros(1),), self.params, NO_SAMPLE_TERM, NO_LINK_STATES)
 
 
 def _readonly(a):
@@ -576,6 +583,6 @@ NO_SAMPLE_TERM = (np.zeros(1),)
 NO_LINK_STATES = (np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 3)), np.zeros((0, 3)))
 
 
-def no_terms_args() -> tuple:
+def no_terms_args() -> "TermArgs":
     """The term argument of a pipeline without terms (the default kernels ignore it)."""
-    return ((np.zeros(1),), np.zeros(1), NO_SAMPLE_TERM, NO_LINK_STATES)
+    return TermArgs((np.zeros(1),), np.zeros(1), NO_SAMPLE_TERM, NO_LINK_STATES)

@@ -141,7 +141,8 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
     for j in range(j0, j1):
         i = rows[j]
         w = work[i]
-        vpos, vtype, vdir, shape_start, shape_kind, shape_radius = geo
+        vpos, vtype, vdir = geo.vpos, geo.vtype, geo.vdir
+        shape_start, shape_kind, shape_radius = geo.shape_start, geo.shape_kind, geo.shape_radius
         s = shape[i]
         v0 = shape_start[s]
         v1 = shape_start[s + 1]

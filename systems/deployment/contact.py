@@ -391,7 +391,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
         i = rows[j]
         t_end = t_ends[i]       # this row's frame end
         w = work[i]
-        vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
+        vpos, shape_start, shape_kind, shape_radius = geo.vpos, geo.shape_start, geo.shape_kind, geo.shape_radius
         act, slot_vertex, fric, rolling, out_state, sel = cs.act, cs.slot_vertex, cs.fric, cs.rolling, cs.out_state, cs.touch
         s = shape[i]
         v0 = shape_start[s]

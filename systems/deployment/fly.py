@@ -86,7 +86,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         i = rows[j]
         t_end = t_ends[i]
         w = work[i]
-        vpos, shape_start, shape_kind, shape_radius = geo[0], geo[3], geo[4], geo[5]
+        vpos, shape_start, shape_kind, shape_radius = geo.vpos, geo.shape_start, geo.shape_kind, geo.shape_radius
         s = shape[i]
         v0 = shape_start[s]
         v1 = shape_start[s + 1]

@@ -63,7 +63,7 @@ from ecs.system import check_derivatives
 from ecs.kernels import (CompileUnit, DeviceRows, compact_rows, copy_into, cpu_jit, device_array, dual,
                          kernel_tuple, launch_span, set_rows, to_backend, to_host)
 from ecs.attitude import quat_multiply, quat_rotate
-from ecs.terms import fuse_terms, no_terms_args, specialise
+from ecs.terms import TermArgs, fuse_terms, no_terms_args, specialise
 from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
                                     declare_collision_events)
 from systems.deployment.contact import CONTACT_SLOTS, ContactProbes, contact_rows
@@ -71,7 +71,7 @@ from systems.deployment.fly import FlyProbes, fly_rows
 from systems.deployment.physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args
 from systems.deployment.geometry import terrain_at, terrain_at_grid
 from systems.deployment.events import escaping
-from systems.deployment.records import Limits, Output, Probes, Target
+from systems.deployment.records import Limits, Output, Probes, Shapes, Target
 
 _escaping = escaping.cpu
 _tat = terrain_at.cpu
@@ -462,9 +462,9 @@ class DeploymentLoop(ModeLoop):
         escape = settings.escape_radius
         if escape == 0:
             escape = 4.0 * _terrain_radius(target)
-        geo = (np.ascontiguousarray(shapes.vertex_position), shapes.vertex_type.astype(np.int8),
-               np.ascontiguousarray(shapes.vertex_direction), shapes.shape_start.astype(np.int64),
-               shapes.shape_kind.astype(np.int8), shapes.shape_radius.astype(np.float64))
+        geo = Shapes(np.ascontiguousarray(shapes.vertex_position), shapes.vertex_type.astype(np.int8),
+                     np.ascontiguousarray(shapes.vertex_direction), shapes.shape_start.astype(np.int64),
+                     shapes.shape_kind.astype(np.int8), shapes.shape_radius.astype(np.float64))
         kernels, tt, self.terms = self._link_terms(world, table, target)
         backend = world.backend
         if backend == "gpu":
@@ -586,12 +586,12 @@ class DeploymentLoop(ModeLoop):
             roots = {n: defaults[n] for n in names}
             if not ids:
                 kernels.update(roots)
-                tt.update(dict.fromkeys(names, no_terms_args()[:3]))
+                tt.update(dict.fromkeys(names, no_terms_args()._replace(links=())))
                 continue
             fused = fuse_terms([terms[k] for k in ids], roots)
             kernels.update(fused.kernels)
-            tt.update(dict.fromkeys(names, fused.args(table)[:3]))
-        # (columns, params, sample): no links slot, which only a multibody solve fills; its four arrays
+            tt.update(dict.fromkeys(names, fused.args(table)._replace(links=())))
+        # links = (): no link states, which only a multibody solve fills; its four arrays
         # passed by value through every right-hand-side call made the phase kernels' PTX 7-9 % larger
         # at sm_90 (measured: contact 25.2 -> 23.5 MB, collide 14.4 -> 13.7 MB without it)
         return kernels, tt, tuple(terms)
@@ -762,8 +762,8 @@ def _terrain_radius(target: DeployTarget) -> float:
     raise InputError("DeployTarget.terrain", "unbounded", "the terrain must be a bounded body")
 
 
-def _term_args_on_device(tt: tuple, table) -> tuple:
-    """A phase kernel's term argument ``(columns, params, sample)`` (:meth:`ecs.terms.FusedTerms.args`)
+def _term_args_on_device(tt: TermArgs, table) -> TermArgs:
+    """A phase kernel's term argument (:data:`ecs.terms.TermArgs`, no links)
     on the device: the table's own columns are there already; every other array (a term's
     resource arrays, a stand-in for a column the table lacks, the parameters) is copied once."""
     own = {id(v) for v in table.columns.values()}
@@ -771,5 +771,5 @@ def _term_args_on_device(tt: tuple, table) -> tuple:
     def dev(a):
         return a if id(a) in own else device_array(a) if isinstance(a, np.ndarray) else a
 
-    cols, params, sample = tt
-    return kernel_tuple((kernel_tuple(dev(a) for a in cols), dev(params), kernel_tuple(dev(a) for a in sample)))
+    return kernel_tuple(TermArgs(kernel_tuple(dev(a) for a in tt.columns), dev(tt.params),
+                                 kernel_tuple(dev(a) for a in tt.sample), ()))

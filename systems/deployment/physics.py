@@ -220,7 +220,7 @@ def _term_wrench(i, w, ys, m, tt, full):
     else:
         q0 = q1 = q2 = q3 = wx = wy = wz = math.nan
     s = RowState(i, w[TS], w[ys], w[ys + 1], w[ys + 2], w[ys + 3], w[ys + 4], w[ys + 5], q0, q1, q2, q3, wx, wy, wz, m)
-    return _terms(s, tt[0], tt[1])
+    return _terms(s, tt.columns, tt.params)
 
 
 term_wrench = dual_call(_term_wrench)

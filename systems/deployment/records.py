@@ -3,6 +3,7 @@ each by name in its first lines), built by :class:`systems.deployment.loop.Deplo
 
 * :data:`Probes` — the probe rows' columns the phase kernels and the end rules read and write
   (state, mass properties, shape, contact pair, bookkeeping and finals) and the inverse inertia;
+* :data:`Shapes` — the probes' shapes (vertex tables) the phase kernels read;
 * :data:`ContactScratch` — contact motion's per-row scratch (``cs``): the force law's inputs and outputs;
 * :data:`ProbeBody` — one probe row's mass properties and shape, as its equations of motion read them;
 * :data:`Target` — the target: its gravity and terrain arguments and its rotation rate;
@@ -44,6 +45,15 @@ Probes = record("Probes", __name__, {
     "longitude": column_spec(ProbeRecord, "longitude"),
     "slope": column_spec(ProbeRecord, "slope")},
     "The probe rows a phase kernel advances (target frame: the probe's state in the rotating target frame).")
+
+Shapes = record("Shapes", __name__, {
+    "vpos": "every shape's vertex positions [vertices, 3] [m], body axes (from the CoM)",
+    "vtype": "their vertex types [vertices] (int8: corner, edge or face, for the eq 2.33 impact normal)",
+    "vdir": "their vertex directions [vertices, 3], body axes (eq 2.33)",
+    "shape_start": "first vertex of each shape [shapes + 1] (int64; shape s owns start[s]:start[s + 1])",
+    "shape_kind": "kind of each shape [shapes] (int8: 0 a sphere, else a polyhedron)",
+    "shape_radius": "bounding radius of each shape [shapes] [m] (a sphere's radius)"},
+    "The probes' shapes as the phase kernels read them (components.probe.ProbeShapes, flattened).")
 
 ContactScratch = record("ContactScratch", __name__, {
     "work": "the contact force law's work rows [rows, contact_work_size(slots)]",

@@ -45,7 +45,7 @@ def add_row_terms(i, active, time, pos, vel, att, omega, mass, com, force, torqu
     ux, uy, uz = _rot(q0, q1, q2, q3, wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx)
     s = RowState(i, time[i], pos[i, 0] + rx, pos[i, 1] + ry, pos[i, 2] + rz, vel[i, 0] + ux, vel[i, 1] + uy,
                  vel[i, 2] + uz, q0, q1, q2, q3, wx, wy, wz, mass[i])
-    fx, fy, fz, tx, ty, tz = _terms(s, tt[0], tt[1])
+    fx, fy, fz, tx, ty, tz = _terms(s, tt.columns, tt.params)
     _wrench(i, q0, q1, q2, q3, cx, cy, cz, fx, fy, fz, tx, ty, tz, force, torque)
 
 

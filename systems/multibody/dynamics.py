@@ -252,8 +252,8 @@ class MultibodyDynamics(System):
                 law_columns = LAW_COLUMNS + tuple(self._law.columns)
             self.work.append(_Work(t, max(self.nstages, 2), xp, law_columns))
             rows = self._fused.args(t, xp) if self._fused else no_terms_args()
-            self.work[-1].tt = rows[:2] + ((self._sample.args, self._sample.links) if self._sample is not None
-                                           else rows[2:])
+            self.work[-1].tt = (rows._replace(sample=self._sample.args, links=self._sample.links)
+                                if self._sample is not None else rows)
         self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
         self._a0 = xp.zeros(6) if self.work else None
         self._bind_points(world)

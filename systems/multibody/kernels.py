@@ -214,7 +214,8 @@ def _link_terms(b, r, com, mass, Rw, pw, M, V, time, tt):
     v2 = Rw[r, 2, 0] * u0 + Rw[r, 2, 1] * u1 + Rw[r, 2, 2] * u2
     q0, q1, q2, q3 = _d2q(Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2], Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2],
                           Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2])
-    return _terms(RowState(r, time, x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2, mass[r]), tt[0], tt[1])
+    return _terms(RowState(r, time, x0, x1, x2, v0, v1, v2, q0, q1, q2, q3, w0, w1, w2, mass[r]), tt.columns,
+                  tt.params)
 
 
 link_terms = dual(_link_terms, inline=False)
@@ -269,8 +270,8 @@ def _derivative(b, n, tree, load, work, stage, time, mode, env, tt):
     _pose(b, n, parent, M, Rw, pw)
     diff = gmode if (gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]) else 0
     _lforces(b, n, diff, tree, load, work, time, mode, env, tt)
-    _lstates(b, n, M, Rw, pw, V, tt[3])
-    _sample_terms(b, n, stage, time, Rw, fext, tt[2])
+    _lstates(b, n, M, Rw, pw, V, tt.links)
+    _sample_terms(b, n, stage, time, Rw, fext, tt.sample)
     _abas(b, n, parent, kind, locked, mass, com, tauw, fext, a0, qdd, M, V)
     if diff >= 1:                        # the system's gravity goes to the free root: p̈ += R_Tᵀ g(x_s)
         gx, gy, gz = _rot_inv(rotation[b, 0], rotation[b, 1], rotation[b, 2], rotation[b, 3],
