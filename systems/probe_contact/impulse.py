@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ecs.attitude import cross_call
-from ecs.kernels import dual_call
+from ecs.kernels import dual, dual_call
 from ecs.stepping import DP54, step_factor
 from systems.probe_contact.linalg import sym3_apply
 
@@ -57,6 +57,18 @@ _DP_C = np.ascontiguousarray(DP54.c)
 _DP_E = np.ascontiguousarray(DP54.b_err)
 
 
+def _lock_axis(l, c):
+    """One body axis of the rolling lock's rate: ``(l, (l/c)²)`` where the axis rolls (``c`` =
+    C_RR,k R > 0), ``(0, 0)`` where it does not (:func:`_rolling_rate`)."""
+    if c > 0.0:
+        return l, (l / c) ** 2
+    return 0.0, 0.0
+
+
+lock_axis = dual(_lock_axis)
+_lock = lock_axis.cpu
+
+
 def _rolling_rate(w, p, s_off, d1, d2, k_off):
     """dL_RR/dp (body axes) of eqs 2.85–2.88 into ``w[k_off + 3 : k_off + 6]``, at the state
     ``w[s_off:]`` (total contact impulse (P1, P2, p), its rate (d1, d2, 1))."""
@@ -82,19 +94,10 @@ def _rolling_rate(w, p, s_off, d1, d2, k_off):
         qx, qy, qz = -c0 * ox / om, -c1 * oy / om, -c2 * oz / om
     lx, ly, lz = _cross(rx, ry, rz, dPx, dPy, dPz)
     lx, ly, lz = -lx, -ly, -lz
-    q2 = 0.0
-    if c0 > 0.0:
-        q2 += (lx / c0) ** 2
-    else:
-        lx = 0.0
-    if c1 > 0.0:
-        q2 += (ly / c1) ** 2
-    else:
-        ly = 0.0
-    if c2 > 0.0:
-        q2 += (lz / c2) ** 2
-    else:
-        lz = 0.0
+    lx, sx = _lock(lx, c0)
+    ly, sy = _lock(ly, c1)
+    lz, sz = _lock(lz, c2)
+    q2 = sx + sy + sz
     if q2 > 1.0:
         sc = 1.0 / math.sqrt(q2)
         lx, ly, lz = lx * sc, ly * sc, lz * sc
