@@ -104,9 +104,10 @@ import numpy as np
 from numba import prange
 
 from components.contact_params import BAUMGARTE_RATE, ContactParams
-from ecs import InputError, Phase, System, record
+from ecs import InputError, Phase, System
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import cpu_parallel, dual_call
+from systems.probe_contact.records import ContactSet
 from ecs.attitude import quat_rotate as _quat_rotate_np
 from ecs.attitude import quat_rotate_inverse as _quat_rotate_inverse_np
 from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
@@ -302,52 +303,13 @@ def contact_work_size(k: int) -> int:
 
 
 # ===================================================================================== force kernel
-#: The contact force kernel's per-row inputs and outputs (:data:`contact_forces_row`), read by name:
-#: any record with these fields serves (the deployment's ``ContactScratch`` adds its own).
-ContactSet = record("ContactSet", __name__, {
-    "work": "[n, contact_work_size(K)] scratch",
-    "attitude": "[n, 4] attitude (body -> the surface's frame, scalar-first)",
-    "velocity": "[n, 3] CoM velocity [m/s], surface frame",
-    "omega": "[n, 3] body rate [rad/s], body axes",
-    "accel": "[n, 3] free CoM acceleration g + C [m/s^2], surface frame",
-    "torque": "[n, 3] external torque about the CoM [N m], body axes",
-    "act": "[n, K] int8: contact k touches",
-    "points": "[n, K, 3] contact points from the CoM [m], body axes",
-    "normals": "[n, K, 3] unit surface normals, surface frame",
-    "ndots": "[n, K, 3] their rates [1/s], surface frame",
-    "srad": "[n, K] 0 for a body vertex, rho for the contact point of a sphere of radius rho [m]",
-    "fric": "[n, K] Coulomb friction f per contact",
-    "rolling": "[n, 3] C_RR,k R per body axis [m]",
-    "vstar": "slip regularisation speed v* [m/s]",
-    "wstar": "rolling regularisation rate [rad/s]",
-    "baumgarte": "constraint stabilisation rate [1/s] (0: eq 2.92 as printed)",
-    "out_force": "[n, K, 3] contact force per contact [N], surface frame",
-    "out_fn": "[n, K] normal force [N]",
-    "out_state": "[n, K] int8 CONTACT_*",
-    "out_total": "[n, 6] total force incl. rolling [N] (surface frame) and torque about the CoM [N m] (body)"},
-    "The contact force law's inputs and outputs per body row (systems.probe_contact.contact_motion).")
-
-
 def _contact_forces_row(i, mass, inertia, c):
     """Contact forces of every active contact of body row i (see the module docstring): ``mass``
-    [n], ``inertia`` [n, 3, 3] and the :data:`ContactSet` ``c``, whose fields are
-
-    Args (row i; K contact slots):
-        work: [n, contact_work_size(K)] scratch.
-        mass [n], inertia [n, 3, 3] (body, about the CoM), attitude [n, 4] (body → target),
-        velocity [n, 3] CoM velocity (target), omega [n, 3] (body).
-        accel [n, 3]: free CoM acceleration g + C (target) [m/s²]; torque [n, 3]: external torque
-            about the CoM (body) [N m].
-        active [n, K] int8: contact k touches. points [n, K, 3]: contact points from the CoM (body).
-        normals [n, K, 3] unit surface normals and ndots [n, K, 3] their rates Ṅ (target).
-        sphere_radius [n, K]: 0 for a body vertex, ρ for the contact point of a sphere of radius ρ.
-        friction [n, K]: f per contact. rolling [n, 3]: C_RR,k R per body axis [m].
-        vstar: slip regularisation speed v* [m/s]; wstar: rolling regularisation rate ω* [rad/s].
-        baumgarte: β [1/s] of the constraint stabilisation N·v̇ + v·Ṅ = −β N·v (0: eq 2.92 as printed).
-    Outputs:
-        out_force [n, K, 3] contact force per contact (target) [N]; out_fn [n, K] normal force [N];
-        out_state [n, K] CONTACT_*; out_total [n, 6]: total force incl. rolling (target) [N] and
-        total torque about the CoM (body) [N m].
+    [n], ``inertia`` [n, 3, 3] (body, about the CoM) and ``c``, a record with the fields of
+    :data:`~systems.probe_contact.records.ContactSet` (K contact slots per row): the row's state, its
+    free acceleration and torque, its contacts and the law's regularisation in; the contact forces,
+    normal forces, contact states and total wrench out. The Baumgarte rate β stabilises the
+    constraint as N·v̇ + v·Ṅ = −β N·v (0: eq 2.92 as printed).
     """
     work, attitude, velocity, omega, accel, torque = c.work, c.attitude, c.velocity, c.omega, c.accel, c.torque
     active, points, normals, ndots, sphere_radius = c.act, c.points, c.normals, c.ndots, c.srad
