@@ -80,6 +80,7 @@ from components.status import Status
 from systems.probe_contact.collision import IMPACT_RESOLVED
 from systems.probe_contact.surface_impacts import resolve_impacts
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE, contact_forces_rows, contact_work_size
+from systems.probe_contact.records import ContactSet
 from systems.gravity.kernels import acceleration, potential
 from systems.terrain.sdf import eval_terrain
 
@@ -284,11 +285,10 @@ class ReferenceProbe:
         pts_b[0, :na], nrm[0, :na], nd[0, :na] = r, N, ndot
         out_force, out_fn = np.zeros((1, k, 3)), np.zeros((1, k))
         out_state, out_total = np.zeros((1, k), np.int8), np.zeros((1, 6))
-        contact_forces_rows(1, self._cw, self._m1, self._I1, q[None].copy(), v[None].copy(), w[None].copy(),
-                            acc[None].copy(), tau[None].copy(), act, pts_b, nrm, nd, self._srad, self._fric,
-                            self._rolling, float(self.st.vstar), float(self.st.wstar),
-                            float(self.st.contact_baumgarte), out_force, out_fn, out_state,
-                            out_total)
+        c = ContactSet(self._cw, q[None].copy(), v[None].copy(), w[None].copy(), acc[None].copy(), tau[None].copy(),
+                       act, pts_b, nrm, nd, self._srad, self._fric, self._rolling, float(self.st.vstar),
+                       float(self.st.wstar), float(self.st.contact_baumgarte), out_force, out_fn, out_state, out_total)
+        contact_forces_rows(1, self._m1, self._I1, c)
         return out_total[0, :3].copy(), out_total[0, 3:].copy(), out_state[0, :na].copy(), free
 
     # ------------------------------------------------------------------ phases

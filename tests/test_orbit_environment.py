@@ -77,8 +77,8 @@ def test_the_drag_kernel_is_eq_3_97_with_a_turning_atmosphere(msis):
     cd = rng.uniform(2.0, 2.5, n)
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
     dens = rng.uniform(1e-13, 1e-11, n)
-    add_drag_rows(n, np.zeros(n, np.int8), r, v, att, om, com, area, cd, dens, *_no_plates(n)[:3], force, torque,
-                  atm.base_altitude, atm.base_density, atm.scale_height, atm.radius, atm.rotation, msis)
+    add_drag_rows(n, np.zeros(n, np.int8), r, v, att, om, com, (area, cd, dens, *_no_plates(n)[:3]), force, torque,
+                  (atm.base_altitude, atm.base_density, atm.scale_height, atm.radius, atm.rotation, msis))
     rc = r + quat_rotate(att, com)
     vc = v + quat_rotate(att, np.cross(om, com))
     vr = vc - np.cross([0.0, 0.0, atm.rotation], rc)
@@ -266,9 +266,9 @@ def test_srp_kernel_is_eq_3_75_and_the_shadow_is_the_cylinder():
     n = len(r)
     area, cr = np.full(n, 2.0), np.full(n, 1.3)
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
-    add_srp_rows(n, np.zeros(n, np.int8), r, np.tile([1.0, 0, 0, 0], (n, 1)), np.zeros((n, 3)), area, cr,
-                 *_no_plates(n), force, torque, np.full(n, t0), eph.coef, eph.record_start, eph.record_length,
-                 eph.emrat, P_SUN, 6378137.0)
+    add_srp_rows(n, np.zeros(n, np.int8), r, np.tile([1.0, 0, 0, 0], (n, 1)), np.zeros((n, 3)),
+                 (area, cr, *_no_plates(n)), force, torque, np.full(n, t0),
+                 (eph.coef, eph.record_start, eph.record_length, eph.emrat, P_SUN, 6378137.0))
     d = sun - r
     dn = np.linalg.norm(d, axis=1)[:, None]
     expect = -P_SUN * 1.3 * 2.0 * (AU / dn) ** 2 * d / dn
@@ -312,8 +312,8 @@ def test_flat_plates_follow_wertz_and_push_at_their_centres():
     rs = rng.uniform(0, 0.6, (n, PLATES))
     rd = rng.uniform(0, 0.4, (n, PLATES))
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
-    add_srp_rows(n, np.zeros(n, np.int8), r, att, com, np.zeros(n), np.zeros(n), parea, pn, pc, rs, rd, force,
-                 torque, np.full(n, t0), eph.coef, eph.record_start, eph.record_length, eph.emrat, P_SUN, 6378137.0)
+    add_srp_rows(n, np.zeros(n, np.int8), r, att, com, (np.zeros(n), np.zeros(n), parea, pn, pc, rs, rd), force,
+                 torque, np.full(n, t0), (eph.coef, eph.record_start, eph.record_length, eph.emrat, P_SUN, 6378137.0))
     rc = r + quat_rotate(att, com)
     d = sun - rc
     P = P_SUN * (AU / np.linalg.norm(d, axis=1)) ** 2
@@ -336,9 +336,9 @@ def test_flat_plates_follow_wertz_and_push_at_their_centres():
     spec[1, 0] = 1.0
     f3, t3 = np.zeros((3, 3)), np.zeros((3, 3))
     r3 = np.tile(7e6 * u, (3, 1))
-    add_srp_rows(3, np.zeros(3, np.int8), r3, np.tile([1.0, 0, 0, 0], (3, 1)), np.zeros((3, 3)), np.zeros(3),
-                 np.zeros(3), one, nrm, np.zeros((3, PLATES, 3)), spec, np.zeros((3, PLATES)), f3, t3,
-                 np.full(3, t0), eph.coef, eph.record_start, eph.record_length, eph.emrat, P_SUN, 6378137.0)
+    add_srp_rows(3, np.zeros(3, np.int8), r3, np.tile([1.0, 0, 0, 0], (3, 1)), np.zeros((3, 3)),
+                 (np.zeros(3), np.zeros(3), one, nrm, np.zeros((3, PLATES, 3)), spec, np.zeros((3, PLATES))), f3, t3,
+                 np.full(3, t0), (eph.coef, eph.record_start, eph.record_length, eph.emrat, P_SUN, 6378137.0))
     d3 = sun - r3[0]
     s3 = d3 / np.linalg.norm(d3)
     P3 = P_SUN * (AU / np.linalg.norm(d3)) ** 2
@@ -366,8 +366,8 @@ def test_plate_drag_is_the_projected_area_law_with_its_torque():
     pn /= np.linalg.norm(pn, axis=2, keepdims=True)
     pc = rng.normal(size=(n, PLATES, 3))
     force, torque = np.zeros((n, 3)), np.zeros((n, 3))
-    add_drag_rows(n, np.zeros(n, np.int8), r, v, att, om, com, np.zeros(n), cd, np.zeros(n), parea, pn, pc, force,
-                  torque, atm.base_altitude, atm.base_density, atm.scale_height, atm.radius, atm.rotation, False)
+    add_drag_rows(n, np.zeros(n, np.int8), r, v, att, om, com, (np.zeros(n), cd, np.zeros(n), parea, pn, pc), force,
+                  torque, (atm.base_altitude, atm.base_density, atm.scale_height, atm.radius, atm.rotation, False))
     rc = r + quat_rotate(att, com)
     vr = v + quat_rotate(att, np.cross(om, com)) - np.cross([0.0, 0.0, atm.rotation], rc)
     rho = atm.density(np.linalg.norm(rc, axis=1) - atm.radius)
@@ -387,9 +387,9 @@ def test_plate_drag_is_the_projected_area_law_with_its_torque():
     nrm[1, 0] = np.cross(vr0, [0.0, 0.0, 1.0]) / np.linalg.norm(np.cross(vr0, [0.0, 0.0, 1.0]))
     f2, t2 = np.zeros((2, 3)), np.zeros((2, 3))
     add_drag_rows(2, np.zeros(2, np.int8), np.tile(r[0], (2, 1)), np.tile(v[0], (2, 1)), np.tile([1.0, 0, 0, 0], (2, 1)),
-                  np.zeros((2, 3)), np.zeros((2, 3)), np.zeros(2), np.full(2, 2.2), np.zeros(2), one, nrm,
-                  np.zeros((2, PLATES, 3)), f2, t2, atm.base_altitude, atm.base_density, atm.scale_height, atm.radius,
-                  atm.rotation, False)
+                  np.zeros((2, 3)), np.zeros((2, 3)), (np.zeros(2), np.full(2, 2.2), np.zeros(2), one, nrm,
+                  np.zeros((2, PLATES, 3))), f2, t2, (atm.base_altitude, atm.base_density, atm.scale_height,
+                  atm.radius, atm.rotation, False))
     rho0 = atm.density(np.linalg.norm(r[0]) - atm.radius)
     np.testing.assert_allclose(f2[0], -0.5 * rho0 * 2.2 * 2.0 * np.linalg.norm(vr0) * vr0, rtol=1e-12)
     assert np.all(np.abs(f2[1]) <= 1e-12 * np.abs(f2[0]).max())
