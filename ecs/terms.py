@@ -32,8 +32,9 @@ called with NaN attitude and rate, so a term that reads them anyway fails its ro
 (``nonfinite_state``) instead of using a stale attitude.
 
 :func:`fuse_terms` writes one ``.py`` module per distinct term set, named by a hash of the term
-sources, the declarations and the engine kernels it is linked into, which builds each term's records; :func:`ecs.kernels.relink` then copies the pipeline's kernels with the
-fused function in place of the pipeline's default (no terms). numba's disk cache stays valid across
+sources, the declarations and the engine kernels it is linked into; the module builds each term's
+records. :func:`ecs.kernels.relink` then copies the pipeline's kernels with the fused function in
+place of the pipeline's default (no terms). numba's disk cache stays valid across
 processes because every generated function lives in a real file whose name changes with any of its
 inputs.
 """
@@ -171,6 +172,7 @@ class Term:
             raise InputError(f"Term {self.name}: module of kernel {self.kernel.py_func.__name__}", mod,
                              "must be importable (in sys.modules): numba's disk cache rebuilds the kernel's "
                              "globals from it; load scene files with tumble.load_scene")
+
         def name_error(what, k):
             if not str(k).isidentifier() or keyword.iskeyword(k) or str(k).startswith("_"):
                 raise InputError(f"Term {self.name}: {what}", k,
