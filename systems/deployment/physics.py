@@ -340,9 +340,10 @@ def next_step(h, err):
 
 
 # ------------------------------------------------------------------------------------ contact wrench
-def _contact_wrench(i, w, ys, target, mass, inertia, vpos, sphere_r, cs, fx, fy, fz, lx, ly, lz):
+def _contact_wrench(i, w, ys, target, body, cs, fx, fy, fz, lx, ly, lz):
     """Contact force (target) and torque (body, about the CoM) at the stage state w[ys:], given the
-    other applied force F (target) [N] and torque L (body) [N m] (the row terms).
+    other applied force F (target) [N] and torque L (body) [N m] (the row terms), for the row's ``body``
+    (:data:`~systems.deployment.records.ProbeBody`).
 
     The active slots ``cs.act[i]`` (vertex ``cs.slot_vertex[i, k]``, or the sphere's contact point)
     are frozen for the step; the force law is :data:`systems.probe_contact.contact_motion.contact_forces_row`
@@ -353,6 +354,7 @@ def _contact_wrench(i, w, ys, target, mass, inertia, vpos, sphere_r, cs, fx, fy,
     st_att, st_vel, st_om, accel, torque = cs.attitude, cs.velocity, cs.omega, cs.accel, cs.torque
     act, slot_vertex, points, normals, ndots, srad = cs.act, cs.slot_vertex, cs.points, cs.normals, cs.ndots, cs.srad
     out_total = cs.out_total
+    mass, inertia, vpos, sphere_r = body.mass, body.inertia, body.vpos, body.sphere_r
     ga, ta, ox, oy, oz = target
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
     vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
@@ -417,13 +419,12 @@ def _probe_rhs(i, w, ys, kout, contact, target, body, tt):
     (measured: 13 k of their 30 k LLVM instructions). ``body``: the row's
     :data:`~systems.deployment.records.ProbeBody`."""
     ga, ta, ox, oy, oz = target
-    mass, inertia, jinv, vpos, sphere_r = body
+    mass, inertia, jinv = body.mass, body.inertia, body.jinv
     fx = fy = fz = lx = ly = lz = 0.0
     if _active():
         fx, fy, fz, lx, ly, lz = _twrench(i, w, ys, mass[i], tt, True)
     if contact is not None:
-        cx, cy, cz, cl, cm, cn = _cwrench(i, w, ys, target, mass, inertia, vpos, sphere_r, contact,
-                                          fx, fy, fz, lx, ly, lz)
+        cx, cy, cz, cl, cm, cn = _cwrench(i, w, ys, target, body, contact, fx, fy, fz, lx, ly, lz)
         fx += cx
         fy += cy
         fz += cz

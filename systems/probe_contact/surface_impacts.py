@@ -15,7 +15,7 @@ import numpy as np
 
 from components.contact_params import PAIR_FIELD_COUNT
 from ecs import InputError, Phase, System
-from ecs.kernels import kernel_args, launch_rows
+from ecs.kernels import launch_rows, to_backend, to_host
 from systems.probe_contact.collision import WORK_SIZE, impact_row, impact_rows, vertex_impacts_rows
 
 
@@ -134,24 +134,11 @@ def resolve_impacts(*, mass, inertia, contact_point, normal, velocity, omega, re
     args = (work, m, I, q, r, N, v, w, e, f, rr, (float(wstar), float(rtol), int(max_steps)),
             (out.velocity, out.omega, out.impulse, out.normal_impulse, out.compression_work, out.status, out.flags,
              out.steps))
-    if backend == "gpu":
-        from ecs.kernels import cuda_simulated
-
-        if cuda_simulated():
-            launch_rows("gpu", impact_rows, impact_row, n, *args)
-        else:  # pragma: no cover - needs a device
-            import cupy
-
-            def dev(a):
-                if isinstance(a, tuple):
-                    return tuple(dev(b) for b in a)
-                return cupy.asarray(a) if isinstance(a, np.ndarray) else a
-
-            dargs = [dev(a) for a in args]
-            launch_rows("gpu", impact_rows, impact_row, n, *(kernel_args("gpu", a) if isinstance(a, tuple) else a
-                                                            for a in dargs))
-            for a, d in zip(args[-1], dargs[-1]):      # the outputs
-                a[...] = cupy.asnumpy(d)
+    if backend == "gpu":      # device copies (or the simulator's), the outputs copied back
+        dargs = to_backend("gpu", args)
+        launch_rows("gpu", impact_rows, impact_row, n, *dargs)
+        for a, d in zip(args[-1], dargs[-1]):
+            a[...] = to_host(d)
     else:
         launch_rows("cpu", impact_rows, impact_row, n, *args)
     return out
