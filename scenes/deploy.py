@@ -142,8 +142,27 @@ def _rock_kind(rocks) -> str:
     raise InputError("rocks", rocks, "must be False/'none', True/'psr' (seeded rock texture) or 'polyhedral'")
 
 
+#: The default voxel gravity spacing of the Itokawa-like target [m]: its field is shipped
+#: (:mod:`scenes.assets.voxel`, "Shipped fields").
+ITOKAWA_VOXEL_SPACING = 12.0
+
+
+def _itokawa_body(resolution: int):
+    """The Itokawa-like small body, its polyhedron about its centre of mass, and that centre [m]."""
+    from scenes.assets.bodies import small_body
+
+    body = small_body("itokawa", resolution=int(resolution))
+    com = Polyhedron(body.vertices, body.faces, mu=ITOKAWA_MU).center_of_mass
+    return body, Polyhedron(body.vertices - com, body.faces, mu=ITOKAWA_MU), com
+
+
+def itokawa_polyhedron(resolution: int = 48) -> Polyhedron:
+    """The gravity polyhedron of :func:`itokawa_target` (centred on its centre of mass)."""
+    return _itokawa_body(resolution)[1]
+
+
 def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolution: int = 48,
-                   voxel_spacing: float = 12.0, rock_centre=(0.0, 0.0, 200.0), rock_region: float = 30.0,
+                   voxel_spacing: float = ITOKAWA_VOXEL_SPACING, rock_centre=(0.0, 0.0, 200.0), rock_region: float = 30.0,
                    rocks_per_m2: float = 14.0, rock_seed: int = 0, fbm: bool = False) -> DeployTarget:
     """The Itokawa-like target (module docstring), centred on its centre of mass.
 
@@ -166,16 +185,12 @@ def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolut
             features up to h_max = :data:`FBM_MAX_HEIGHT` = 4.8 m high and 1/f0 = 4.8 m wide (three
             times the 1.6 m shape-model resolution), :data:`FBM_OCTAVES` octaves (down to 0.3 m).
     """
-    from scenes.assets.bodies import small_body
     from scenes.assets.voxel import build_voxel_field
 
     if gravity not in ("voxel", "polyhedron", "point_mass"):
         raise InputError("gravity", gravity, "must be 'voxel', 'polyhedron' or 'point_mass'")
     kind = _rock_kind(rocks)
-    body = small_body("itokawa", resolution=int(resolution))
-    poly0 = Polyhedron(body.vertices, body.faces, mu=ITOKAWA_MU)
-    com = poly0.center_of_mass
-    poly = Polyhedron(body.vertices - com, body.faces, mu=ITOKAWA_MU)
+    body, poly, com = _itokawa_body(resolution)
     grid = SDFGrid(values=body.grid.values, origin=body.grid.origin - com, spacing=body.grid.spacing)
     if gravity == "voxel":
         field = build_voxel_field(poly, positive("voxel_spacing", voxel_spacing, "m"))

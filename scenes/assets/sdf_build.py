@@ -19,7 +19,7 @@ robust sign, fast enough for 256³ grids of 10⁵-face meshes on two cores:
 Inputs are checked before any allocation: the mesh must be closed (``check_closed_mesh`` says how
 many boundary edges it has) and the grid must fit in memory (the error says how many bytes it needs
 and how many are available). Results are cached on disk keyed by a hash of the mesh and the grid
-(``$TUMBLE_CACHE`` or ``~/.cache/tumble``, sub-folder ``sdf``).
+(``$TUMBLE_CACHE``, else ``$TUMBLE_CACHE_DIR``, else ``~/.cache/tumble``; sub-folder ``sdf``).
 
 Caching caveat (docs/design.md §2): the cached kernels here inline
 :data:`systems.terrain.sdf.closest_point_triangle`; numba's cache does not notice edits to that other file, so
@@ -72,8 +72,9 @@ _cpt = closest_point_triangle.cpu
 
 
 def cache_dir() -> Path:
-    """The on-disk cache folder: ``$TUMBLE_CACHE`` or ``~/.cache/tumble``."""
-    root = os.environ.get("TUMBLE_CACHE")
+    """The on-disk cache folder: ``$TUMBLE_CACHE`` if set, else ``$TUMBLE_CACHE_DIR`` (tumble's
+    cache root), else ``~/.cache/tumble``."""
+    root = os.environ.get("TUMBLE_CACHE") or os.environ.get("TUMBLE_CACHE_DIR")
     return Path(root) if root else Path.home() / ".cache" / "tumble"
 
 

@@ -12,8 +12,17 @@ documented there (point mass and quadrupole, exact, plus the boundary residual o
 decayed as r⁻⁵ along the ray from the centre of mass).
 
 Grids are cached on disk, keyed by a SHA-256 hash of the vertices, facets, density, G, grid
-(origin, spacing, shape), mode and this module's format version: ``$TUMBLE_CACHE/gravity/`` or
-``~/.cache/tumble/gravity/``. Pass ``cache=False`` to neither read nor write.
+(origin, spacing, shape), mode and this module's format version: ``$TUMBLE_CACHE/gravity/`` if set,
+else ``$TUMBLE_CACHE_DIR/gravity/`` (default ``~/.cache/tumble/gravity/``). Pass ``cache=False`` to neither read nor write.
+
+Shipped fields. The default scene's field (deploy-cube, deploy-sphere, deploy-shapes, deploy-box:
+the Itokawa-like body at 12 m) takes ~21 s on 2 cores to build (45,474 nodes × 51,290 faces and
+edges), which alone would be most of a cold first run. It is shipped in ``scenes/assets/data/`` under
+the same key-named file, its SHA-256 in ``scenes/assets/data/SHA256SUMS``; :func:`build_voxel_field`
+reads it (after checking both the key and the checksum) before it builds. The recipe that wrote it
+is :func:`write_shipped` (``python -m scenes.assets.voxel``), and a slow test rebuilds it and
+compares the bytes; a fast one checks its values against the independent polyhedral-gravity
+library. A file that fails its checksum is not used (a warning says so) and the field is built.
 
 Exterior continuation (our addition to the seed's schemes). The field of a body has a kink at its
 surface: Γ jumps by 4πGρ n nᵀ across it (∇²U = −4πGρ inside, 0 outside), so trilinear
@@ -54,6 +63,7 @@ from components.gravity import G, Polyhedron, VoxelField
 from ecs.errors import InputError
 from ecs.kernels import cpu_jit
 from systems.gravity.kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
+from scenes.assets.sdf_build import cache_dir as field_cache_root
 from systems.terrain.sdf import closest_point_triangle
 
 __all__ = ["VoxelChoice", "VoxelError", "build_voxel_field", "cache_dir", "choose_voxel_size", "relative_errors",
@@ -66,11 +76,60 @@ FORMAT_VERSION = "tumble-voxel-gravity-1"
 BLOCK_NODES = 16384
 
 
+#: Fields shipped with the package (module docstring), and their checksums.
+SHIPPED_DIR = pathlib.Path(__file__).resolve().parent / "data"
+SHIPPED_SUMS = SHIPPED_DIR / "SHA256SUMS"
+
+
 def cache_dir() -> pathlib.Path:
-    """``$TUMBLE_CACHE/gravity`` or ``~/.cache/tumble/gravity``."""
-    root = os.environ.get("TUMBLE_CACHE")
-    base = pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "tumble"
-    return base / "gravity"
+    """``$TUMBLE_CACHE/gravity`` when set (the fields' cache alone), else
+    ``$TUMBLE_CACHE_DIR/gravity`` (tumble's cache root, numba's kernels included), else
+    ``~/.cache/tumble/gravity``."""
+    return field_cache_root() / "gravity"
+
+
+def _file_sha256(path: pathlib.Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def shipped_sums() -> dict[str, str]:
+    """``{file name: SHA-256}`` of the shipped fields (``SHA256SUMS``, ``sha256sum``'s format)."""
+    if not SHIPPED_SUMS.exists():
+        return {}
+    out = {}
+    for line in SHIPPED_SUMS.read_text().splitlines():
+        if line.strip():
+            digest, name = line.split(maxsplit=1)
+            out[name.strip().lstrip("*")] = digest
+    return out
+
+
+def _load(path: pathlib.Path, key: str, shape) -> tuple[np.ndarray, dict] | None:
+    """(values, meta) of the field file at ``path`` when it holds ``key`` with ``shape``, else None."""
+    try:
+        with np.load(path) as z:
+            values = z["values"]
+            meta = json.loads(str(z["meta"]))
+    except Exception:  # unreadable/partial file: rebuild (and overwrite it, in the cache)
+        return None
+    if values.shape == tuple(shape) + (4,) and meta.get("key") == key:
+        return values, meta
+    return None
+
+
+def _shipped(name: str, key: str, shape) -> tuple[np.ndarray, dict] | None:
+    """The shipped field ``name`` if there is one, its bytes match ``SHA256SUMS`` and it holds ``key``."""
+    path = SHIPPED_DIR / name
+    if not path.exists():
+        return None
+    want = shipped_sums().get(name)
+    if want is None or _file_sha256(path) != want:
+        import warnings
+
+        warnings.warn(f"shipped voxel field {path} does not match its checksum in {SHIPPED_SUMS}: not used, "
+                      "building the field instead", RuntimeWarning, stacklevel=3)
+        return None
+    return _load(path, key, shape)
 
 
 def voxel_grid(poly: Polyhedron, spacing: float, *,
@@ -203,8 +262,8 @@ def build_voxel_field(poly: Polyhedron, spacing: float, *, mode: str = "dg", mar
         progress: optional ``progress(done_nodes, total_nodes)`` callback.
 
     Returns:
-        The :class:`VoxelField`; ``field.meta`` records the key, the build time and whether it
-        came from the cache.
+        The :class:`VoxelField`; ``field.meta`` records the key, the build time and where it came
+        from (``from_cache``: ``"shipped"``, ``"cache"`` or ``False`` when built now).
     """
     if not isinstance(poly, Polyhedron):
         raise InputError("build_voxel_field.poly", type(poly).__name__, "must be a components.gravity.Polyhedron")
@@ -214,19 +273,18 @@ def build_voxel_field(poly: Polyhedron, spacing: float, *, mode: str = "dg", mar
         raise InputError("voxel block", block, "must be an integer >= 1 (nodes per block)")
     origin, shape = voxel_grid(poly, spacing, margin=margin)
     key = _cache_key(poly, origin, spacing, shape, mode, continuation)
-    path = cache_dir() / f"voxel-{key[:40]}.npz"
+    name = f"voxel-{key[:40]}.npz"
+    path = cache_dir() / name
     com = poly.center_of_mass
-    if cache and path.exists():
-        try:
-            with np.load(path) as z:
-                values = z["values"]
-                meta = json.loads(str(z["meta"]))
-            if values.shape == tuple(shape) + (4,) and meta.get("key") == key:
-                meta["from_cache"] = True
+    if cache:
+        for where, found in (("shipped", lambda: _shipped(name, key, shape)),
+                             ("cache", lambda: _load(path, key, shape) if path.exists() else None)):
+            hit = found()
+            if hit is not None:
+                values, meta = hit
+                meta["from_cache"] = where
                 return VoxelField(values, origin, spacing, mu=poly.mu, center_of_mass=com, quadrupole=poly.quadrupole,
                                   mode=mode, meta=meta)
-        except Exception:  # unreadable/partial cache file: rebuild and overwrite it
-            pass
     t0 = time.perf_counter()
     n = int(np.prod(shape))
     values = np.empty((n, 4))
@@ -262,17 +320,37 @@ def build_voxel_field(poly: Polyhedron, spacing: float, *, mode: str = "dg", mar
             "density": poly.density, "spacing": float(spacing), "shape": list(shape),
             "build_s": time.perf_counter() - t0, "from_cache": False}
     if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, values=values, meta=np.array(json.dumps(meta)))
-            os.replace(tmp, path)  # atomic: concurrent builders never see a partial file
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _save(path, values, meta)
     return VoxelField(values, origin, spacing, mu=poly.mu, center_of_mass=com, quadrupole=poly.quadrupole,
-                                  mode=mode, meta=meta)
+                      mode=mode, meta=meta)
+
+
+def _save(path: pathlib.Path, values: np.ndarray, meta: dict) -> None:
+    """Write a field file atomically: concurrent builders never see a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, values=values, meta=np.array(json.dumps(meta)))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_shipped(poly: Polyhedron, spacing: float, **kw) -> pathlib.Path:
+    """The recipe of a shipped field (module docstring): build ``poly``'s field afresh (never from
+    a cache), write it to :data:`SHIPPED_DIR` under its key and record its SHA-256 in
+    :data:`SHIPPED_SUMS`. Returns the file's path."""
+    vox = build_voxel_field(poly, spacing, cache=False, **kw)
+    meta = {k: v for k, v in vox.meta.items() if k != "from_cache"}
+    path = SHIPPED_DIR / f"voxel-{meta['key'][:40]}.npz"
+    _save(path, np.asarray(vox.values), meta)
+    path.chmod(0o644)
+    sums = shipped_sums()
+    sums[path.name] = _file_sha256(path)
+    SHIPPED_SUMS.write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
+    return path
 
 
 @dataclass(frozen=True)
@@ -413,3 +491,9 @@ def choose_voxel_size(poly: Polyhedron, target_error: float, *, statistic: str =
     raise InputError("target_error", target_error,
                      f"not reached after {len(trials)} grids (errors {[round(t[1], 5) for t in trials]}); "
                      f"raise max_builds or the target")
+
+
+if __name__ == "__main__":  # the recipe of the shipped fields: python -m scenes.assets.voxel
+    from scenes.deploy import ITOKAWA_VOXEL_SPACING, itokawa_polyhedron
+
+    print(write_shipped(itokawa_polyhedron(), ITOKAWA_VOXEL_SPACING))
