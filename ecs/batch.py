@@ -320,9 +320,10 @@ def _count(report: BlockReport, status: np.ndarray) -> None:
 
 # ---------------------------------------------------------------------- cold start
 #: Estimated start-up of the helper process of :func:`warm_kernels` (interpreter, imports, scene
-#: build from cached kernels), in the units of :attr:`ecs.kernels.CompileUnit.cost` (seconds of a
-#: cold compile on the machine the costs were measured on).
-WARM_HELPER_START = 6.0
+#: build from cached kernels, bind), in the units of :attr:`ecs.kernels.CompileUnit.cost` (seconds
+#: of a cold compile on the machine the costs were measured on): 1.5 s measured for deploy-cube
+#: (2 cores, 2026-11-30), plus the start of the process and its pickled scene.
+WARM_HELPER_START = 2.0
 #: Seconds the batch waits for the helper after its own share before it compiles the rest itself.
 WARM_HELPER_TIMEOUT = 600.0
 
@@ -444,7 +445,7 @@ def _warm_helper(blob: bytes) -> None:
 
     payload, names = pickle.loads(blob)
     scene = _SceneSource(*payload).build()
-    scene.world.compile(samples=1, backend="cpu")
+    scene.world.compile(samples=1, backend="cpu", layout_only=True)
     units = {u.name: u for u in scene.world.compile_units()}
     missing = [n for n in names if n not in units]
     if missing:
@@ -469,7 +470,7 @@ def _dask_block(payload, params, loader, event_capacity, path: str, shard_sample
             _TASK_CACHE.clear()
             source = _SceneSource(payload, params, loader, event_capacity)
             scene = source.build()
-            scene.world.compile(samples=1, backend=backend)
+            scene.world.compile(samples=1, backend=backend, layout_only=True)
             layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
             runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=path, scene=scene, active=active)
             _TASK_CACHE[key] = runner
@@ -710,7 +711,7 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
     scene = source.build()
     if samples is None:
         samples = scene.samples_when_not_told
-    scene.world.compile(samples=1, backend=backend)  # schema probe: tables, entity dims, event fields
+    scene.world.compile(samples=1, backend=backend, layout_only=True)  # schema probe: tables, entity dims, event fields
     # schedule errors once, here, not as every sample failing with 'raised' after the store exists
     check_derivatives(scene.world, scene.world.systems)
     check_events(scene.world, scene.world.systems)
@@ -999,7 +1000,7 @@ def rerun_sample(path, sample: int, *, loader: Callable[..., Scene], every: floa
                                                 f"name or a .py path, as the store was written from") from None
     world = scene.world
     backend = attrs.get("backend", "cpu")
-    world.compile(samples=1, backend=backend)
+    world.compile(samples=1, backend=backend, layout_only=True)
     layout = zstore.Layout.from_world(scene, world, n, int(attrs["shard_samples"]))
     seed = int(attrs["seed"])
     inputs = layout.draw_inputs(seed, sample, sample + 1)

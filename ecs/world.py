@@ -177,6 +177,8 @@ class World:
         self._schedule: dict[Phase, list[System]] = {ph: [] for ph in Phase}
         self._systems: list[System] = []
         self._compiled = False
+        self.layout_only = False       # True while systems bind for a schema only (:meth:`compile`)
+        self._schema_only = False      # compiled with layout_only: not runnable
         self._waived: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------ esper context
@@ -328,7 +330,8 @@ class World:
 
     # ------------------------------------------------------------------ compile
     def compile(self, *, samples: int = 1, backend: str = "cpu", sample_offset: int = 0,
-                overrides: dict[tuple[int, str], Any] | None = None, active: int | None = None) -> list[Table]:
+                overrides: dict[tuple[int, str], Any] | None = None, active: int | None = None,
+                layout_only: bool = False) -> list[Table]:
         """Pack entities into archetype tables for ``samples`` samples.
 
         Args:
@@ -343,6 +346,12 @@ class World:
                 next pending sample when its sample finishes. ``world.samples`` is then the slot
                 count and ``row_sample`` the slot. ``None`` (default) or ``>= samples``: every
                 sample in the tables.
+            layout_only: the tables and bound systems are wanted for their schema and kernel types
+                only (a store's layout, the kernels a cold start compiles): :attr:`layout_only` is
+                True while the systems bind, and a system skips the work its ``bind`` would run over
+                the rows (a deployment's end check, whose kernel a cold start would otherwise
+                compile first, alone, before the shared compile of :func:`ecs.batch.warm_kernels`).
+                A world compiled so is not run: compile it again first.
         """
         if backend not in ("cpu", "gpu"):
             raise InputError("backend", backend, "must be 'cpu' or 'gpu'")
@@ -453,8 +462,12 @@ class World:
             s.declare_events(self.events)
         self.events.allocate(samples, backend)
         self._compiled = True
-        for s in self._systems:
-            s.bind(self)
+        self.layout_only = self._schema_only = bool(layout_only)
+        try:
+            for s in self._systems:
+                s.bind(self)
+        finally:
+            self.layout_only = False
         return tables
 
     def _load_slots(self, slots: np.ndarray, samples: np.ndarray) -> None:
@@ -622,6 +635,9 @@ class World:
         """
         if not self._compiled:
             self.compile()
+        if self._schema_only:
+            raise InputError("World.run", "a world compiled with layout_only=True",
+                             "is a schema only: compile it again (World.compile without layout_only) before running")
         check_derivatives(self, self._systems)
         check_events(self, self._systems)
         n_frames = check_run_times(t_end, dt, record_every)

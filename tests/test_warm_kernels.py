@@ -179,3 +179,35 @@ def test_a_resume_with_nothing_left_warms_nothing(tmp_path):
     assert last_summary()["warm"]["units"] == 0          # drift lists no compile units; it was asked
     run_batch(DRIFT, samples=4, out=tmp_path / "s.zarr", resume=True)
     assert last_summary()["warm"] is None                # nothing to run: nothing compiled
+
+
+class BindsWork(System):
+    """Counts the binds that ran work over the rows (what a deployment's end check is)."""
+
+    phase = Phase.SCHEDULED
+
+    def __init__(self):
+        self.worked = 0
+
+    def bind(self, world) -> None:
+        if not world.layout_only:
+            self.worked += 1
+
+    def process(self, frame) -> None:
+        pass
+
+
+def test_a_layout_only_compile_skips_bind_work_and_is_not_run():
+    """The schema probe and the helper compile with ``layout_only`` (ecs.world.World.compile): a
+    system's bind skips its work over the rows there, so a cold start's first compile is the shared
+    one of warm_kernels; such a world refuses to run until compiled again."""
+    world = World()
+    s = world.add_system(BindsWork())
+    world.spawn()
+    world.compile(samples=2, layout_only=True)
+    assert s.worked == 0 and not world.layout_only       # the flag holds only while binding
+    with pytest.raises(InputError, match="layout_only"):
+        world.run(t_end=1.0, dt=1.0)
+    world.compile(samples=2)
+    assert s.worked == 1
+    world.run(t_end=1.0, dt=1.0)
