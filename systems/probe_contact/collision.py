@@ -694,7 +694,7 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, shape
     tol = approach_tol
     first = True
     while True:
-        best = -1
+        best = np.int64(-1)     # not the literal -1: numba would first compile _vertex_vn for Literal[int](-1)
         bvn = 0.0
         bsp = 0.0
         for k in range(nv):

@@ -386,7 +386,9 @@ def _contact_forces_row(i, mass, inertia, c):
         w[o_v + 3 * k], w[o_v + 3 * k + 1], w[o_v + 3 * k + 2] = ux, uy, uz
         w[o_nd + k] = ux * dx + uy * dy + uz * dz + baumgarte * (ux * nx + uy * ny + uz * nz)   # v·Ṅ + β N·v
     for _attempt in range(K + 1):
-        na = 0
+        # np.int64, not the literal 0: type inference would first resolve the solve below with
+        # na : Literal[int](0) and compile a useless specialisation of it (1.3 s, measured)
+        na = np.int64(0)
         for k in range(K):
             if w[o_on + k] > 0.0:
                 w[o_idx + na] = k
