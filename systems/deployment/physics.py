@@ -48,7 +48,8 @@ from ecs.terms import RowState, row_terms_none, terms_active_none, terms_couple_
 from ecs.stepping import DP54, scaled_error_sq, step_factor
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import dual_call
-from systems.gravity.kernels import GRAVITY_VOXEL, gravity_args, gravity_at  # noqa: F401  (gravity_args re-exported)
+from systems.gravity.kernels import (GRAVITY_VOXEL, VOX_H, VOX_OX, gravity_args,  # noqa: F401  (gravity_args re-exported)
+                                     gravity_at)
 from systems.deployment.geometry import normal_and_rate
 from systems.deployment.records import ContactScratch
 from systems.dynamics.rotating_frame import (body_rate_derivative, euler_acceleration, frame_acceleration,
@@ -172,18 +173,19 @@ def _smooth_step(ga, w, hh):
     its very start), where its error contribution is negligible. Other sources, and the CoM
     outside the grid box (the far field): hh.
     """
-    if ga[0] != GRAVITY_VOXEL:
+    if ga.kind != GRAVITY_VOXEL:
         return hh
-    gs, gvox = ga[1], ga[2]
-    sp = gs[3]
+    gs = ga.scalars
+    sp = gs[VOX_H]
     tmin = FACE_MARGIN * hh
     best = math.inf
     for c in range(3):
         p = w[Y0 + c]
-        u = (p - gs[c]) / sp
-        if not (0.0 <= u <= gvox.shape[c] - 1.0):
+        o = gs[VOX_OX + c]              # the grid origin along axis c (VOX_OX, VOX_OY, VOX_OZ)
+        u = (p - o) / sp
+        if not (0.0 <= u <= ga.grid.shape[c] - 1.0):
             return hh
-        lo = gs[c] + math.floor(u) * sp
+        lo = o + math.floor(u) * sp
         v = w[Y0 + 3 + c]
         a = w[K0 + 3 + c]
         t = _cross_t(p - lo, v, a, tmin)

@@ -47,7 +47,7 @@ from ecs.kernels import RowDriver, cpu_jit, cpu_parallel, dual, launch_rows, to_
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 from ecs.terms import Term, specialise
 from systems.gravity.uniform import add_weight
-from systems.gravity.kernels import (GRAVITY_KINDS, gravity_args, gravity_at, gravity_at_for, gravity_gradient_at,
+from systems.gravity.kernels import (GRAVITY_KINDS, GravityArgs, gravity_args, gravity_at, gravity_at_for, gravity_gradient_at,
                                      tensor_gradient_torque)
 
 _rot = quat_rotate.cpu
@@ -209,7 +209,8 @@ def gravity_term(s, data, params):
     field (body axes, ``data.body_inertia``), as :data:`add_gravity` does."""
     t, spin, angle0, pole = s.t, params.spin, params.angle0, data.pole
     xf, yf, zf = _i2f(t, s.x, s.y, s.z, spin, angle0, pole)
-    ga = (np.int64(params.gkind), data.gs, data.gvox, data.gpv, data.gpe, data.gped, data.gpel, data.gpf, data.gpfn)
+    ga = GravityArgs(np.int64(params.gkind), data.gs, data.gvox, data.gpv, data.gpe, data.gped, data.gpel, data.gpf,
+                     data.gpfn)
     r = _grav(ga, xf, yf, zf)
     gx, gy, gz = _f2i(t, r[1], r[2], r[3], spin, angle0, pole)
     tx = 0.0
@@ -299,7 +300,7 @@ class GravitySystem(System):
                            {gravity_at.cpu: gravity_at_for(src)})
             self._driver, self._row = RowDriver.linked(k, "add_gravity_rows"), k["add_gravity"]
         self.tables = world.tables_with(*COLUMNS)
-        self._params = to_backend(world.backend, gravity_args(src))
+        self._params = to_backend(world.backend, (gravity_args(src),))[0]
         self._pole_dev = to_backend(world.backend, (self._pole,))[0]
         self._gg = 1.0 if self.gradient_torque else 0.0
 
@@ -324,7 +325,7 @@ class GravitySystem(System):
                     attitude=self.gradient_torque, gravity=True,
                     arrays={**dict(zip(("gs", "gvox", "gpv", "gpe", "gped", "gpel", "gpf", "gpfn"), ga[1:])),
                             "pole": self._pole},
-                    params={"gkind": float(ga[0]), "spin": self.spin, "angle0": self.angle0,
+                    params={"gkind": float(ga.kind), "spin": self.spin, "angle0": self.angle0,
                             "gg": 1.0 if self.gradient_torque else 0.0},
                     source=src,
                     turning_refusal=None if self.spin == 0.0 else (

@@ -85,6 +85,7 @@ import numba
 from numba import prange
 
 from components.gravity import FieldValues, GravitySource, LinearizedGravity, Polyhedron, as_points
+from ecs import record
 from ecs.errors import InputError, positive_number
 from ecs.kernels import cpu_jit, cpu_parallel_points, dual
 from ecs.terms import specialise
@@ -131,6 +132,37 @@ GRAVITY_KINDS = {"point_mass": GRAVITY_POINT_MASS, "ellipsoid": GRAVITY_ELLIPSOI
                  "voxel": GRAVITY_VOXEL, "linearized": GRAVITY_LINEARIZED, "harmonics": GRAVITY_HARMONICS,
                  "user": GRAVITY_USER}
 
+#: The kernel arguments of one gravity source (:func:`gravity_args`), one type for every kind.
+GravityArgs = record("GravityArgs", __name__, {
+    "kind": "the source kind's kernel code (int64, GRAVITY_KINDS)",
+    "scalars": "float64 (16,): the kind's scalar parameters at the named slots below (PM_*, ELL_*, POLY_*, VOX_*, "
+               "LIN_*, HARM_*)",
+    "grid": "float64 (nx, ny, nz, 4): the voxel grid (gx, gy, gz, U), or the spherical-harmonic coefficients "
+            "[N+1, N+1, 2, 1] (C, S); (1, 1, 1, 4) zeros otherwise",
+    "vertices": "polyhedron vertices [nv, 3] [m]",
+    "edges": "polyhedron edges [ne, 2] (int64)",
+    "edge_dyads": "polyhedron edge dyads [ne, 6] (xx, yy, zz, xy, xz, yz)",
+    "edge_lengths": "polyhedron edge lengths [ne] [m]; a UserField's parameters",
+    "faces": "polyhedron faces [nf, 3] (int64)",
+    "face_normals": "polyhedron unit outward face normals [nf, 3]"},
+    "One gravity source as every field kernel takes it (systems.gravity.kernels.gravity_at): unused arrays "
+    "are dummies, so one compiled kernel serves every kind.")
+
+# GravityArgs.scalars, slot by slot for each kind (gravity_args writes them from the source's
+# kernel_params, the kind's adaptor below reads them; numpy ints: see ecs.kernels.dual_call)
+_i = np.int64
+PM_X, PM_Y, PM_Z, PM_MU = _i(0), _i(1), _i(2), _i(3)                   # point mass: centre [m], μ [m³/s²]
+ELL_A2, ELL_B2, ELL_C2, ELL_MU = _i(0), _i(1), _i(2), _i(3)            # ellipsoid: a², b², c² [m²], μ
+POLY_GRHO = _i(0)                                                      # polyhedron: Gρ [1/s²]
+VOX_OX, VOX_OY, VOX_OZ, VOX_H = _i(0), _i(1), _i(2), _i(3)             # voxel grid: origin, spacing [m]
+VOX_CX, VOX_CY, VOX_CZ, VOX_MU = _i(4), _i(5), _i(6), _i(7)            # far field: CoM [m], μ
+VOX_QXX, VOX_QYY, VOX_QZZ, VOX_QXY, VOX_QXZ, VOX_QYZ = _i(8), _i(9), _i(10), _i(11), _i(12), _i(13)  # G Q
+VOX_PERTURBATION = _i(14)                                              # 1.0: the grid holds g − g_pm ("dg")
+LIN_X, LIN_Y, LIN_Z, LIN_U = _i(0), _i(1), _i(2), _i(3)                # linearised: x0 [m], U0 [m²/s²]
+LIN_GX, LIN_GY, LIN_GZ = _i(4), _i(5), _i(6)                           # g0 [m/s²]
+LIN_TXX, LIN_TYY, LIN_TZZ, LIN_TXY, LIN_TXZ, LIN_TYZ = _i(7), _i(8), _i(9), _i(10), _i(11), _i(12)  # Γ0 [1/s²]
+HARM_MU, HARM_RADIUS, HARM_DEGREE = _i(0), _i(1), _i(2)                # harmonics: μ, reference radius, N
+
 _pmf_at = point_mass_field.cpu
 _ell_at = ellipsoid_field.cpu
 _poly_at = polyhedron_field.cpu
@@ -140,45 +172,47 @@ _harm_at = harmonics_field.cpu
 
 
 def _point_mass_gravity(ga, x, y, z):
-    """:data:`gravity_at` of a point mass (``ga`` from :func:`gravity_args`)."""
-    gs = ga[1]
-    r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+    """:data:`gravity_at` of a point mass (``ga`` a :data:`GravityArgs`)."""
+    gs = ga.scalars
+    r = _pmf_at(x, y, z, gs[PM_X], gs[PM_Y], gs[PM_Z], gs[PM_MU])
     return r[0], r[1], r[2], r[3]
 
 
 def _ellipsoid_gravity(ga, x, y, z):
     """:data:`gravity_at` of a homogeneous ellipsoid."""
-    gs = ga[1]
-    r = _ell_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+    gs = ga.scalars
+    r = _ell_at(x, y, z, gs[ELL_A2], gs[ELL_B2], gs[ELL_C2], gs[ELL_MU])
     return r[0], r[1], r[2], r[3]
 
 
 def _polyhedron_gravity(ga, x, y, z):
     """:data:`gravity_at` of a homogeneous polyhedron."""
-    gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
-    r = _poly_at(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
+    r = _poly_at(x, y, z, ga.vertices, ga.edges, ga.edge_dyads, ga.edge_lengths, ga.faces, ga.face_normals,
+                 ga.scalars[POLY_GRHO])
     return r[0], r[1], r[2], r[3]
 
 
 def _voxel_gravity(ga, x, y, z):
     """:data:`gravity_at` of a voxelised field."""
-    gs, gvox = ga[1], ga[2]
-    r = _vox_at(x, y, z, gvox, (gs[0], gs[1], gs[2], gs[3]),
-                (gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12], gs[13]), gs[14] != 0.0)
+    gs = ga.scalars
+    far = (gs[VOX_CX], gs[VOX_CY], gs[VOX_CZ], gs[VOX_MU], gs[VOX_QXX], gs[VOX_QYY], gs[VOX_QZZ], gs[VOX_QXY],
+           gs[VOX_QXZ], gs[VOX_QYZ])
+    r = _vox_at(x, y, z, ga.grid, (gs[VOX_OX], gs[VOX_OY], gs[VOX_OZ], gs[VOX_H]), far, gs[VOX_PERTURBATION] != 0.0)
     return r[0], r[1], r[2], r[3]
 
 
 def _linearized_gravity(ga, x, y, z):
     """:data:`gravity_at` of a field linearised about a point."""
-    gs = ga[1]
-    r = _lin_at(x, y, z, gs[0], gs[1], gs[2], gs[3], gs[4], gs[5], gs[6], gs[7], gs[8], gs[9], gs[10], gs[11], gs[12])
+    gs = ga.scalars
+    r = _lin_at(x, y, z, gs[LIN_X], gs[LIN_Y], gs[LIN_Z], gs[LIN_U], gs[LIN_GX], gs[LIN_GY], gs[LIN_GZ],
+                gs[LIN_TXX], gs[LIN_TYY], gs[LIN_TZZ], gs[LIN_TXY], gs[LIN_TXZ], gs[LIN_TYZ])
     return r[0], r[1], r[2], r[3]
 
 
 def _harmonics_gravity(ga, x, y, z):
     """:data:`gravity_at` of a spherical-harmonic field."""
-    gs = ga[1]
-    return _harm_at(x, y, z, gs[0], gs[1], int(gs[2]), ga[2])
+    gs = ga.scalars
+    return _harm_at(x, y, z, gs[HARM_MU], gs[HARM_RADIUS], int(gs[HARM_DEGREE]), ga.grid)
 
 
 @numba.njit(cache=True, inline="always")
@@ -193,8 +227,8 @@ _user_field = user_field_none
 
 def _user_gravity(ga, x, y, z):
     """:data:`gravity_at` of a :class:`components.gravity.UserField`: its kernel on its parameters
-    (``ga[6]``, :func:`gravity_args`)."""
-    return _user_field(ga[6], x, y, z)
+    (``ga.edge_lengths``, :func:`gravity_args`)."""
+    return _user_field(ga.edge_lengths, x, y, z)
 
 
 #: :data:`gravity_at` of one source kind, by kernel code: what a pipeline that knows its source at
@@ -234,26 +268,26 @@ def gravity_at_for(source: GravitySource):
 def _gravity_at(ga, x, y, z):
     """``(U, gx, gy, gz)`` of a gravity source at (x, y, z) in its field frame.
 
-    ``ga = (gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` from :func:`gravity_args`: one
-    signature for every source kind (unused arrays are dummies; the 4-D slot ``gvox`` holds the voxel
-    grid or the harmonic coefficients), so one compiled kernel serves point mass, ellipsoid,
+    ``ga`` a :data:`GravityArgs` from :func:`gravity_args`: one signature for every source kind
+    (unused arrays are dummies; the 4-D ``grid`` holds the voxel grid or the harmonic
+    coefficients), so one compiled kernel serves point mass, ellipsoid,
     polyhedron, voxel field, linearised field and spherical harmonics (:data:`GRAVITY_AT_KIND`,
     one each). (A tenth array for the coefficients cost 7 % of deploy-cube's throughput, measured:
     every call passes the tuple.) The rigid-body gravity system (:mod:`systems.gravity.fields`)
     and the deployment kernels (:mod:`systems.deployment.physics`) both evaluate gravity through it.
     """
-    gkind = ga[0]
-    if gkind == 0:
+    gkind = ga.kind
+    if gkind == GRAVITY_POINT_MASS:
         return _g_point(ga, x, y, z)
-    if gkind == 1:
+    if gkind == GRAVITY_ELLIPSOID:
         return _g_ellipsoid(ga, x, y, z)
-    if gkind == 2:
+    if gkind == GRAVITY_POLYHEDRON:
         return _g_polyhedron(ga, x, y, z)
-    if gkind == 3:
+    if gkind == GRAVITY_VOXEL:
         return _g_voxel(ga, x, y, z)
-    if gkind == 5:
+    if gkind == GRAVITY_HARMONICS:
         return _g_harmonics(ga, x, y, z)
-    if gkind == 6:
+    if gkind == GRAVITY_USER:
         return _g_user(ga, x, y, z)
     return _g_linearized(ga, x, y, z)
 
@@ -273,30 +307,31 @@ def _gravity_gradient_at(ga, x, y, z):
     linearised field (its constant Γ), spherical harmonics (:func:`_harmonics_gradient`). The voxel
     grid interpolates U and g only and has none: NaN (``GravitySystem(gradient_torque=True)``
     refuses a voxel source before the run)."""
-    gkind = ga[0]
-    gs = ga[1]
-    if gkind == 0:
-        r = _pmf_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+    gkind = ga.kind
+    gs = ga.scalars
+    if gkind == GRAVITY_POINT_MASS:
+        r = _pmf_at(x, y, z, gs[PM_X], gs[PM_Y], gs[PM_Z], gs[PM_MU])
         return r[4], r[5], r[6], r[7], r[8], r[9]
-    if gkind == 1:
-        r = _ell_at(x, y, z, gs[0], gs[1], gs[2], gs[3])
+    if gkind == GRAVITY_ELLIPSOID:
+        r = _ell_at(x, y, z, gs[ELL_A2], gs[ELL_B2], gs[ELL_C2], gs[ELL_MU])
         return r[4], r[5], r[6], r[7], r[8], r[9]
-    if gkind == 2:
-        gkind_, gs_, gvox, gpv, gpe, gped, gpel, gpf, gpfn = ga
-        p = _poly_at(x, y, z, gpv, gpe, gped, gpel, gpf, gpfn, gs[0])
+    if gkind == GRAVITY_POLYHEDRON:
+        p = _poly_at(x, y, z, ga.vertices, ga.edges, ga.edge_dyads, ga.edge_lengths, ga.faces, ga.face_normals,
+                     gs[POLY_GRHO])
         return p[4], p[5], p[6], p[7], p[8], p[9]
-    if gkind == 4:
-        return gs[7], gs[8], gs[9], gs[10], gs[11], gs[12]
-    if gkind == 5:
-        return _harm_grad(x, y, z, gs[0], gs[1], int(gs[2]), ga[2])
+    if gkind == GRAVITY_LINEARIZED:
+        return gs[LIN_TXX], gs[LIN_TYY], gs[LIN_TZZ], gs[LIN_TXY], gs[LIN_TXZ], gs[LIN_TYZ]
+    if gkind == GRAVITY_HARMONICS:
+        return _harm_grad(x, y, z, gs[HARM_MU], gs[HARM_RADIUS], int(gs[HARM_DEGREE]), ga.grid)
     return math.nan, math.nan, math.nan, math.nan, math.nan, math.nan
 
 
 gravity_gradient_at = dual(_gravity_gradient_at, inline=False)
 
 
-def gravity_args(source: GravitySource) -> tuple:
-    """``(gkind, gs, gvox, gpv, gpe, gped, gpel, gpf, gpfn)`` of ``source`` for :data:`gravity_at`."""
+def gravity_args(source: GravitySource) -> GravityArgs:
+    """``source`` as :data:`gravity_at` and every field kernel take it: a :data:`GravityArgs`, its
+    scalars at the kind's named slots."""
     kind = GRAVITY_KINDS.get(getattr(source, "kind", None))
     if kind is None:
         raise InputError("gravity source", type(source).__name__,
@@ -306,20 +341,28 @@ def gravity_args(source: GravitySource) -> tuple:
     vox = np.zeros((1, 1, 1, 4))
     pv, pe, ped, pel = np.zeros((1, 3)), np.zeros((1, 2), np.int64), np.zeros((1, 6)), np.zeros(1)
     pf, pfn = np.zeros((1, 3), np.int64), np.zeros((1, 3))
-    if kind in (GRAVITY_POINT_MASS, GRAVITY_ELLIPSOID, GRAVITY_LINEARIZED):
-        gs[:len(p)] = p
+    if kind == GRAVITY_POINT_MASS:
+        gs[[PM_X, PM_Y, PM_Z, PM_MU]] = p
+    elif kind == GRAVITY_ELLIPSOID:
+        gs[[ELL_A2, ELL_B2, ELL_C2, ELL_MU]] = p
+    elif kind == GRAVITY_LINEARIZED:
+        gs[[LIN_X, LIN_Y, LIN_Z, LIN_U, LIN_GX, LIN_GY, LIN_GZ, LIN_TXX, LIN_TYY, LIN_TZZ, LIN_TXY, LIN_TXZ,
+            LIN_TYZ]] = p
     elif kind == GRAVITY_POLYHEDRON:
         pv, pe, ped, pel, pf, pfn = (np.ascontiguousarray(a) for a in p[:6])
-        gs[0] = p[6]
+        gs[POLY_GRHO] = p[6]
     elif kind == GRAVITY_HARMONICS:
-        gs[:3] = p[:3]
+        gs[[HARM_MU, HARM_RADIUS, HARM_DEGREE]] = p[:3]
         vox = np.ascontiguousarray(p[3][..., None])       # [N+1, N+1, 2, 1]
     elif kind == GRAVITY_USER:
-        pel = np.ascontiguousarray(p[0], dtype=np.float64)  # the user's parameters, ga[6]
+        pel = np.ascontiguousarray(p[0], dtype=np.float64)  # the user's parameters, ga.edge_lengths
     else:
-        vox = np.ascontiguousarray(p[0])
-        gs[:15] = [float(a) for a in p[1:]]
-    return (np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
+        values, grid, far, perturbation = source.kernel_records()
+        vox = np.ascontiguousarray(values)
+        gs[[VOX_OX, VOX_OY, VOX_OZ, VOX_H]] = grid
+        gs[[VOX_CX, VOX_CY, VOX_CZ, VOX_MU, VOX_QXX, VOX_QYY, VOX_QZZ, VOX_QXY, VOX_QXZ, VOX_QYZ]] = far
+        gs[VOX_PERTURBATION] = float(perturbation)
+    return GravityArgs(np.int64(kind), gs, vox, pv, pe.astype(np.int64), ped, pel, pf.astype(np.int64), pfn)
 
 def _gradient_torque(mu, rr2, rr, rb0, rb1, rb2, inertia, r):
     """Gravity-gradient torque about the CoM [N·m], body axes, of a point mass μ seen from a body
