@@ -125,6 +125,11 @@ _japply = sym3_apply.cpu
 
 SURFACE_PLANE = _i(0)
 SURFACE_SPHERE = _i(1)
+# the slots of an analytic surface's parameter row (PlaneSurface.params, SphereSurface.params)
+SURF_X, SURF_Y, SURF_Z = _i(0), _i(1), _i(2)           # a point of the plane / the sphere's centre [m]
+PLANE_NX, PLANE_NY, PLANE_NZ = _i(3), _i(4), _i(5)     # the plane's unit normal
+SPHERE_R, SPHERE_SIGN = _i(3), _i(4)                   # the sphere's radius [m]; −1 for a bowl (inside)
+SURFACE_PARAMS = 8
 
 #: Per-contact status after a force evaluation.
 CONTACT_INACTIVE = 0   #: not touching (gap above the contact distance)
@@ -138,16 +143,16 @@ def _eval_surface(kind, prm, x, y, z):
 
     PLANE: prm = (point (3), unit normal (3)), d = n·(x − p). SPHERE: prm = (centre (3), radius,
     sign), d = sign·(|x − c| − R) (sign −1: the inside of a spherical bowl)."""
-    if kind == 0:
-        nx, ny, nz = prm[3], prm[4], prm[5]
-        d = nx * (x - prm[0]) + ny * (y - prm[1]) + nz * (z - prm[2])
+    if kind == SURFACE_PLANE:
+        nx, ny, nz = prm[PLANE_NX], prm[PLANE_NY], prm[PLANE_NZ]
+        d = nx * (x - prm[SURF_X]) + ny * (y - prm[SURF_Y]) + nz * (z - prm[SURF_Z])
         return d, nx, ny, nz, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    sg = prm[4]
-    dx, dy, dz = x - prm[0], y - prm[1], z - prm[2]
+    sg = prm[SPHERE_SIGN]
+    dx, dy, dz = x - prm[SURF_X], y - prm[SURF_Y], z - prm[SURF_Z]
     rr = math.sqrt(dx * dx + dy * dy + dz * dz)
     ux, uy, uz = dx / rr, dy / rr, dz / rr
     k = sg / rr
-    return (sg * (rr - prm[3]), sg * ux, sg * uy, sg * uz, k * (1.0 - ux * ux), -k * ux * uy, -k * ux * uz,
+    return (sg * (rr - prm[SPHERE_R]), sg * ux, sg * uy, sg * uz, k * (1.0 - ux * ux), -k * ux * uy, -k * ux * uz,
             k * (1.0 - uy * uy), -k * uy * uz, k * (1.0 - uz * uz))
 
 
@@ -213,7 +218,10 @@ class PlaneSurface(_AnalyticSurface):
         object.__setattr__(self, "normal", tuple(n / nn))
 
     def params(self) -> np.ndarray:
-        return np.array([*self.point, *self.normal, 0.0, 0.0], float)
+        p = np.zeros(SURFACE_PARAMS)
+        p[[SURF_X, SURF_Y, SURF_Z]] = self.point
+        p[[PLANE_NX, PLANE_NY, PLANE_NZ]] = self.normal
+        return p
 
 
 @dataclass(frozen=True)
@@ -233,7 +241,11 @@ class SphereSurface(_AnalyticSurface):
             raise InputError("sphere radius", self.radius, "must be > 0 m")
 
     def params(self) -> np.ndarray:
-        return np.array([*self.center, self.radius, -1.0 if self.inside else 1.0, 0.0, 0.0, 0.0], float)
+        p = np.zeros(SURFACE_PARAMS)
+        p[[SURF_X, SURF_Y, SURF_Z]] = self.center
+        p[SPHERE_R] = self.radius
+        p[SPHERE_SIGN] = -1.0 if self.inside else 1.0
+        return p
 
 
 def normal_rate(grad, hess, velocity) -> np.ndarray:
