@@ -45,7 +45,7 @@ import numpy as np
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import dual
 from ecs.terms import RowState, row_terms_none, terms_active_none, terms_couple_attitude_none
-from ecs.stepping import DP54, scaled_error_sq, step_factor
+from ecs.stepping import DP54, row_dp54_error, row_stage, scaled_error_sq, step_factor
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import dual_call
 from systems.gravity.kernels import (GRAVITY_VOXEL, VOX_H, VOX_OX, gravity_args,  # noqa: F401  (gravity_args re-exported)
@@ -112,7 +112,7 @@ _rate_derivative = body_rate_derivative.cpu
 
 # Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator), as scalars for the
 # unrolled stages below
-_a, _b, _c, _e = DP54.a, DP54.b, DP54.c, DP54.b_err
+_a, _b, _c = DP54.a, DP54.b, DP54.c
 C2, C3, C4, C5 = float(_c[1]), float(_c[2]), float(_c[3]), float(_c[4])
 A21 = float(_a[1, 0])
 A31, A32 = float(_a[2, 0]), float(_a[2, 1])
@@ -120,7 +120,6 @@ A41, A42, A43 = float(_a[3, 0]), float(_a[3, 1]), float(_a[3, 2])
 A51, A52, A53, A54 = float(_a[4, 0]), float(_a[4, 1]), float(_a[4, 2]), float(_a[4, 3])
 A61, A62, A63, A64, A65 = float(_a[5, 0]), float(_a[5, 1]), float(_a[5, 2]), float(_a[5, 3]), float(_a[5, 4])
 B1, B3, B4, B5, B6 = float(_b[0]), float(_b[2]), float(_b[3]), float(_b[4]), float(_b[5])
-E1, E3, E4, E5, E6, E7 = float(_e[0]), float(_e[2]), float(_e[3]), float(_e[4]), float(_e[5]), float(_e[6])
 
 # ------------------------------------------------------------------------------------ gravity
 # one dispatch over every source kind: systems.gravity.kernels.gravity_at (gravity_args packs a source)
@@ -293,16 +292,8 @@ def jacobi_integral(position, velocity, rotation, potential) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ DP5(4) step
-def _stage(w, y0, k, stride, n, ys, h, a1, a2, a3, a4, a5, a6):
-    """w[ys:ys+n] = w[y0:] + h Σ_j a_j K_j, K_j at w[k + stride·j:] (unused a_j are 0)."""
-    for c in range(n):
-        w[ys + c] = w[y0 + c] + h * (a1 * w[k + c] + a2 * w[k + stride + c] + a3 * w[k + 2 * stride + c]
-                                     + a4 * w[k + 3 * stride + c] + a5 * w[k + 4 * stride + c]
-                                     + a6 * w[k + 5 * stride + c])
-
-
-stage = dual_call(_stage)
-_stage_c = stage.cpu
+_stage_c = row_stage.cpu      # the stage combination of a flat row (ecs.stepping)
+_dp54_error = row_dp54_error.cpu
 
 
 #: Contact motion measures position errors against this length [m], not against the distance
@@ -318,8 +309,7 @@ def _error_norm(w, y0, y1, k, stride, n, h, rtol, atol, lscale, rscale):
     velocity it makes at the distance rscale from the CoM)."""
     acc = 0.0
     for c in range(n):
-        e = h * (E1 * w[k + c] + E3 * w[k + 2 * stride + c] + E4 * w[k + 3 * stride + c]
-                 + E5 * w[k + 4 * stride + c] + E6 * w[k + 5 * stride + c] + E7 * w[k + 6 * stride + c])
+        e = _dp54_error(w, k, stride, c, h)
         if c < 3 and lscale > 0.0:
             acc += _err_sq(e, lscale, lscale, rtol, atol)
         elif c >= 6 and rscale > 0.0:
