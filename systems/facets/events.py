@@ -77,9 +77,6 @@ def _log_one(s, change, t, t_prev, who, x, point, normal, vn, F, B, log):
 
 log_one_change = dual(_log_one, inline=False)
 _log_one_cpu = log_one_change.cpu
-#: ``contact_change`` of a start and an end, as int64 (a Python-int literal argument would compile
-#: a specialisation of the logging kernels per value)
-_STARTED, _ENDED = np.int64(1), np.int64(2)
 
 
 def _log_unmatched_py(s, change, cur, n, o_fa, o_fb, m, t, t_prev, F, B, log):
@@ -117,8 +114,8 @@ def _log_contact_changes(s, B, F, cap, st, rtime, count, buf, prev, prev_count, 
     n = min(count[s], cap)
     m = min(prev_count[s], cap)
     log = (ev, ev_count, ev_overflow)
-    _log_unmatched(s, _STARTED, (c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v), n, p_fa, p_fb, m, t, t_prev, F, B, log)
-    _log_unmatched(s, _ENDED, (p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v), m, c_fa, c_fb, n, t, t_prev, F, B, log)
+    _log_unmatched(s, 1, (c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v), n, p_fa, p_fb, m, t, t_prev, F, B, log)
+    _log_unmatched(s, 2, (p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v), m, c_fa, c_fb, n, t, t_prev, F, B, log)
     for k in range(n):
         p_fa[s, k] = c_fa[s, k]
         p_fb[s, k] = c_fb[s, k]

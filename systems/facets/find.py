@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import prange
 
 from ecs.kernels import cpu_jit, cpu_parallel, dual
@@ -82,9 +81,6 @@ def _record(s, cap, count, who, x, d, normal, point, velocity, ra, rb, buf):
 
 record_contact = dual(_record, inline=False)
 _rec = record_contact.cpu
-#: "body of facet a" of a ground contact (the ground is no body), as int64: a Python-int literal in
-#: the tuple would compile a second specialisation of the recorder
-_NO_BODY = np.int64(-1)
 
 
 def _test_pair(s, ra_, rb_, inter, fac, bod, scr, cap, count, ntest, buf):
@@ -238,7 +234,7 @@ def _find_contacts(s, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, coun
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, (-1 - g, r, _NO_BODY, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz),
+            _rec(s, cap, count, (-1 - g, r, -1, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz),
                  g_curv[g], rad, buf)
 
 
@@ -309,5 +305,5 @@ def find_sdf_ground_contacts(fn, data, g, curv, samples, F, fac, bod, scr, g_pai
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, (-1 - g, r, _NO_BODY, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz), curv,
+            _rec(s, cap, count, (-1 - g, r, -1, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz), curv,
                  rad, buf)
