@@ -69,25 +69,21 @@ def _chebyshev(coef, b, start, length, t, axis):
 
 chebyshev = dual(_chebyshev, inline=False)
 _cheb = chebyshev.cpu
-# body and axis numbers as int64, not Python-int literals: each literal would compile its own
-# specialisation of the series (9 of them, measured with a numba:compile listener)
-_MOON, _EARTH_MOON, _SUN = np.int64(MOON), np.int64(EARTH_MOON), np.int64(SUN)
-_X, _Y, _Z = np.int64(0), np.int64(1), np.int64(2)
 
 
 def _moon_and_sun(coef, start, length, emrat, t):
     """Geocentric positions [m] of the Moon and the Sun at t [s]: ``(mx, my, mz, sx, sy, sz)``
     (the Moon's series is evaluated once: the geocentric Sun needs it for the Earth's offset from
     the Earth–Moon barycentre)."""
-    mx = _cheb(coef, _MOON, start, length, t, _X)
-    my = _cheb(coef, _MOON, start, length, t, _Y)
-    mz = _cheb(coef, _MOON, start, length, t, _Z)
+    mx = _cheb(coef, MOON, start, length, t, 0)
+    my = _cheb(coef, MOON, start, length, t, 1)
+    mz = _cheb(coef, MOON, start, length, t, 2)
     f = 1.0 / (1.0 + emrat)
-    ex = _cheb(coef, _EARTH_MOON, start, length, t, _X) - f * mx
-    ey = _cheb(coef, _EARTH_MOON, start, length, t, _Y) - f * my
-    ez = _cheb(coef, _EARTH_MOON, start, length, t, _Z) - f * mz
-    return (1e3 * mx, 1e3 * my, 1e3 * mz, 1e3 * (_cheb(coef, _SUN, start, length, t, _X) - ex),
-            1e3 * (_cheb(coef, _SUN, start, length, t, _Y) - ey), 1e3 * (_cheb(coef, _SUN, start, length, t, _Z) - ez))
+    ex = _cheb(coef, EARTH_MOON, start, length, t, 0) - f * mx
+    ey = _cheb(coef, EARTH_MOON, start, length, t, 1) - f * my
+    ez = _cheb(coef, EARTH_MOON, start, length, t, 2) - f * mz
+    return (1e3 * mx, 1e3 * my, 1e3 * mz, 1e3 * (_cheb(coef, SUN, start, length, t, 0) - ex),
+            1e3 * (_cheb(coef, SUN, start, length, t, 1) - ey), 1e3 * (_cheb(coef, SUN, start, length, t, 2) - ez))
 
 
 moon_and_sun = dual(_moon_and_sun)

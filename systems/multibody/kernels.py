@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import prange
 
 from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
@@ -308,11 +307,6 @@ def _derivative(b, n, tree, load, work, stage, time, mode, env, tt):
 
 derivative = dual(_derivative, inline=False)
 _deriv = derivative.cpu
-# the first stage and mode 0 as int64: a Python-int literal argument would compile another
-# specialisation of the whole derivative per call site (two more, 10.5 s of a cold station start,
-# measured with a numba:compile listener)
-_STAGE0 = np.int64(0)
-_MODE0 = np.int64(0)
 
 
 def _put_state(r, i, v, q, qd):
@@ -448,7 +442,7 @@ def _kuo_nguyen_step(b, n, h, tree, load, work, t0, mode0, env, tt):
     y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
-    _deriv(b, n, tree, load, work, _STAGE0, t0, mode0, env, tt)
+    _deriv(b, n, tree, load, work, 0, t0, mode0, env, tt)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
         for i in range(3):
@@ -496,7 +490,7 @@ def _link_motion(b, n, tree, load, work, ACC, time, env, tt):
     tau, law, force, torque, mu, gmode, a0 = load
     y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
-    _deriv(b, n, tree, load, work, _STAGE0, time, _MODE0, env, tt)
+    _deriv(b, n, tree, load, work, 0, time, 0, env, tt)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
     sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
     xs0 = _org(b, M, 0) + sx
