@@ -13,7 +13,8 @@ decayed as r⁻⁵ along the ray from the centre of mass).
 
 Grids are cached on disk, keyed by a SHA-256 hash of the vertices, facets, density, G, grid
 (origin, spacing, shape), mode and this module's format version: ``$TUMBLE_CACHE/gravity/`` if set,
-else ``$TUMBLE_CACHE_DIR/gravity/`` (default ``~/.cache/tumble/gravity/``). Pass ``cache=False`` to neither read nor write.
+else ``$TUMBLE_CACHE_DIR/gravity/`` (default ``~/.cache/tumble/gravity/``). Pass ``cache=False`` to
+neither read nor write.
 
 Shipped fields. The default scene's field (deploy-cube, deploy-sphere, deploy-shapes, deploy-box:
 the Itokawa-like body at 12 m) takes ~21 s on 2 cores to build (45,474 nodes × 51,290 faces and
@@ -62,8 +63,8 @@ from numba import prange
 from components.gravity import G, Polyhedron, VoxelField
 from ecs.errors import InputError
 from ecs.kernels import cpu_jit
-from systems.gravity.kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
 from scenes.assets.sdf_build import cache_dir as field_cache_root
+from systems.gravity.kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
 from systems.terrain.sdf import closest_point_triangle
 
 __all__ = ["VoxelChoice", "VoxelError", "build_voxel_field", "cache_dir", "choose_voxel_size", "relative_errors",
@@ -277,14 +278,14 @@ def build_voxel_field(poly: Polyhedron, spacing: float, *, mode: str = "dg", mar
     path = cache_dir() / name
     com = poly.center_of_mass
     if cache:
-        for where, found in (("shipped", lambda: _shipped(name, key, shape)),
-                             ("cache", lambda: _load(path, key, shape) if path.exists() else None)):
-            hit = found()
-            if hit is not None:
-                values, meta = hit
-                meta["from_cache"] = where
-                return VoxelField(values, origin, spacing, mu=poly.mu, center_of_mass=com, quadrupole=poly.quadrupole,
-                                  mode=mode, meta=meta)
+        hit, where = _shipped(name, key, shape), "shipped"
+        if hit is None and path.exists():
+            hit, where = _load(path, key, shape), "cache"
+        if hit is not None:
+            values, meta = hit
+            meta["from_cache"] = where
+            return VoxelField(values, origin, spacing, mu=poly.mu, center_of_mass=com, quadrupole=poly.quadrupole,
+                              mode=mode, meta=meta)
     t0 = time.perf_counter()
     n = int(np.prod(shape))
     values = np.empty((n, 4))
