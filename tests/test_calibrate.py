@@ -142,6 +142,26 @@ def test_cli_prints_the_posterior_and_writes_its_files(landings, tmp_path):
     assert bad.returncode == 1 and "NAME=VALUE:SIGMA" in bad.stderr
 
 
+def test_hops_at_a_resolution_of_ones_own(landings):
+    """``hops>H`` counts the flights a reconstruction resolving H metres sees: fewer as H grows, never
+    more than the kernel's count of bounces; a resolution that is not a positive number is refused."""
+    from tumble.calibrate import observable, open_store_groups
+
+    prior, _ = landings
+    st = open_store_groups(prior)
+    fine, coarse = observable("hops>0.01").read(st), observable("hops>0.3").read(st)
+    ok = np.isfinite(fine)
+    assert ok.mean() > 0.9
+    assert np.all(coarse[ok] <= fine[ok]) and np.any(coarse[ok] < fine[ok])
+    assert np.all(fine[ok] <= np.asarray(st["final"]["probe_bounces"].values).ravel()[ok])
+    assert observable("hops") is OBSERVABLES["hops"] and observable("bounce") is None
+    for name in ("hops>x", "hops>-1", "hops>0", "hops>nan"):
+        with pytest.raises(InputError, match="hops>H"):
+            observable(name)
+    cal = calibrate(prior, {"hops>0.3": (2.0, 1.0), "bounce_time": (400.0, 100.0)})
+    assert cal.observables["hops>0.3"]["unit"] == "1"
+
+
 def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(tmp_path):
     """The README's "Does it match reality?" block, run as written: its figures are this run's."""
     import os

@@ -103,7 +103,60 @@ def _displacement(store) -> np.ndarray:
     return np.where(_settled(store) & (kind >= 0), d, np.nan)
 
 
-#: name -> :class:`Observable` of a deployment store.
+#: Smallest hop [m] a flown reconstruction resolves, as the sagitta of the flight (:func:`flights`):
+#: the position accuracy of MASCOT's reconstructed descent and bouncing path, ~0.1 m (1σ) over the
+#: whole path (Scholten et al. 2019). A flight whose path never leaves the straight line between its
+#: two contacts by more than this cannot be told from staying on the ground.
+HOP_RESOLUTION = 0.1
+
+
+def flights(store) -> tuple[np.ndarray, np.ndarray]:
+    """The flights of every sample: ``(duration, sagitta)``, each ``(samples, events)``.
+
+    Entry ``[s, j]`` is the flight that follows collision ``j`` of sample ``s`` when that collision
+    was a bounce (``events/kind`` 0) and the next collision is logged; NaN elsewhere. The duration
+    ``T`` [s] is the time between the two collisions. The sagitta [m] is the largest distance of
+    the CoM's path from the straight line between its positions at the two collisions, moving along
+    that line at constant speed: in a uniform field ``g`` the path is a parabola and that distance is
+    ``|g| T²/8 = |Δv| T/8``, with ``Δv`` the change of the CoM velocity over the flight (the
+    ``velocity_before`` of the next collision minus the ``velocity_after`` of this one). Over a hop of
+    metres on a small body the field's variation and the Coriolis term change it by parts per thousand
+    (``tests/test_validation.py`` compares it with recorded trajectories)."""
+    ev = store["events"]
+    t = np.asarray(ev["time"].values, float)
+    bounce = np.asarray(ev["kind"].values)[:, :-1] == 0
+    T = t[:, 1:] - t[:, :-1]
+    dv = np.asarray(ev["velocity_before"].values, float)[:, 1:] - np.asarray(ev["velocity_after"].values, float)[:, :-1]
+    ok = bounce & np.isfinite(T)
+    T = np.where(ok, T, np.nan)
+    return T, np.linalg.norm(dv, axis=-1) * T / 8.0
+
+
+def _complete(store) -> np.ndarray:
+    """Settled samples whose event log kept every collision."""
+    ok = _settled(store)
+    if "event_overflow" in store["events"]:
+        ok &= np.asarray(store["events"]["event_overflow"].values) == 0
+    return ok
+
+
+def hops(store, min_sagitta: float = HOP_RESOLUTION) -> np.ndarray:
+    """Per sample, the flights whose sagitta is at least ``min_sagitta`` [m] (:func:`flights`): the
+    bounces a reconstruction that resolves ``min_sagitta`` sees. NaN for samples that did not settle
+    or whose event log overflowed."""
+    _, h = flights(store)
+    n = np.sum(h >= min_sagitta, axis=1).astype(float)
+    return np.where(_complete(store), n, np.nan)
+
+
+def _longest_flight(store) -> np.ndarray:
+    T, _ = flights(store)
+    longest = np.nanmax(np.where(np.isnan(T), -np.inf, T), axis=1)
+    return np.where(_complete(store) & np.isfinite(longest), longest, np.nan)
+
+
+#: name -> :class:`Observable` of a deployment store. ``hops>H`` (H in metres) is :func:`hops` at
+#: another resolution (:func:`observable`).
 OBSERVABLES: dict[str, Observable] = {
     "fall_time": Observable("s", "time from release to the first contact (final/probe_first_impact_time)",
                             lambda st: _final(st, "probe_first_impact_time")),
@@ -117,7 +170,28 @@ OBSERVABLES: dict[str, Observable] = {
                                     "position, target frame (settled samples)", _displacement),
     "path_length": Observable("m", "path length of the CoM in the target frame from release "
                                    "(final/probe_distance)", lambda st: _final(st, "probe_distance")),
+    "hops": Observable("1", f"flights after a bounce whose sagitta is at least {HOP_RESOLUTION} m, the bounces "
+                            "a reconstruction at that accuracy resolves (settled samples)", hops),
+    "longest_flight": Observable("s", "longest flight after a bounce, first contact to the next (settled "
+                                      "samples)", _longest_flight),
 }
+
+
+def observable(name: str) -> Observable | None:
+    """The :class:`Observable` called ``name``: an :data:`OBSERVABLES` entry, or ``hops>H`` for the
+    flights whose sagitta is at least ``H`` metres (``H`` > 0); None for any other name."""
+    if name in OBSERVABLES:
+        return OBSERVABLES[name]
+    if not name.startswith("hops>"):
+        return None
+    try:
+        h = float(name[5:])
+    except ValueError:
+        raise InputError("observable", name, "hops>H needs a number H, the smallest sagitta resolved [m]") from None
+    if not (math.isfinite(h) and h > 0.0):
+        raise InputError("observable", name, "hops>H needs a finite H > 0 [m]")
+    return Observable("1", f"flights after a bounce whose sagitta is at least {h:g} m (settled samples)",
+                      lambda st: hops(st, h))
 
 
 @dataclass
@@ -235,8 +309,8 @@ def _check_observed(observed: dict, known: Callable[[str], bool]) -> dict[str, t
     out = {}
     for name, vs in observed.items():
         if not known(name):
-            raise InputError("observed", name, f"must be one of {sorted(OBSERVABLES)} or a scalar final/ output "
-                                                "of the store")
+            raise InputError("observed", name, f"must be one of {sorted(OBSERVABLES)}, hops>H (H in m) or a "
+                                                "scalar final/ output of the store")
         try:
             value, sigma = (float(x) for x in vs)
         except (TypeError, ValueError):
@@ -363,8 +437,8 @@ def calibrate(path, observed: dict[str, tuple[float, float]], *, parameters: lis
 
     Args:
         path: a store written by ``tumble run`` whose scene disperses the unknown parameters (its prior).
-        observed: ``{observable: (value, sigma)}``; observables are :data:`OBSERVABLES` or any scalar
-            ``final/`` output of the store, by name.
+        observed: ``{observable: (value, sigma)}``; observables are :data:`OBSERVABLES`, ``hops>H``
+            (:func:`observable`) or any scalar ``final/`` output of the store, by name.
         parameters: which drawn parameters to report (default: every one that varies,
             :func:`store_parameters`).
         credible, allow_few: see :func:`calibrate_arrays`.
@@ -373,15 +447,16 @@ def calibrate(path, observed: dict[str, tuple[float, float]], *, parameters: lis
     final = store["final"]
 
     def known(name):
-        return name in OBSERVABLES or (name in final and final[name].dims[0] == "sample"
+        return observable(name) is not None or (name in final and final[name].dims[0] == "sample"
                                        and int(np.prod(final[name].shape[1:])) == 1)
 
     obs = _check_observed(observed, known)
     done = np.asarray(final["done"].values).astype(bool) if "done" in final else np.ones(final.sizes["sample"], bool)
     outcomes, units = {}, {}
     for name in obs:
-        if name in OBSERVABLES:
-            v, units[name] = OBSERVABLES[name].read(store), OBSERVABLES[name].unit
+        obs_def = observable(name)
+        if obs_def is not None:
+            v, units[name] = obs_def.read(store), obs_def.unit
         else:
             v, units[name] = _final(store, name), str(final[name].attrs.get("units", ""))
         outcomes[name] = np.where(done, v, np.nan)
