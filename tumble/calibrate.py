@@ -47,6 +47,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ecs import InputError
+from systems.deployment.records import EVENT_BOUNCE
 
 #: Fewest effective samples a calibration reports without ``allow_few=True``: below it, the
 #: credible bounds rest on a handful of samples (their Monte-Carlo error is of the order of the
@@ -124,7 +125,7 @@ def flights(store) -> tuple[np.ndarray, np.ndarray]:
     (``tests/test_validation.py`` compares it with recorded trajectories)."""
     ev = store["events"]
     t = np.asarray(ev["time"].values, float)
-    bounce = np.asarray(ev["kind"].values)[:, :-1] == 0
+    bounce = np.asarray(ev["kind"].values)[:, :-1] == EVENT_BOUNCE
     T = t[:, 1:] - t[:, :-1]
     dv = np.asarray(ev["velocity_before"].values, float)[:, 1:] - np.asarray(ev["velocity_after"].values, float)[:, :-1]
     ok = bounce & np.isfinite(T)

@@ -67,7 +67,8 @@ from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as I
 from systems.deployment.geometry import terrain_at
 from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs
 from systems.deployment.events import lift_out
-from systems.deployment.records import CollideScratch, EventLog, ProbeBody
+from systems.deployment.records import (COLLISION_EVENT_FIELDS, EVENT_BOUNCE, EVENT_CONTACT_ENTRY,
+                                        CollideScratch, CollisionEvents, EventLog, ProbeBody)
 
 _i = np.int64
 _cross = cross_call.cpu
@@ -90,32 +91,6 @@ APPROACH_TOL = 1e-8
 #: Slip-integration step cap of one impact: a slow approach to stick can take ~2e4 steps (an
 #: icosahedron corner, measured 17,333); beyond the cap the impact fails and the row is FAILED.
 IMPACT_MAX_STEPS = np.int64(100_000)
-
-#: Event kinds (``events/kind``).
-EVENT_BOUNCE = 0         #: a collision after which the probe flies on
-EVENT_CONTACT_ENTRY = 1  #: a final e = 0 collision that starts contact motion
-
-#: Collision event fields: name -> (shape, dtype, unit, doc[, flags of a code field]).
-COLLISION_EVENT_FIELDS = {
-    "time": ((), np.float64, "s", "time of the collision"),
-    "kind": ((), np.int8, "1", "0 bounce, 1 contact entry (final e = 0 collision)",
-             {"unused": -1, "bounce": EVENT_BOUNCE, "contact_entry": EVENT_CONTACT_ENTRY}),
-    "vertex": ((), np.int32, "1", "most-approaching vertex (index in the probe shape; -1 sphere)"),
-    "vertex_type": ((), np.int8, "1", "VertexType of that vertex (0 corner, 1 edge, 2 face)",
-                    {"unused": -1, **{t.name.lower(): int(t) for t in VertexType}}),
-    "position": (3, np.float64, "m", "probe CoM, target frame"),
-    "point": (3, np.float64, "m", "contact point (that vertex), target frame"),
-    "normal": (3, np.float64, "1", "terrain normal at the contact point, target frame"),
-    "impact_angle": ((), np.float64, "deg", "angle of the contact-point velocity above the surface plane"),
-    "velocity_before": (3, np.float64, "m/s", "CoM velocity before, target frame"),
-    "velocity_after": (3, np.float64, "m/s", "CoM velocity after, target frame"),
-    "omega_before": (3, np.float64, "rad/s", "angular velocity relative to the target before, body axes"),
-    "omega_after": (3, np.float64, "rad/s", "angular velocity relative to the target after, body axes"),
-    "energy_before": ((), np.float64, "J", "kinetic energy relative to the target frame before"),
-    "energy_after": ((), np.float64, "J", "kinetic energy relative to the target frame after"),
-    "vertices_resolved": ((), np.int32, "1", "single-vertex impacts of the multi-vertex policy"),
-}
-
 
 def declare_collision_events(events) -> None:
     """Declare :data:`COLLISION_EVENT_FIELDS` on a world's :class:`ecs.events.EventLog`."""
@@ -251,7 +226,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
                 first_impact[i] = t
             sm = sample[i]
             slot = ev_count[sm]
-            if slot < ev[0].shape[1]:
+            if slot < ev.time.shape[1]:
                 if sphere_r > 0.0:
                     rx, ry, rz = sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2]
                     vt = 0
@@ -266,23 +241,23 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
                 cvx, cvy, cvz = vx + px, vy + py, vz + pz
                 sp = math.sqrt(cvx * cvx + cvy * cvy + cvz * cvz)
                 ang = math.degrees(math.asin(min(1.0, max(-1.0, -bvn / sp)))) if sp > 0.0 else 90.0
-                ev[0][sm, slot] = t
-                ev[1][sm, slot] = 1 if enter else 0
-                ev[2][sm, slot] = vi
-                ev[3][sm, slot] = vt
-                ev[4][sm, slot, 0], ev[4][sm, slot, 1], ev[4][sm, slot, 2] = x, y, z
-                ev[5][sm, slot, 0], ev[5][sm, slot, 1], ev[5][sm, slot, 2] = x + tx, y + ty, z + tz
-                ev[6][sm, slot, 0] = normal[i, best, 0]
-                ev[6][sm, slot, 1] = normal[i, best, 1]
-                ev[6][sm, slot, 2] = normal[i, best, 2]
-                ev[7][sm, slot] = ang
-                ev[8][sm, slot, 0], ev[8][sm, slot, 1], ev[8][sm, slot, 2] = vx, vy, vz
-                ev[9][sm, slot, 0], ev[9][sm, slot, 1], ev[9][sm, slot, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
-                ev[10][sm, slot, 0], ev[10][sm, slot, 1], ev[10][sm, slot, 2] = wx, wy, wz
-                ev[11][sm, slot, 0], ev[11][sm, slot, 1], ev[11][sm, slot, 2] = om[i, 0], om[i, 1], om[i, 2]
-                ev[12][sm, slot] = e0
-                ev[13][sm, slot] = e1
-                ev[14][sm, slot] = count
+                ev.time[sm, slot] = t
+                ev.kind[sm, slot] = EVENT_CONTACT_ENTRY if enter else EVENT_BOUNCE
+                ev.vertex[sm, slot] = vi
+                ev.vertex_type[sm, slot] = vt
+                ev.position[sm, slot, 0], ev.position[sm, slot, 1], ev.position[sm, slot, 2] = x, y, z
+                ev.point[sm, slot, 0], ev.point[sm, slot, 1], ev.point[sm, slot, 2] = x + tx, y + ty, z + tz
+                ev.normal[sm, slot, 0] = normal[i, best, 0]
+                ev.normal[sm, slot, 1] = normal[i, best, 1]
+                ev.normal[sm, slot, 2] = normal[i, best, 2]
+                ev.impact_angle[sm, slot] = ang
+                ev.velocity_before[sm, slot, 0], ev.velocity_before[sm, slot, 1], ev.velocity_before[sm, slot, 2] = vx, vy, vz
+                ev.velocity_after[sm, slot, 0], ev.velocity_after[sm, slot, 1], ev.velocity_after[sm, slot, 2] = vel[i, 0], vel[i, 1], vel[i, 2]
+                ev.omega_before[sm, slot, 0], ev.omega_before[sm, slot, 1], ev.omega_before[sm, slot, 2] = wx, wy, wz
+                ev.omega_after[sm, slot, 0], ev.omega_after[sm, slot, 1], ev.omega_after[sm, slot, 2] = om[i, 0], om[i, 1], om[i, 2]
+                ev.energy_before[sm, slot] = e0
+                ev.energy_after[sm, slot] = e1
+                ev.vertices_resolved[sm, slot] = count
                 ev_count[sm] = slot + 1
             else:
                 ev_overflow[sm] = 1
@@ -327,7 +302,7 @@ class CollideProbes(System):
         ev = ctx.events
         self.scratch = CollideScratch(self.touch, self.normal, self.cpair, self.sphere_vert, self.sphere_type,
                                       self.sphere_dir, self.surface_type, self.ones3, self.status, self.count)
-        self.log = EventLog(tuple(ev.arrays[f] for f in COLLISION_EVENT_FIELDS), ev.count, ev.overflow)
+        self.log = EventLog(CollisionEvents(*(ev.arrays[f] for f in COLLISION_EVENT_FIELDS)), ev.count, ev.overflow)
         if ctx.backend == "gpu":
             self.scratch, self.log = kernel_tuple(self.scratch), kernel_tuple(self.log)
 

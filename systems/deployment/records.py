@@ -10,14 +10,17 @@ each by name in its first lines), built by :class:`systems.deployment.loop.Deplo
 * :data:`Limits` — the deployment settings the kernels use (tolerances, step limits, thresholds);
 * :data:`Output` — dense output (record interval, snapshot ring, save area) and the step trace;
 * :data:`CollideScratch` and :data:`EventLog` — the collision kernel's per-row scratch and the
-  per-sample event log it appends to.
+  per-sample event log it appends to, whose :data:`CollisionEvents` are generated from the event
+  fields' declaration :data:`COLLISION_EVENT_FIELDS`.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from components.contact_params import PAIR_FIELD_COUNT
 from components.deploy import ProbeContact, ProbePhase, ProbeRecord
-from components.probe import ProbeShape
+from components.probe import ProbeShape, VertexType
 from components.rigid import MassProps, RigidState
 from ecs import column_spec, record
 from ecs.table import ENGINE_COLUMNS
@@ -143,8 +146,38 @@ CollideScratch = record("CollideScratch", __name__, {
     "count": "single impacts of the resolution per row"},
     "The collision kernel's per-row scratch (systems.deployment.collide.CollideProbes).")
 
+#: Event kinds (``events/kind``).
+EVENT_BOUNCE = 0         #: a collision after which the probe flies on
+EVENT_CONTACT_ENTRY = 1  #: a final e = 0 collision that starts contact motion
+
+#: Collision event fields: name -> (shape, dtype, unit, doc[, flags of a code field]).
+COLLISION_EVENT_FIELDS = {
+    "time": ((), np.float64, "s", "time of the collision"),
+    "kind": ((), np.int8, "1", "0 bounce, 1 contact entry (final e = 0 collision)",
+             {"unused": -1, "bounce": EVENT_BOUNCE, "contact_entry": EVENT_CONTACT_ENTRY}),
+    "vertex": ((), np.int32, "1", "most-approaching vertex (index in the probe shape; -1 sphere)"),
+    "vertex_type": ((), np.int8, "1", "VertexType of that vertex (0 corner, 1 edge, 2 face)",
+                    {"unused": -1, **{t.name.lower(): int(t) for t in VertexType}}),
+    "position": (3, np.float64, "m", "probe CoM, target frame"),
+    "point": (3, np.float64, "m", "contact point (that vertex), target frame"),
+    "normal": (3, np.float64, "1", "terrain normal at the contact point, target frame"),
+    "impact_angle": ((), np.float64, "deg", "angle of the contact-point velocity above the surface plane"),
+    "velocity_before": (3, np.float64, "m/s", "CoM velocity before, target frame"),
+    "velocity_after": (3, np.float64, "m/s", "CoM velocity after, target frame"),
+    "omega_before": (3, np.float64, "rad/s", "angular velocity relative to the target before, body axes"),
+    "omega_after": (3, np.float64, "rad/s", "angular velocity relative to the target after, body axes"),
+    "energy_before": ((), np.float64, "J", "kinetic energy relative to the target frame before"),
+    "energy_after": ((), np.float64, "J", "kinetic energy relative to the target frame after"),
+    "vertices_resolved": ((), np.int32, "1", "single-vertex impacts of the multi-vertex policy"),
+}
+
+#: The collision event fields' arrays, one field per :data:`COLLISION_EVENT_FIELDS` entry, by its name.
+CollisionEvents = record("CollisionEvents", __name__, {
+    name: f"``events/{name}`` [{unit}] per sample and event [samples, capacity{'' if shape == () else ', 3'}]: {doc}"
+    for name, (shape, _, unit, doc, *_flags) in COLLISION_EVENT_FIELDS.items()},
+    "The per-sample collision records a collision appends to, one array per event field.")
+
 EventLog = record("EventLog", __name__, {
-    "fields": "the collision event fields' arrays (systems.deployment.collide.COLLISION_EVENT_FIELDS), "
-              "[samples, capacity(, 3)] each",
+    "fields": "the collision event fields' arrays (:data:`CollisionEvents`)",
     "count": "events logged per sample", "overflow": "per sample: events beyond the capacity"},
     "The per-sample event log a collision appends to.")
