@@ -35,11 +35,16 @@ from tumble.calibrate import OBSERVABLES, open_store_groups
 
 
 @pytest.fixture(scope="module")
-def mascot_regolith(tmp_path_factory):
+def mascot_regolith_path(tmp_path_factory):
     from tumble import run_batch
 
     out = tmp_path_factory.mktemp("mascot") / "regolith.zarr"
-    return open_store_groups(run_batch("mascot", samples=300, out=out, params={"contact": "regolith"}))
+    return run_batch("mascot", samples=300, out=out, params={"contact": "regolith"})
+
+
+@pytest.fixture(scope="module")
+def mascot_regolith(mascot_regolith_path):
+    return open_store_groups(mascot_regolith_path)
 
 
 def _band(store, name):
@@ -62,6 +67,18 @@ def test_mascot_bouncing_is_inside_the_regolith_law_bands(mascot_regolith):
         assert lo <= flown <= hi, (name, flown, lo, med, hi)
     fall, _ = _band(st, "fall_time")
     assert np.all(np.abs(fall - OBSERVED["fall_time"][0]) <= OBSERVED["fall_time"][1])
+
+
+def test_the_report_says_how_many_bounces_a_reconstruction_would_see(mascot_regolith_path, mascot_regolith):
+    """``tumble report``'s summary gives the hops beside the raw bounces (wiring: the same quantiles)."""
+    from tumble import findings, plots
+    from tumble.calibrate import hops
+
+    text = findings.plain_summary(plots.StoreView.open(mascot_regolith_path))
+    n = hops(mascot_regolith)
+    p5, med, p95 = np.percentile(n[np.isfinite(n)], [5, 50, 95])
+    assert f"Of those bounces, {findings.fmt(med, 3)} (5–95 %: {findings.fmt(p5, 3)}–{findings.fmt(p95, 3)}) were hops" in text
+    assert med < np.median(np.asarray(mascot_regolith["final"]["probe_bounces"].values))
 
 
 def test_regolith_law_is_what_separates_it_from_the_rigid_seed_model(mascot_regolith, tmp_path):

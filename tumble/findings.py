@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import plots
+from . import calibrate, plots
 
 #: outputs that are codes or bookkeeping, not results
 SKIP = ("done", "sample", "status", "failure_code", "event_count", "probe_shape")
@@ -254,6 +254,12 @@ def plain_summary(v: plots.StoreView) -> str:
         if b is not None and d is not None:
             parts.append(f"They bounced {fmt(b.median, 3)} times (median; 5–95 %: {fmt(b.p5, 3)}–{fmt(b.p95, 3)}) "
                          f"and travelled {fmt(d.median, 3)} m (median) along their path.")
+            h = _hop_counts(v)
+            if h is not None:
+                p5, med, p95 = np.percentile(h, [5, 50, 95])
+                parts.append(f"Of those bounces, {fmt(med, 3)} (5–95 %: {fmt(p5, 3)}–{fmt(p95, 3)}) were hops whose path "
+                             f"left the ground by at least {calibrate.HOP_RESOLUTION:g} m, what a reconstruction "
+                             f"accurate to {calibrate.HOP_RESOLUTION:g} m sees (tumble.calibrate.hops).")
     disp = dispersion(v)
     if disp is not None:
         parts.append(f"Their settling points spread {fmt(disp.sigma_major, 3)} m × {fmt(disp.sigma_minor, 3)} m (1σ), "
@@ -272,6 +278,19 @@ def plain_summary(v: plots.StoreView) -> str:
         parts.append("Every finished sample failed, so there is no result to summarise: the failure analysis "
                      "below says why.")
     return " ".join(parts)
+
+
+def _hop_counts(v: plots.StoreView) -> np.ndarray | None:
+    """Per settled sample with a complete event log, its hops (:func:`tumble.calibrate.hops`); None
+    when the store logs no collision events or no such sample finished."""
+    ev, f = v.group("events"), v.group("final")
+    if ev is None or f is None or not {"time", "kind", "velocity_before", "velocity_after"} <= set(ev.data_vars):
+        return None
+    n = calibrate.hops({"final": f, "events": ev})
+    if "done" in f:
+        n = np.where(f.done.values.astype(bool), n, np.nan)
+    n = n[np.isfinite(n)]
+    return n if n.size else None
 
 
 def _numeric(obj) -> np.ndarray | None:
