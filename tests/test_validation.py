@@ -114,7 +114,7 @@ def test_flight_sagitta_is_how_far_the_recorded_path_leaves_the_chord(tmp_path):
     from tumble import run_batch
     from tumble.calibrate import flights, hops
 
-    path = run_batch("mascot", samples=6, out=tmp_path / "rec.zarr", params={
+    path = run_batch("mascot", samples=4, out=tmp_path / "rec.zarr", params={
         "contact": "regolith", "frame": 2.0, "record_every": 1, "t_cap": 6000.0})
     st = open_store_groups(path)
     tr = xr.open_zarr(path, group="trajectories", consolidated=False)
