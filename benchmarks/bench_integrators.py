@@ -64,8 +64,11 @@ def _mse(a, b) -> float:
 def table1_engine(method: str, euler_mode: bool, *, dt: float, t_end: float, repeat: int) -> dict:
     from scenes import precession
 
+    from systems.dynamics.integration import Integrator
+
+    tol = dict(rtol=MATLAB_RTOL, atol=MATLAB_ATOL) if Integrator(method).adaptive else {}   # fixed-step: refused
     scene = precession.build(method=method, dt=dt, t_end=t_end, record_every=1, euler_mode=euler_mode,
-                             omega_spread=0.0, rtol=MATLAB_RTOL, atol=MATLAB_ATOL)
+                             omega_spread=0.0, **tol)
     w = scene.world
     out = {}
 

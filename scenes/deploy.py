@@ -99,8 +99,8 @@ PARAMETERS = {
     "j": "[1] reduced moment of inertia I / (m R^2) of the sphere, in [0, 2/3]",
     "altitude": "release: 'low' ([0, 0, 200] m) or 'high' ([500, 0, 0] m), Table 4.3",
     "shapes": "'all' or a comma-separated subset of the six shapes of Table 4.7",
-    "rocks_per_m2": "[1/m^2] polyhedral rocks: K, rocks of 5-50 cm per m^2",
-    "rock_region": "[m] polyhedral rocks: radius of the rock region under the release point",
+    "rocks_per_m2": "[1/m^2] polyhedral rocks: K, rocks of 5-50 cm per m^2 (14; rocks='polyhedral' only)",
+    "rock_region": "[m] polyhedral rocks: radius of the rock region under the release point (30; rocks='polyhedral' only)",
 }
 
 #: Columns saved under ``final/`` by every deployment scene.
@@ -407,7 +407,7 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
                  restitution: float | None = None, friction: float = 1.0, rolling_resistance: float = 0.035,
                  radius: float = 0.125, mass: float = 5.0,
                  j: float = 0.4, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
-                 rocks_per_m2: float = 14.0, rock_region: float = 30.0, fbm: bool = False) -> Scene:
+                 rocks_per_m2: float | None = None, rock_region: float | None = None, fbm: bool = False) -> Scene:
     """``deploy-sphere`` (Tables 4.2–4.3; e 0.65 unless ``restitution`` or ``contact`` says otherwise)."""
     from scenes.assets.mass_properties import MassProperties
 
@@ -423,7 +423,8 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
                   j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
                   **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm), **_law_params(contact))
     return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
-                            rocks=rocks, rock_centre=p, rocks_per_m2=rocks_per_m2, rock_region=rock_region,
+                            rocks=rocks, rock_centre=p, rocks_per_m2=params.get("rocks_per_m2", 14.0),
+                            rock_region=params.get("rock_region", 30.0),
                             fbm=bool(fbm)),
                             shapes=[sphere_probe(r)], shape_mass=[mp],
                             contact=ContactParams(restitution=restitution, friction=friction,
@@ -439,7 +440,7 @@ def build_cube(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: floa
                frame: float = DEFAULT_FRAME, record_every: int | None = None, contact: str = "rigid",
                restitution: float | None = None, friction: float = 0.5, mass: float = 5.0, density: float = 500.0,
                level: int = 0, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
-               rocks_per_m2: float = 14.0, rock_region: float = 30.0, fbm: bool = False) -> Scene:
+               rocks_per_m2: float | None = None, rock_region: float | None = None, fbm: bool = False) -> Scene:
     """``deploy-cube`` (Table 4.6; e 0.5 unless ``restitution`` or ``contact`` says otherwise)."""
     geom = platonic("cube", mass=mass, density=density, level=level)
     _, restitution = terrain_contact_law(contact, restitution, rigid_restitution=0.5)
@@ -479,7 +480,7 @@ def build_box(*, size=BOX_SIZE, mass: float = 10.0, level: int = 0, gravity: str
               rocks: bool | str = False, fbm: bool = False, t_cap: float = 36000.0, frame: float = DEFAULT_FRAME,
               record_every: int | None = None, contact: str = "rigid", restitution: float | None = None,
               friction: float = 0.5, restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0,
-              rocks_per_m2: float = 14.0, rock_region: float = 30.0) -> Scene:
+              rocks_per_m2: float | None = None, rock_region: float | None = None) -> Scene:
     """``deploy-box``: a solid box of edge lengths ``size`` [m] (body x, y, z) and ``mass`` [kg],
     tessellated to ``level``, released as deploy-cube (Table 4.6)."""
     geom = box(size, level=level)
@@ -492,8 +493,16 @@ def build_box(*, size=BOX_SIZE, mass: float = 10.0, level: int = 0, gravity: str
 
 
 def _rock_params(rocks, rocks_per_m2, rock_region) -> dict:
-    """The polyhedral population's parameters, recorded with the scene's only when they are used."""
-    return dict(rocks_per_m2=rocks_per_m2, rock_region=rock_region) if _rock_kind(rocks) == "polyhedral" else {}
+    """The polyhedral population's parameters (defaults K = 14 rocks/m² over a 30 m region), recorded
+    with the scene's only when they are used; given without polyhedral rocks, refused."""
+    if _rock_kind(rocks) != "polyhedral":
+        for name, v in (("rocks_per_m2", rocks_per_m2), ("rock_region", rock_region)):
+            if v is not None:
+                raise InputError(name, v, f"does nothing with rocks={rocks!r} (only rocks='polyhedral' places "
+                                          "rocks): leave it out")
+        return {}
+    return dict(rocks_per_m2=14.0 if rocks_per_m2 is None else rocks_per_m2,
+                rock_region=30.0 if rock_region is None else rock_region)
 
 
 def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
@@ -534,7 +543,7 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
                  frame: float = DEFAULT_FRAME, record_every: int | None = None, contact: str = "rigid",
                  restitution: float | None = None, friction: float = 0.5, mass: float = 5.0, density: float = 500.0,
                  shapes: str = "all",
-                 rocks_per_m2: float = 14.0, rock_region: float = 30.0, level: int = 0, fbm: bool = False,
+                 rocks_per_m2: float | None = None, rock_region: float | None = None, level: int = 0, fbm: bool = False,
                  restitution_sigma3: float = 0.0, friction_sigma3: float = 0.0) -> Scene:
     """``deploy-shapes`` (Table 4.7): one of the six shapes drawn per sample (``shapes``: 'all' or a
     comma-separated subset; ``level``: tessellation of the polyhedra, the sphere has no vertices)."""
@@ -559,8 +568,8 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
                               friction_sigma3=friction_sigma3), **_law_params(contact))
     return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
                             target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
-                                                  rocks_per_m2=rocks_per_m2, rock_region=rock_region,
-                                                  fbm=bool(fbm)),
+                                                  rocks_per_m2=params.get("rocks_per_m2", 14.0),
+                                                  rock_region=params.get("rock_region", 30.0), fbm=bool(fbm)),
                             shapes=geoms, shape_mass=mps,
                             contact=ContactParams(restitution=restitution, friction=friction, regolith=regolith),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,

@@ -65,17 +65,17 @@ def _check_density(mu: float, volume: float, units: str) -> None:
                      f"implies a bulk density of {rho:.3g} kg/m^3, outside [{lo:g}, {hi:g}]{hint}")
 
 
-def small_body(shape: str = "ellipsoid", *, radii=None, mesh=None, mesh_units: str | None = None,
+def small_body(shape: str | None = None, *, radii=None, mesh=None, mesh_units: str | None = None,
                gm: float, period_h: float, retrograde: bool = False, gravity: str = "voxel",
                resolution: int = 64, gravity_resolution: int = 24, voxel_spacing: float | None = None,
                rocks: bool | str = False, fbm: bool = False) -> DeployTarget:
     """A small body to land on: shape, gravity and spin.
 
     Args:
-        shape: ``"sphere"``, ``"ellipsoid"``, ``"spinning-top"`` (oblate, equatorial ridge) or
-            ``"itokawa"``, scaled to ``radii``; ignored when ``mesh`` is given.
+        shape: ``"sphere"``, ``"ellipsoid"`` (the default), ``"spinning-top"`` (oblate, equatorial
+            ridge) or ``"itokawa"``, scaled to ``radii``; refused with ``mesh`` (the mesh is the shape).
         radii: semi-axes (a, b, c) [m] along the target x, y, z (z: the spin axis). A body of
-            500 × 440 m is ``radii=(250, 250, 220)``.
+            500 × 440 m is ``radii=(250, 250, 220)``. Refused with ``mesh`` (the mesh sets the size).
         mesh: a shape-model file (OBJ, PLY, STL, TetGen, plain vertex/face tables), or a mesh in
             memory (``trimesh.Trimesh``), instead of a shape; ``mesh_units``: its coordinates' unit,
             'm' or 'km', required with a mesh (shape models are published in either). A mesh whose
@@ -103,6 +103,10 @@ def small_body(shape: str = "ellipsoid", *, radii=None, mesh=None, mesh_units: s
     if mesh is None and mesh_units is not None:            # a parameter that would do nothing
         raise InputError("mesh_units", mesh_units, "does nothing without mesh= (a shape-model file or trimesh.Trimesh)")
     if mesh is not None:
+        for name, v, why in (("shape", shape, "the mesh is the shape"), ("radii", radii, "the mesh sets the size")):
+            if v is not None:
+                raise InputError(name, v, f"does nothing with mesh= ({why}): leave it out")
+    if mesh is not None:
         from scenes.assets.mesh_io import load_mesh
 
         if mesh_units is None:
@@ -116,6 +120,7 @@ def small_body(shape: str = "ellipsoid", *, radii=None, mesh=None, mesh_units: s
         gverts, gfaces = verts, faces
         name = str(mesh) if isinstance(mesh, (str, os.PathLike)) else "mesh"
     else:
+        shape = "ellipsoid" if shape is None else shape
         if shape not in BODY_SHAPES:
             raise InputError("shape", shape, f"must be one of {', '.join(BODY_SHAPES)} (or give mesh=)")
         base = BODY_SHAPES[shape]
@@ -313,7 +318,7 @@ def deployment(name: str, target: DeployTarget, probe, release: Release, *, rest
                             params=params)
 
 
-def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), mesh: str | None = None,
+def build_mission(*, body: str | None = None, radii=None, mesh: str | None = None,
                   mesh_units: str | None = None, gm: float = 30.0, period_h: float = 7.6, retrograde: bool = True,
                   gravity: str = "voxel", resolution: int = 64, rocks: bool | str = False, fbm: bool = False,
                   latitude: float = -22.0, longitude: float = 0.0, altitude: float = 40.0, descent_speed: float = 0.0,
@@ -328,11 +333,19 @@ def build_mission(*, body: str = "spinning-top", radii=(250.0, 250.0, 220.0), me
     contact with e 0.5).
     ``restitution_range`` / ``friction_range`` = [low, high] draw them uniformly per sample.
     ``size`` (default 0.3 × 0.28 × 0.2 m) is the box's, ``density`` (default 500 kg/m³) a solid's and
-    ``level`` (default 1) any probe's but the sphere's: given where it cannot act, it is refused."""
-    for name, value, acts in (("size", size, probe == "box"), ("density", density, probe != "box"),
-                              ("level", level, probe != "sphere")):
+    ``level`` (default 1) any probe's but the sphere's; ``body`` (default ``"spinning-top"``) and
+    ``radii`` (default 250 × 250 × 220 m) are the built-in shape's, not a ``mesh``'s: given where
+    they cannot act, they are refused."""
+    for name, value, acts, where in (("size", size, probe == "box", f"probe={probe!r}"),
+                                     ("density", density, probe != "box", f"probe={probe!r}"),
+                                     ("level", level, probe != "sphere", f"probe={probe!r}"),
+                                     ("body", body, mesh is None, "mesh= (the mesh is the body's shape)"),
+                                     ("radii", radii, mesh is None, "mesh= (the mesh sets the size)")):
         if value is not None and not acts:
-            raise InputError(name, value, f"does nothing with probe={probe!r}: leave it out")
+            raise InputError(name, value, f"does nothing with {where}: leave it out")
+    if mesh is None:
+        body = "spinning-top" if body is None else body
+        radii = (250.0, 250.0, 220.0) if radii is None else radii
     size = (0.3, 0.28, 0.2) if size is None else size
     density = 500.0 if density is None else density
     level = 1 if level is None else level

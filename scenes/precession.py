@@ -28,7 +28,7 @@ Scene parameters (keyword-only): ``method`` (integrator, default ``"rk4"``), ``d
 True: 3-2-1 Euler angles as seed 002 offers), ``i_transverse`` (1), ``i_axial`` (32/17) [kg m²],
 ``period`` τ [s] (5), ``amplitude`` A [rad/s] (1), ``mass`` [kg] (1), ``omega_spread`` — the
 per-axis 3σ spread [rad/s] of the initial rate drawn per sample by the batch runner (0.05; 0 turns
-the dispersion off), and ``rtol``/``atol`` for the adaptive methods. A scene built with defaults
+the dispersion off), and ``rtol``/``atol`` (1e-10, 1e-12) for the adaptive methods, refused with a fixed-step one. A scene built with defaults
 and run directly (no batch) is deterministic: ``ω₀ = [A, 0, ω_z]``.
 """
 
@@ -40,7 +40,7 @@ import numpy as np
 
 from ecs import InputError
 from ecs.scene import Dispersion, normal
-from scenes._common import RIGID_COLUMNS, attitude_columns, check_spread, positive, rigid_scene
+from scenes._common import RIGID_COLUMNS, adaptive_tolerances, attitude_columns, check_spread, positive, rigid_scene
 
 DESCRIPTION = "torque-free symmetric top: precession and nutation against Euler's closed-form solution"
 
@@ -95,9 +95,10 @@ def closed_form(t, *, omega0, i_transverse: float = 1.0, i_axial: float = 32.0 /
 
 def build(*, method: str = "rk4", dt: float = 0.01, t_end: float = 10.0, record_every: int | None = 10,
           euler_mode: bool = False, i_transverse: float = 1.0, i_axial: float = 32.0 / 17.0, period: float = 5.0,
-          amplitude: float = 1.0, mass: float = 1.0, omega_spread: float = 0.05, rtol: float = 1e-10,
-          atol: float = 1e-12):
+          amplitude: float = 1.0, mass: float = 1.0, omega_spread: float = 0.05, rtol: float | None = None,
+          atol: float | None = None):
     """The free-precession scene (see the module docstring for the parameters)."""
+    rtol, atol = adaptive_tolerances(method, rtol=rtol, atol=atol)
     wz = axial_rate(i_transverse=i_transverse, i_axial=i_axial, period=period)
     omega0 = np.array([float(amplitude), 0.0, wz])
     spread = check_spread("omega_spread", omega_spread)

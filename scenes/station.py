@@ -173,8 +173,13 @@ def arm_pose(shoulder_pitch: float, elbow_pitch: float, wrist_pitch: float) -> l
     return pose
 
 
+#: The default payload's cylinder [m]: JAXA's HTV cargo vehicle, 9.8 m long, 4.4 m across.
+PAYLOAD_LENGTH = 9.8
+PAYLOAD_RADIUS = 2.2
+
+
 def station_tree(*, pose_deg=(0.0, 0.0, 30.0, -60.0, 30.0, 0.0, 0.0), payload_mass: float = 16500.0,
-                 payload_length: float = 9.8, payload_radius: float = 2.2, arm_base=(0.0, 4.0, -3.0),
+                 payload_length: float = PAYLOAD_LENGTH, payload_radius: float = PAYLOAD_RADIUS, arm_base=(0.0, 4.0, -3.0),
                  locked: bool = False):
     """The station–arm–payload tree at rest in its structural frame (root at the origin, identity
     attitude, zero rates): ``(spec, names, areas)``."""
@@ -299,9 +304,16 @@ def build(*, config: str = "free", environment: str = "full", altitude: float = 
           record_every: int | None = 6, method: str = "rk4", shoulder_pitch: float = 30.0, elbow_pitch: float = -60.0,
           wrist_pitch: float = 30.0, joint_spread: float | None = None, servo_period: float | None = None,
           slew_torque: float | None = None, slew_time: float | None = None,
-          command_spread: float | None = None, payload_mass: float = 16500.0, payload_length: float = 9.8,
-          payload_radius: float = 2.2, station_area: float | None = None, arm_base: str = "0,4,-3") -> Scene:
+          command_spread: float | None = None, payload_mass: float = 16500.0, payload_length: float | None = None,
+          payload_radius: float | None = None, station_area: float | None = None, arm_base: str = "0,4,-3") -> Scene:
     """The station scene (module docstring)."""
+    if payload_mass == 0.0:                        # no payload: its size would do nothing
+        for name, v in (("payload_length", payload_length), ("payload_radius", payload_radius)):
+            if v is not None:
+                raise InputError(name, v, "does nothing with payload_mass=0 (no payload): leave it out, or give a "
+                                          "payload_mass > 0")
+    payload_length = PAYLOAD_LENGTH if payload_length is None else payload_length
+    payload_radius = PAYLOAD_RADIUS if payload_radius is None else payload_radius
     if config not in CONFIGS:
         raise InputError("config", config, f"must be one of {list(CONFIGS)}")
     arm = dict(joint_spread=joint_spread, servo_period=servo_period, slew_torque=slew_torque, slew_time=slew_time,

@@ -316,6 +316,18 @@ CASES = [
     ("station-slew-time-without-slew", "station", ["-p", "slew_torque=0", "-p", "slew_time=300"],
      ["slew_time", "300", "does nothing with slew_torque=0"]),
     ("mission-density-of-a-box", "deploy", ["-p", "density=800"], ["density", "800", "does nothing with probe='box'"]),
+    ("mission-radii-of-a-mesh", "deploy", ["-p", "mesh=/nonexistent.obj", "-p", "mesh_units=m", "-p", "radii=[1,1,1]"],
+     ["radii", "[1, 1, 1]", "does nothing with mesh="]),
+    ("mission-body-of-a-mesh", "deploy", ["-p", "mesh=/nonexistent.obj", "-p", "mesh_units=m", "-p", "body=sphere"],
+     ["body", "'sphere'", "does nothing with mesh="]),
+    ("cube-rocks-per-m2-without-rocks", "deploy-cube", ["-p", "rocks_per_m2=5"],
+     ["rocks_per_m2", "5", "does nothing with rocks=False"]),
+    ("shapes-rock-region-with-psr-rocks", "deploy-shapes", ["-p", "rocks=psr", "-p", "rock_region=10"],
+     ["rock_region", "10", "does nothing with rocks='psr'"]),
+    ("precession-tolerance-with-rk4", "precession", ["-p", "atol=1e-9"],
+     ["atol", "1e-09", "does nothing with method='rk4'"]),
+    ("station-payload-size-without-payload", "station", ["-p", "payload_mass=0", "-p", "payload_length=5"],
+     ["payload_length", "5", "does nothing with payload_mass=0"]),
     ("mission-size-of-a-solid", "deploy", ["-p", "probe=cube", "-p", "size=[1,1,1]"],
      ["size", "[1, 1, 1]", "does nothing with probe='cube'"]),
     ("mission-rolling-resistance-on-a-box", "deploy", ["-p", "rolling_resistance=0.035"],
@@ -349,7 +361,7 @@ CASES = [
     ("jeod-law-unknown", "jeod-point", ["-p", "law=hooke"], ["law", "'hooke'", "'momentum'"]),
     ("jeod-mode-unknown", "jeod-point", ["-p", "mode=x"], ["mode", "'x'", "'clamp'"]),
     ("precession-inertia-negative", "precession", ["-p", "i_axial=-1"], ["i_axial", "-1", "> 0 [kg m^2]"]),
-    ("precession-rtol-zero", "precession", ["-p", "rtol=0"], ["rtol", "0", "positive finite tolerance"]),
+    ("precession-rtol-zero", "precession", ["-p", "method=dp54", "-p", "rtol=0"], ["rtol", "0", "positive finite tolerance"]),
     ("precession-period-zero", "precession", ["-p", "period=0"], ["period", "0", "> 0 [s]"]),
     ("restitution-dispersion-out-of-range", lambda t: deploy_file(
         t, extra="scene.dispersions.append(Dispersion('probe', 'probe_terrain_pair', lambda rng: [1.5, 0.5, 0, 0, "
@@ -437,6 +449,18 @@ def test_the_input_checks_of_a_large_batch_report_progress(tmp_path):
     small = Progress()
     run_batch(DRIFT, samples=8, out=tmp_path / "small.zarr", progress=small)
     assert small.stages == []
+
+
+def test_a_shape_or_radii_with_a_mesh_are_refused():
+    """small_body(mesh=...) with a built-in shape's name or semi-axes: the mesh is the shape and size."""
+    import trimesh
+
+    from scenes.mission import small_body
+
+    mesh = trimesh.creation.icosphere(subdivisions=2, radius=0.2)     # km: a 400 m body
+    for kw, name in (({"radii": (200.0,) * 3}, "radii"), ({"shape": "sphere"}, "shape")):
+        with pytest.raises(InputError, match=f"{name}.*does nothing with mesh="):
+            small_body(mesh=mesh, mesh_units="km", gm=5.0, period_h=8.0, gravity="point_mass", **kw)
 
 
 def test_a_voxel_spacing_without_the_voxel_field_is_refused():
