@@ -5,9 +5,10 @@ Seed 004 §2.5–2.6. The impact and contact-motion systems (:mod:`systems.probe
 materials in contact (probe skin on terrain, probe skin on a rock, ...), so terrain and rocks can
 behave differently. In the spirit of JEOD's named pair interactions (seed 000, the facet-contact
 issue, :mod:`components.contact`), the parameters are registered once per **unordered** pair of
-material names in a :class:`ContactPairs` resource; a body names its material through
-:class:`ContactMaterial` (column ``body_material``), which stores the same stable material id as
-the facets (:func:`material`, a hash of the name).
+material names in a :class:`ContactPairs` registry, under the same stable material ids as the
+facets (:func:`material`, a hash of the name). A scene looks a pair's row up there and writes it
+into the probe rows (:class:`components.deploy.ProbeContact`, column ``probe_terrain_pair``), which
+is what the kernels read; nothing reads the registry while a world runs.
 
 Parameters of one pair (:class:`ContactParams`):
 
@@ -50,7 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ecs import InputError, column, component
+from ecs import InputError
 
 #: Field order of one row of :meth:`ContactPairs.table` (the kernels index it by these constants).
 PAIR_FIELDS = ("restitution", "friction", "rolling_resistance", "regolith", "e_floor", "e_max", "critical_angle",
@@ -256,14 +257,6 @@ class ContactParams:
                          0.0 if r is None else r.speed_exponent], dtype=np.float64)
 
 
-@component("body")
-class ContactMaterial:
-    """The material a body's skin is made of: ``material_id(name)`` (see :func:`material`)."""
-
-    material: int = column(dtype=np.int64, default=0,
-                           doc="material_id of the skin's material name (components.contact.material_id)")
-
-
 def material(name: str) -> int:
     """The id of a material name: the same stable 63-bit hash the facet contact uses
     (:func:`components.contact.material_id`), so one name means one material project-wide and ids
@@ -275,12 +268,11 @@ def material(name: str) -> int:
 
 @dataclass
 class ContactPairs:
-    """Resource: contact parameters registered per unordered pair of material names.
+    """Registry: contact parameters per unordered pair of material names, for building probe rows.
 
     ``register("aluminium", "regolith", ContactParams(...))`` also serves ``("regolith",
-    "aluminium")``. Materials are identified by :func:`material` ids (what
-    :class:`ContactMaterial` stores); :meth:`rows` looks up the parameter rows of many pairs at once
-    for the kernels.
+    "aluminium")``. Materials are identified by :func:`material` ids; :meth:`rows` looks up the
+    parameter rows of many pairs at once, to be written into the probe rows' ``terrain_pair``.
 
     Attributes:
         default: parameters used for pairs that were not registered; ``None`` (the default) makes
