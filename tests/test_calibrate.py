@@ -158,6 +158,8 @@ def test_hops_at_a_resolution_of_ones_own(landings):
     for name in ("hops>x", "hops>-1", "hops>0", "hops>nan"):
         with pytest.raises(InputError, match="hops>H"):
             observable(name)
+    with pytest.raises(InputError, match="no collision records"):
+        observable("hops").read({"final": st["final"], "events": {}})
     cal = calibrate(prior, {"hops>0.3": (2.0, 1.0), "bounce_time": (400.0, 100.0)})
     assert cal.observables["hops>0.3"]["unit"] == "1"
 

@@ -128,7 +128,11 @@ def flights(store) -> tuple[np.ndarray, np.ndarray]:
     log records collisions only. Such flights are short: in recorded MASCOT and Hayabusa landings
     (frames of 2 s) the longest lasted 26 s, a sagitta of about 1 cm, where a 0.1 m hop on Ryugu
     takes 85 s (the test checks this bound)."""
-    ev = store["events"]
+    ev = store.get("events") if hasattr(store, "get") else store["events"]
+    need = ("time", "kind", "velocity_before", "velocity_after")
+    if ev is None or any(k not in ev for k in need):
+        raise InputError("store", "events/", f"has no collision records ({', '.join(need)}): flights are read from "
+                                             "a deployment's collision events")
     t = np.asarray(ev["time"].values, float)
     bounce = np.asarray(ev["kind"].values)[:, :-1] == EVENT_BOUNCE
     T = t[:, 1:] - t[:, :-1]
