@@ -161,9 +161,16 @@ def itokawa_polyhedron(resolution: int = 48) -> Polyhedron:
     return _itokawa_body(resolution)[1]
 
 
+#: Polyhedral rocks' defaults: K rocks larger than 5 cm per m² (seed 004 §4.1's nominal 14) over a
+#: region of this radius [m] under the release point.
+ROCKS_PER_M2 = 14.0
+ROCK_REGION = 30.0
+
+
 def itokawa_target(*, gravity: str = "voxel", rocks: bool | str = False, resolution: int = 48,
-                   voxel_spacing: float = ITOKAWA_VOXEL_SPACING, rock_centre=(0.0, 0.0, 200.0), rock_region: float = 30.0,
-                   rocks_per_m2: float = 14.0, rock_seed: int = 0, fbm: bool = False) -> DeployTarget:
+                   voxel_spacing: float = ITOKAWA_VOXEL_SPACING, rock_centre=(0.0, 0.0, 200.0),
+                   rock_region: float = ROCK_REGION, rocks_per_m2: float = ROCKS_PER_M2, rock_seed: int = 0,
+                   fbm: bool = False) -> DeployTarget:
     """The Itokawa-like target (module docstring), centred on its centre of mass.
 
     Args:
@@ -423,8 +430,8 @@ def build_sphere(*, altitude: str = "low", gravity: str = "voxel", rocks: bool |
                   j=j, restitution_sigma3=restitution_sigma3, friction_sigma3=friction_sigma3,
                   **_rock_params(rocks, rocks_per_m2, rock_region), **_optional(fbm=fbm), **_law_params(contact))
     return deployment_scene("deploy-sphere", DESCRIPTIONS["deploy-sphere"], target=itokawa_target(gravity=gravity,
-                            rocks=rocks, rock_centre=p, rocks_per_m2=params.get("rocks_per_m2", 14.0),
-                            rock_region=params.get("rock_region", 30.0),
+                            rocks=rocks, rock_centre=p, rocks_per_m2=params.get("rocks_per_m2", ROCKS_PER_M2),
+                            rock_region=params.get("rock_region", ROCK_REGION),
                             fbm=bool(fbm)),
                             shapes=[sphere_probe(r)], shape_mass=[mp],
                             contact=ContactParams(restitution=restitution, friction=friction,
@@ -461,8 +468,8 @@ def _one_shape_scene(name: str, geom, mass: float, params: dict) -> Scene:
     f = g("friction")
     return deployment_scene(name, DESCRIPTIONS[name],
                             target=itokawa_target(gravity=g("gravity"), rocks=g("rocks"), rock_centre=p,
-                                                  rocks_per_m2=g("rocks_per_m2", 14.0),
-                                                  rock_region=g("rock_region", 30.0), fbm=bool(g("fbm", False))),
+                                                  rocks_per_m2=g("rocks_per_m2", ROCKS_PER_M2),
+                                                  rock_region=g("rock_region", ROCK_REGION), fbm=bool(g("fbm", False))),
                             shapes=[geom], shape_mass=[probe_mass_properties(geom, mass=positive("mass", mass, "kg"))],
                             contact=ContactParams(restitution=e, friction=f, regolith=regolith),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,
@@ -493,16 +500,16 @@ def build_box(*, size=BOX_SIZE, mass: float = 10.0, level: int = 0, gravity: str
 
 
 def _rock_params(rocks, rocks_per_m2, rock_region) -> dict:
-    """The polyhedral population's parameters (defaults K = 14 rocks/m² over a 30 m region), recorded
-    with the scene's only when they are used; given without polyhedral rocks, refused."""
+    """The polyhedral population's parameters (defaults :data:`ROCKS_PER_M2`, :data:`ROCK_REGION`),
+    recorded with the scene's only when they are used; given without polyhedral rocks, refused."""
     if _rock_kind(rocks) != "polyhedral":
         for name, v in (("rocks_per_m2", rocks_per_m2), ("rock_region", rock_region)):
             if v is not None:
                 raise InputError(name, v, f"does nothing with rocks={rocks!r} (only rocks='polyhedral' places "
                                           "rocks): leave it out")
         return {}
-    return dict(rocks_per_m2=14.0 if rocks_per_m2 is None else rocks_per_m2,
-                rock_region=30.0 if rock_region is None else rock_region)
+    return dict(rocks_per_m2=ROCKS_PER_M2 if rocks_per_m2 is None else rocks_per_m2,
+                rock_region=ROCK_REGION if rock_region is None else rock_region)
 
 
 def _contact_spreads(e, e_sigma3, f, f_sigma3) -> dict:
@@ -568,8 +575,8 @@ def build_shapes(*, gravity: str = "voxel", rocks: bool | str = False, t_cap: fl
                               friction_sigma3=friction_sigma3), **_law_params(contact))
     return deployment_scene("deploy-shapes", DESCRIPTIONS["deploy-shapes"],
                             target=itokawa_target(gravity=gravity, rocks=rocks, rock_centre=p,
-                                                  rocks_per_m2=params.get("rocks_per_m2", 14.0),
-                                                  rock_region=params.get("rock_region", 30.0), fbm=bool(fbm)),
+                                                  rocks_per_m2=params.get("rocks_per_m2", ROCKS_PER_M2),
+                                                  rock_region=params.get("rock_region", ROCK_REGION), fbm=bool(fbm)),
                             shapes=geoms, shape_mass=mps,
                             contact=ContactParams(restitution=restitution, friction=friction, regolith=regolith),
                             position=p, position_sigma3=ps, velocity=v, velocity_sigma3=vs,

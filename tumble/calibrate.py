@@ -161,7 +161,7 @@ def hops(store, min_sagitta: float = HOP_RESOLUTION) -> np.ndarray:
 
 def _longest_flight(store) -> np.ndarray:
     T, _ = flights(store)
-    longest = np.nanmax(np.where(np.isnan(T), -np.inf, T), axis=1)
+    longest = np.where(np.isnan(T), -np.inf, T).max(axis=1)
     return np.where(_complete(store) & np.isfinite(longest), longest, np.nan)
 
 
@@ -182,8 +182,8 @@ OBSERVABLES: dict[str, Observable] = {
                                    "(final/probe_distance)", lambda st: _final(st, "probe_distance")),
     "hops": Observable("1", f"flights after a bounce whose sagitta is at least {HOP_RESOLUTION} m, the bounces "
                             "a reconstruction at that accuracy resolves (settled samples)", hops),
-    "longest_flight": Observable("s", "longest flight after a bounce, first contact to the next (settled "
-                                      "samples)", _longest_flight),
+    "longest_flight": Observable("s", "longest flight, from a bounce to the next collision (settled samples)",
+                                 _longest_flight),
 }
 
 
