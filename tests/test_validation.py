@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tumble.calibrate import OBSERVABLES, open_store_groups
+from tumble.calibrate import OBSERVABLES, observable, open_store_groups
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +67,12 @@ def test_mascot_bouncing_is_inside_the_regolith_law_bands(mascot_regolith):
         assert lo <= flown <= hi, (name, flown, lo, med, hi)
     fall, _ = _band(st, "fall_time")
     assert np.all(np.abs(fall - OBSERVED["fall_time"][0]) <= OBSERVED["fall_time"][1])
+    # the hops do not hang on the resolution (half and twice the path's 1σ), nor on whether the last
+    # leg to the settlement point was a flight (5) or not (4)
+    for name in ("hops>0.05", "hops", "hops>0.2"):
+        v = observable(name).read(st)
+        lo, hi = np.quantile(v[np.isfinite(v)], [0.05, 0.95])
+        assert lo <= 4 and 5 <= hi, (name, lo, hi)
 
 
 def test_the_report_says_how_many_bounces_a_reconstruction_would_see(mascot_regolith_path, mascot_regolith):
