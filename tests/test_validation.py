@@ -112,9 +112,10 @@ def test_flight_sagitta_is_how_far_the_recorded_path_leaves_the_chord(tmp_path):
     """``tumble.calibrate.flights`` reads a flight's sagitta from its two collision records alone,
     ``|Δv| T/8`` (exact for a parabola in a uniform field). The recorded trajectory (a frame every
     2 s) gives it independently: the largest distance of the CoM from the chord traversed at constant
-    speed. They agree to 1 %: a 2 s frame can miss the apex by at most ``g (1 s)²/2 ≈ 7e-5 m``
-    (under 0.2 % of the 4 cm the shortest compared flight reaches), and Ryugu's field varies over a
-    hop of metres, and the Coriolis term acts, by parts per thousand (measured: ≤ 0.2 %)."""
+    speed. They agree to 1 %: a 2 s frame can miss the apex by at most ``g (1 s)²/2 ≈ 6e-5 m``
+    (0.3 % of the 2 cm a 40 s flight, the shortest compared, reaches at g ≈ 1.1e-4 m/s²), and
+    Ryugu's field varies over a hop of metres, and the Coriolis term acts, by parts per thousand
+    (measured: ≤ 0.2 %)."""
     import xarray as xr
 
     from tumble import run_batch
