@@ -1,15 +1,21 @@
-"""The explicit Runge–Kutta family, written once for every integrator: Butcher tableaux, the
-step-size controller, the error-norm term, DP5(4)'s continuous extension, and the stage
-combination and embedded error estimate of a step kept in a flat work row.
+"""The explicit Runge–Kutta family, written once for every integrator: Butcher tableaux and their
+weights, the stage combination, the embedded error estimate and its norm term, the step-size
+controller and DP5(4)'s continuous extension.
 
-The rigid-body integrator (:mod:`systems.dynamics.integration`), the deployment's per-row steps
-(:mod:`systems.deployment.physics`) and the impact integrator (:mod:`systems.probe_contact.impulse`) all read
-their coefficients and step factor here; the deployment, whose state and stages live in one
-float64 row per sample (``w``), also forms its stages (:data:`row_stage`) and error estimates
-(:data:`row_dp54_error`) here. The impact integrator keeps its own stage loop over the same tableau
-(``systems.probe_contact.impulse._dopri_step``, which sums only the stages a stage uses): moved onto
-these, it ran 11 % slower with the stage routine inlined and 35 % slower called (200,000 impacts,
-measured 2026-11-30). Controller: Hairer, Nørsett & Wanner, *Solving Ordinary
+Every integrator of the engine forms its stages, its solution and its error estimate here:
+
+* the rigid-body integrator (:mod:`systems.dynamics.integration`) and the multibody steppers
+  (:mod:`systems.multibody.kernels`), whose stages are arrays ``K`` [rows, stages, components],
+  with :data:`stage_sum` over :attr:`Tableau.weights`;
+* the impact integrator (:mod:`systems.probe_contact.impulse`), whose state and stages share one
+  work row, with :data:`row_weighted_sum`;
+* the deployment's per-row steps (:mod:`systems.deployment.physics`), whose state and stages
+  share one row too, with :data:`row_stage` and :data:`row_dp54_error`: the same sums with DP5(4)'s
+  coefficients passed as scalars the compiler folds.
+
+All of them size their steps with :data:`step_factor`. The rigid-body and deployment error norms
+sum :data:`scaled_error_sq`'s componentwise terms; the impact integrator's is a contact-velocity
+error (:func:`systems.probe_contact.impulse._error_norm`). Controller: Hairer, Nørsett & Wanner, *Solving Ordinary
 Differential Equations I* (1993) §II.4. Sources: Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321–325;
 Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19–26 (docs/references.md).
 """
@@ -38,6 +44,30 @@ class Tableau:
     @property
     def stages(self) -> int:
         return len(self.b)
+
+    @property
+    def weights(self) -> np.ndarray:
+        """All of the tableau's stage weights in one [stages + 2, stages] array, what
+        :data:`stage_sum` and :data:`row_stage_sum` read: rows ``0 … s−1`` are ``a`` (stage ``j``'s
+        coefficients), row :meth:`solution_row` (= s) is ``b``, row :meth:`error_row` (= s + 1) is
+        ``b − b̂`` (zeros for a fixed-step method)."""
+        s = self.stages
+        w = np.zeros((s + 2, s))
+        w[:s] = self.a
+        w[s] = self.b
+        if self.b_err is not None:
+            w[s + 1] = self.b_err
+        return w
+
+    @property
+    def solution_row(self) -> int:
+        """The row of :attr:`weights` that holds ``b``."""
+        return self.stages
+
+    @property
+    def error_row(self) -> int:
+        """The row of :attr:`weights` that holds ``b − b̂``."""
+        return self.stages + 1
 
 
 def _tab(name, a, b, c, bhat=None, order=1, error_order=0):
@@ -118,10 +148,41 @@ def _scaled_error_sq(e, y0, y1, rtol, atol):
 scaled_error_sq = dual(_scaled_error_sq)
 
 
+def _stage_sum(y, h, W, row, n, K, r, c):
+    """``y + Σ_{j<n} h·W[row, j]·K[r, j, c]`` for stages kept as ``K`` [rows, stages, components]:
+    component ``c`` of row ``r``'s stage ``row`` (y = y₀, n = row), of the step's solution
+    (``row`` = :attr:`Tableau.solution_row`, n = s) or of its embedded error estimate
+    (:attr:`Tableau.error_row`, y = 0), ``W`` = :attr:`Tableau.weights`. Summed in stage order with
+    h inside each term: the rounding of every integrator that keeps its stages this way (rigid
+    bodies, multibody joints)."""
+    for j in range(n):
+        y += h * W[row, j] * K[r, j, c]
+    return y
+
+
+stage_sum = dual(_stage_sum)
+
+
+def _row_weighted_sum(w, k, stride, c, W, row, n):
+    """``Σ_{j<n} W[row, j]·K_j[c]`` for stages kept in a flat row, K_j at ``w[k + stride·j:]``
+    (``W`` = :attr:`Tableau.weights`), summed in stage order: the stage combination of an
+    integrator whose state and stages share one work row (the impact integrator)."""
+    acc = 0.0
+    for j in range(n):
+        acc += W[row, j] * w[k + stride * j + c]
+    return acc
+
+
+row_weighted_sum = dual(_row_weighted_sum)
+
+
 def _row_stage(w, y0, k, stride, n, ys, h, a1, a2, a3, a4, a5, a6):
     """A stage (or the step's solution) of an explicit Runge–Kutta step kept in a flat row:
     ``w[ys:ys+n] = w[y0:] + h Σ_j a_j K_j`` with K_j at ``w[k + stride·j:]`` (a row of the tableau's
-    ``a``, or ``b`` for the solution; unused a_j are 0: their K_j must be finite)."""
+    ``a``, or ``b`` for the solution; unused a_j are 0: their K_j must be finite). The same sum as
+    ``w[y0 + c] + h·row_weighted_sum(…)`` over a row of :attr:`Tableau.weights`, bit for bit, with
+    the six coefficients passed as scalars, which the compiler folds where they are constants (the
+    deployment's DP5(4) stages, its hottest loop); equal up to the sign of a zero sum."""
     for c in range(n):
         w[ys + c] = w[y0 + c] + h * (a1 * w[k + c] + a2 * w[k + stride + c] + a3 * w[k + 2 * stride + c]
                                      + a4 * w[k + 3 * stride + c] + a5 * w[k + 4 * stride + c]

@@ -91,7 +91,7 @@ SCRIPT = textwrap.dedent(
         work = Scratch(np.zeros((n, STATE)), np.zeros((n, STATE)), np.zeros((n, 4, STATE)), np.zeros((n, 6)),
                        np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 3, 3)), np.zeros((n, 3)), *new_scratch(n))
         extra = (load, work, 0.0, 0, np.zeros((n, 6)), no_terms_args())
-        step = Stepper(1.0, tab.a, tab.b, 4)
+        step = Stepper(1.0, tab.weights, 4)
         if mode == "cpu":
             for s in range(S):
                 rk_step.cpu(s * E, E, step, st, *extra)

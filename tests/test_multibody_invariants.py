@@ -76,7 +76,7 @@ class Stepper:
 
     def step(self, h):
         s = self.s
-        rk_step.cpu(0, s.n, StepRecord(h, RK4.a, RK4.b, RK4.stages), s.record(self.q, self.qd),
+        rk_step.cpu(0, s.n, StepRecord(h, RK4.weights, RK4.stages), s.record(self.q, self.qd),
                     Loads(self.zeros6, s.law, self.zeros3, self.zeros3, 0.0, 0, np.zeros(6)),
                     Scratch(self.y0, self.C, self.K, self.tauw, self.fext, self.qdd, self.Rw, self.pw, self.M, self.V),
                     0.0, 0, np.zeros((s.n, 6)), no_terms_args())

@@ -44,7 +44,7 @@ from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.terms import fuse_terms, refuse_modal
 from ecs.kernels import PreparedRows, array_module, cpu_parallel, dual, to_backend, to_host
-from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, step_factor  # noqa: F401  (TABLEAUX re-exported)
+from ecs.stepping import TABLEAUX, Tableau, scaled_error_sq, stage_sum, step_factor  # noqa: F401  (TABLEAUX re-exported)
 from ecs.attitude import euler321_to_quat, euler_to_quat, quat_derivative, quat_normalize
 from systems.dynamics import rigid_terms
 from systems.dynamics.rigid_body import STATE_SIZE, body_derivative, body_derivative_rows, new_mass_cache
@@ -54,6 +54,7 @@ _qnorm = quat_normalize.cpu
 _qdot = quat_derivative.cpu
 _step_factor = step_factor.cpu
 _err_sq = scaled_error_sq.cpu
+_ssum = stage_sum.cpu
 
 
 ALIASES = {"explicit_euler": "euler", "euler_cromer": "semi_implicit_euler", "symplectic_euler": "semi_implicit_euler",
@@ -92,8 +93,8 @@ def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
         y0[i, 6 + k] = att[i, k]
 
 
-def _set_stage(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c):
-    """Write Y = y0 + h Σ_j a[stage, j] K_j into the state columns (``state`` = position, velocity,
+def _set_stage(i, active, y0, K, W, h, t0, state, euler, euler_mode, time, wrench, stage, c):
+    """Write Y = y0 + h Σ_j a[stage, j] K_j (``W``: the tableau's weights, :data:`ecs.stepping.stage_sum`) into the state columns (``state`` = position, velocity,
     attitude, rate), row_time = t0 + c h, and clear the row's force and torque (``wrench``) for the
     stage's derivative systems to add into."""
     if not active[i]:
@@ -105,10 +106,7 @@ def _set_stage(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrenc
         torque[i, k] = 0.0
     hi = h[i]
     for k in range(STATE_SIZE):
-        v = y0[i, k]
-        for j in range(stage):
-            v += hi * a[stage, j] * K[i, j, k]
-        _put(i, k, v, pos, vel, att, omega, euler, euler_mode)
+        _put(i, k, _ssum(y0[i, k], hi, W, stage, stage, K, i, k), pos, vel, att, omega, euler, euler_mode)
     if euler_mode:
         q0, q1, q2, q3 = _e2q(euler[i, 0], euler[i, 1], euler[i, 2])
         att[i, 0] = q0
@@ -118,7 +116,7 @@ def _set_stage(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrenc
     time[i] = t0[i] + c * hi
 
 
-def _candidate_error(i, y0, K, b, b_err, nstages, hi, euler_mode, rtol, atol, adaptive, semi_implicit):
+def _candidate_error(i, y0, K, W, nstages, hi, euler_mode, rtol, atol, adaptive, semi_implicit):
     """The step's candidate y1 of row i: (Σ over components of (Δ/sc)², component count, all finite),
     with Δ the embedded error estimate and sc = atol + rtol·max(|y0|, |y1|) (module docstring)."""
     errsq = 0.0
@@ -129,27 +127,23 @@ def _candidate_error(i, y0, K, b, b_err, nstages, hi, euler_mode, rtol, atol, ad
             continue
         if (not euler_mode) and k >= 13:
             continue
-        y1 = y0[i, k]
-        e = 0.0
-        for j in range(nstages):
-            y1 += hi * b[j] * K[i, j, k]
-            if adaptive:
-                e += hi * b_err[j] * K[i, j, k]
+        y1 = _ssum(y0[i, k], hi, W, nstages, nstages, K, i, k)      # row nstages: b
         if semi_implicit:
             y1 = _si(i, k, y0, K, hi)
         if not math.isfinite(y1):
             finite = False
         if adaptive:
+            e = _ssum(0.0, hi, W, nstages + 1, nstages, K, i, k)    # row nstages + 1: b − b̂
             errsq += _err_sq(e, y0[i, k], y1, rtol, atol)
             ncomp += 1
     return errsq, ncomp, finite
 
 
-def _row_error(i, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite):
+def _row_error(i, active, y0, K, W, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite):
     """Store row i's candidate error sums for :func:`_group_error` (adaptive, coupled rows)."""
     if not active[i]:
         return
-    errsq, ncomp, finite = _cand_err(i, y0, K, b, b_err, nstages, h[i], euler_mode, rtol, atol, True, semi_implicit)
+    errsq, ncomp, finite = _cand_err(i, y0, K, W, nstages, h[i], euler_mode, rtol, atol, True, semi_implicit)
     esq[i] = errsq
     ecount[i] = ncomp
     efinite[i] = 1 if finite else 0
@@ -180,7 +174,7 @@ def _finish_step(i, active, status, reason, y0, K, tab, ctrl, state, euler, eule
                  t_target):
     """Combine the stages, control the error, accept or reject, and write the row back.
 
-    ``tab = (b, b_err, nstages)``: the tableau's weights and error weights; ``ctrl = (h, h_prop,
+    ``tab = (W, nstages)``: the tableau's weights (:attr:`ecs.stepping.Tableau.weights`) and stages; ``ctrl = (h, h_prop,
     t0, attempts)``: the rows' step, proposed step, step start [s] and attempt count; ``state =
     (pos, vel, att, omega)``: the body columns; ``rule = (rtol, atol, adaptive, semi_implicit,
     error_order, h_min, max_steps, grouped)``: the integrator's settings. ``grouped``: the error and
@@ -188,7 +182,7 @@ def _finish_step(i, active, status, reason, y0, K, tab, ctrl, state, euler, eule
     size their steps together."""
     if not active[i]:
         return
-    b, b_err, nstages = tab
+    W, nstages = tab
     h, h_prop, t0, attempts = ctrl
     pos, vel, att, omega = state
     rtol, atol, adaptive, semi_implicit, error_order, h_min, max_steps, grouped = rule
@@ -197,8 +191,7 @@ def _finish_step(i, active, status, reason, y0, K, tab, ctrl, state, euler, eule
         err = g_err[i]
         finite = err >= 0.0
     else:
-        errsq, ncomp, finite = _cand_err(i, y0, K, b, b_err, nstages, hi, euler_mode, rtol, atol, adaptive,
-                                         semi_implicit)
+        errsq, ncomp, finite = _cand_err(i, y0, K, W, nstages, hi, euler_mode, rtol, atol, adaptive, semi_implicit)
         err = math.sqrt(errsq / ncomp) if adaptive else 0.0
     accept = True
     fac = 1.0
@@ -217,9 +210,7 @@ def _finish_step(i, active, status, reason, y0, K, tab, ctrl, state, euler, eule
             if semi_implicit:
                 v = _si(i, k, y0, K, hi)
             else:
-                v = y0[i, k]
-                for j in range(nstages):
-                    v += hi * b[j] * K[i, j, k]
+                v = _ssum(y0[i, k], hi, W, nstages, nstages, K, i, k)
             _put(i, k, v, pos, vel, att, omega, euler, euler_mode)
         if euler_mode:
             q0, q1, q2, q3 = _e2q(euler[i, 0], euler[i, 1], euler[i, 2])
@@ -317,9 +308,9 @@ def pack_state_rows(n, active, pos, vel, att, omega, euler, euler_mode, y0):
 
 
 @cpu_parallel
-def set_stage_rows(n, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c):
+def set_stage_rows(n, active, y0, K, W, h, t0, state, euler, euler_mode, time, wrench, stage, c):
     for i in prange(n):
-        _set_stage_cpu(i, active, y0, K, a, h, t0, state, euler, euler_mode, time, wrench, stage, c)
+        _set_stage_cpu(i, active, y0, K, W, h, t0, state, euler, euler_mode, time, wrench, stage, c)
 
 
 # Without the reference-counting runtime: each array unpacked from a tuple argument inside the prange
@@ -334,10 +325,9 @@ def finish_step_rows(n, active, status, reason, y0, K, tab, ctrl, state, euler, 
 
 
 @cpu_parallel
-def row_error_rows(n, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite):
+def row_error_rows(n, active, y0, K, W, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite):
     for i in prange(n):
-        _row_error_cpu(i, active, y0, K, b, b_err, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount,
-                       efinite)
+        _row_error_cpu(i, active, y0, K, W, nstages, h, euler_mode, rtol, atol, semi_implicit, esq, ecount, efinite)
 
 
 @cpu_parallel
@@ -441,8 +431,7 @@ class Integrator(System):
                                          "lacks it)")
         self._term_args = {id(w): self._fused.args(w.table) for w in self.work} if self.terms else {}
         xp = np if not self.work else array_module(self.work[0].y0)
-        self._a, self._b, self._c = xp.asarray(self.tableau.a), xp.asarray(self.tableau.b), self.tableau.c
-        self._b_err = xp.asarray(self.tableau.b_err if self.adaptive else self.tableau.b)
+        self._w, self._c = xp.asarray(self.tableau.weights), self.tableau.c
         for w in self.work:
             self._prepare(world.backend, w)
 
@@ -454,18 +443,18 @@ class Integrator(System):
         semi = self.method == "semi_implicit_euler"
         w.launch = {
             "pack": PreparedRows(backend, pack_state_rows, pack_state, w.active, *state, w.euler, w.euler_mode, w.y0),
-            "stage": PreparedRows(backend, set_stage_rows, set_stage, w.active, w.y0, w.K, self._a, w.h, w.t0, state,
+            "stage": PreparedRows(backend, set_stage_rows, set_stage, w.active, w.y0, w.K, self._w, w.h, w.t0, state,
                                   w.euler, w.euler_mode, t["row_time"], (t["body_force"], t["body_torque"])),
             "derivative": PreparedRows(backend, body_derivative_rows, body_derivative, w.active, state, w.euler,
                                        w.euler_mode, t["body_mass"], t["body_com"], t["body_inertia"],
                                        (t["body_force"], t["body_torque"]), self._frame_rate, w.key, w.L, w.K),
-            "row_error": PreparedRows(backend, row_error_rows, row_error, w.active, w.y0, w.K, self._b, self._b_err,
-                                      tab.stages, w.h, w.euler_mode, self.rtol, self.atol, semi, w.esq, w.ecount,
+            "row_error": PreparedRows(backend, row_error_rows, row_error, w.active, w.y0, w.K, self._w, tab.stages,
+                                      w.h, w.euler_mode, self.rtol, self.atol, semi, w.esq, w.ecount,
                                       w.efinite),
             "group_error": PreparedRows(backend, group_error_rows, group_error, w.group, w.active, w.esq, w.ecount,
                                         w.efinite, w.g_err),
             "finish": PreparedRows(backend, finish_step_rows, finish_step, w.active, t["row_status"], t["row_reason"],
-                                   w.y0, w.K, (self._b, self._b_err, tab.stages), (w.h, w.h_prop, w.t0, w.attempts),
+                                   w.y0, w.K, (self._w, tab.stages), (w.h, w.h_prop, w.t0, w.attempts),
                                    state, w.euler, w.euler_mode, t["row_time"],
                                    (self.rtol, self.atol, self.adaptive, semi, tab.error_order, self.h_min,
                                     self.max_steps, w.group > 1), w.g_err),

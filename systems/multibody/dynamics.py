@@ -254,7 +254,7 @@ class MultibodyDynamics(System):
             rows = self._fused.args(t, xp) if self._fused else no_terms_args()
             self.work[-1].tt = (rows._replace(sample=self._sample.args, links=self._sample.links)
                                 if self._sample is not None else rows)
-        self._a, self._b = (xp.asarray(a) for a in (self.tableau.a, self.tableau.b)) if self.work else (None, None)
+        self._w = xp.asarray(self.tableau.weights) if self.work else None
         self._a0 = xp.zeros(6) if self.work else None
         self._bind_points(world)
         self._bind_centres(world)
@@ -368,7 +368,7 @@ class MultibodyDynamics(System):
         w.refresh_law()
         tree, load, work, poses = recs
         launch_rows(backend, self._k["advance_samples"], self._row("advance_sample"), t.samples,
-                    w.E, steps, Stepper(h, self._a, self._b, self.nstages), t["row_status"], t["row_reason"], tree,
+                    w.E, steps, Stepper(h, self._w, self.nstages), t["row_status"], t["row_reason"], tree,
                     load, work, poses, t0, self.every, step0, w.env, w.tt)
 
     def _row(self, name):

@@ -39,6 +39,7 @@ from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse
 from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
 from ecs.status import Reason, Status
+from ecs.stepping import stage_sum
 from ecs.terms import RowState, joint_law_none, row_terms_none, sample_terms_none, terms_active_none
 from systems.gravity.kernels import gradient_torque
 from systems.multibody.spatial import MW, VA, VV, nv_nominal, nv_of
@@ -56,6 +57,7 @@ _vel = velocities.cpu
 _qdot = quat_derivative.cpu
 _qnorm = quat_normalize.cpu
 _rot_inv = quat_rotate_inverse.cpu
+_ssum = stage_sum.cpu
 _d2q = dcm_to_quat.cpu
 _gg_torque = gradient_torque.cpu
 _terms = row_terms_none            # the world's row terms: ecs.terms.fuse_terms links copies against them
@@ -377,34 +379,32 @@ _start = step_start.cpu
 
 
 def _rk_step(b, n, stepper, tree, load, work, t0, mode0, env, tt):
-    """One explicit Runge–Kutta step of length h (tableau A, B: :mod:`ecs.stepping`) of one
+    """One explicit Runge–Kutta step of length h (the tableau's weights W, stages and solution formed
+    by :data:`ecs.stepping.stage_sum`) of one
     sample's joint states; quaternions renormalised after the step; a locked joint's rate is set to
     zero (a kinematic lock: the relative momentum it had is dropped, not redistributed). ``y0``, ``K``: per-row
     scratch [rows, 13] and [rows, stages, 13]; ``C`` [rows, 13]: the carries of the compensated
     summation of the state update (Kahan; N. J. Higham, *Accuracy and Stability of Numerical
     Algorithms*, SIAM, 2nd ed. 2002, §4.3), zero at the start and kept from step to step: they keep
     the round-off of 10⁵–10⁶ small increments to a large state (an orbit radius, a drifting
-    position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j A[st, j]`` (the row sums of A:
+    position) from accumulating. Stage ``st`` stands at ``t0 + h Σ_j a[st, j]`` (the row sums of a:
     the tableau's nodes). The row terms' ``mode`` (:func:`_link_forces`) is ``mode0`` at the first
     stage and, when it is not 0, 2 at the others (terms held over the step)."""
     y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
-    h, A, B, nstages = stepper
+    h, W, nstages = stepper
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
     for st in range(nstages):
         cst = 0.0
         for j in range(st):
-            cst += A[st, j]
+            cst += W[st, j]
         if st > 0:
             for k in range(n):
                 r = b + k
                 nq, nv = _slots(kind[r], locked[r])
                 for i in range(nq + nv):
                     s = i if i < nq else Q_SLOTS + i - nq
-                    v = y0[r, s]
-                    for j in range(st):
-                        v += h * A[st, j] * K[r, j, s]
-                    _put(r, s, v, q, qd)
+                    _put(r, s, _ssum(y0[r, s], h, W, st, st, K, r, s), q, qd)
         md = mode0
         if st > 0 and mode0 != 0:
             md = 2
@@ -414,9 +414,7 @@ def _rk_step(b, n, stepper, tree, load, work, t0, mode0, env, tt):
         nq, nv = _slots(kind[r], locked[r])
         for i in range(nq + nv):
             s = i if i < nq else Q_SLOTS + i - nq
-            inc = 0.0
-            for j in range(nstages):
-                inc += h * B[j] * K[r, j, s]
+            inc = _ssum(0.0, h, W, nstages, nstages, K, r, s)    # row nstages of W: b
             inc += C[r, s]                        # compensated (Kahan) sum y0 + inc
             v = y0[r, s] + inc
             C[r, s] = inc - (v - y0[r, s])
@@ -669,13 +667,13 @@ _finite = sample_finite.cpu
 
 def _advance_sample(s, E, steps, stepper, status, reason, tree, load, work, poses, t0, every, step0, env, tt):
     """``steps`` steps of sample s (rows s·E .. s·E + E − 1) if it is RUNNING — RK with tableau
-    (A, B) or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses
+    weights W or, for ``nstages == 0``, Kuo–Nguyen (:func:`_kuo_nguyen_step`) — then its link poses
     (``poses``); a non-finite state sets every row of the sample FAILED (reason NONFINITE_STATE) with the
     state of its last good step. The first step starts at time ``t0`` and is step ``step0`` of the
     run: the row terms are evaluated at every stage when ``every`` is 1, else at the first stage of
     every ``every``-th step of the run and held until the next (:func:`_link_forces` modes)."""
     y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
-    h, A, B, nstages = stepper
+    h, W, nstages = stepper
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     b = s * E
     if status[b] != 0:

@@ -42,7 +42,6 @@ Scratch = record("Scratch", __name__, {
 
 Stepper = record("Stepper", __name__, {
     "h": "step [s]",
-    "A": "Runge-Kutta matrix of the tableau (ecs.stepping)",
-    "B": "Runge-Kutta weights of the tableau",
+    "W": "the tableau's weights (ecs.stepping.Tableau.weights: the rows of A, then b, then b - b_hat)",
     "nstages": "stages of the tableau (0: the Kuo-Nguyen step instead)"},
     "The step of a multibody integration and its tableau.")
