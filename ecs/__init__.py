@@ -4,15 +4,16 @@ from ._cache import use_versioned_numba_cache
 
 use_versioned_numba_cache()   # before any kernel is defined: numba's cache keyed by tumble's sources
 
-from .component import ColumnSpec, column, column_spec, component, record
+from .component import ColumnSpec, RowLayout, column, column_spec, component, record, row_layout
 from .errors import BackendError, InputError, ScheduleError, TumbleError
 from .scene import Dispersion, Scene
 from .system import Phase, System
 from .table import Table
 from .world import Frame, RunResult, World
 
-__all__ = ["BackendError", "ColumnSpec", "Dispersion", "Frame", "InputError", "Phase", "RunResult", "Scene",
-           "ScheduleError", "System", "Table", "TumbleError", "World", "column", "column_spec", "component", "record"]
+__all__ = ["BackendError", "ColumnSpec", "Dispersion", "Frame", "InputError", "Phase", "RowLayout", "RunResult", "Scene",
+           "ScheduleError", "System", "Table", "TumbleError", "World", "column", "column_spec", "component", "record",
+           "row_layout"]
 
 try:  # the installed distribution's version
     from importlib.metadata import version as _v

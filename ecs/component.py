@@ -179,6 +179,57 @@ def record(name: str, module: str, fields: dict[str, "ColumnSpec | str"], doc: s
     return cls
 
 
+@dataclass(frozen=True)
+class RowLayout:
+    """The named slots of a flat float64 work row (a kernel's per-row constants and integrator
+    state), generated from a declaration by :func:`row_layout`: a kernel reads ``w[K0 + 13 * j]``
+    with ``K0`` taken from here, never a number written by hand."""
+
+    name: str
+    slots: dict            # field -> (offset, width, description), in row order
+    size: int
+
+    def offset(self, field: str) -> np.int64:
+        """The first slot of ``field`` (numpy int64: a Python-int literal argument would make numba
+        compile a callee once per value, :func:`ecs.kernels.dual_call`)."""
+        try:
+            return np.int64(self.slots[field][0])
+        except KeyError:
+            raise KeyError(f"{self.name} has no field {field!r} (fields: {', '.join(self.slots)})") from None
+
+    def end(self, field: str) -> np.int64:
+        """One past the last slot of ``field``."""
+        return np.int64(self.offset(field) + self.slots[field][1])
+
+    def offsets(self, fields: str) -> tuple:
+        """The offsets of the space-separated ``fields``, for a module to bind as its constants:
+        ``Y0, K0 = LAYOUT.offsets("Y0 K0")``."""
+        return tuple(self.offset(f) for f in fields.split())
+
+    def describe(self) -> str:
+        """One line per field: offset, width and description."""
+        return "\n".join(f"* ``{f}`` [{o}:{o + n}]: {d}" for f, (o, n, d) in self.slots.items())
+
+
+def row_layout(name: str, fields: tuple, size: int | None = None) -> RowLayout:
+    """The layout of a work row from its fields in row order, each ``(field, width, description)``
+    (a description's unit and frame as a column's would be); ``size`` (default: the fields' total)
+    pads the row to a length its users allocate. A field name given twice, a width below 1 or a
+    ``size`` shorter than the fields is refused."""
+    slots: dict = {}
+    at = 0
+    for field, width, doc in fields:
+        if field in slots:
+            raise ValueError(f"{name}: field {field!r} declared twice")
+        if int(width) < 1:
+            raise ValueError(f"{name}: field {field!r} has width {width}; it must be at least 1")
+        slots[field] = (at, int(width), doc)
+        at += int(width)
+    if size is not None and size < at:
+        raise ValueError(f"{name}: size {size} is shorter than its fields ({at} slots)")
+    return RowLayout(name, slots, at if size is None else int(size))
+
+
 class Component:
     """Typing marker for classes produced by :func:`component`."""
 

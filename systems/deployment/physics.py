@@ -42,6 +42,7 @@ import math
 
 import numpy as np
 
+from ecs import row_layout
 from ecs.attitude import quat_derivative, quat_multiply, quat_normalize
 from ecs.kernels import dual
 from ecs.terms import RowState, row_terms_none, terms_active_none, terms_couple_attitude_none
@@ -57,42 +58,42 @@ from systems.dynamics.rotating_frame import (body_rate_derivative, euler_acceler
 
 _i = np.int64
 STATE = 13
-Y0 = _i(0)
-Y1 = _i(13)
-YS = _i(26)
-K0 = _i(39)            # K_j at K0 + 13 j, j = 0..6
-KFSAL = _i(39 + 6 * 13)
-AUX = _i(130)          # scratch: 16 numbers
-# flight's attitude sub-integration (:data:`advance_attitude`): its start R0, end R1 and stage
-# state RS (θ, ω: 6 numbers each, 7 reserved), seven stage derivatives RK (7 apart) and its step
-# proposal RH
-R0 = _i(146)
-R1 = _i(153)
-RS = _i(160)
-RK = _i(167)
-RKFSAL = _i(167 + 6 * 7)
-RH = _i(216)
-# time [s] of the step's start (set by the phase kernels before a step) and of the stage being
-# evaluated (set by dp_attempt): what the row terms see as ``t``
-T0 = _i(217)
-TS = _i(218)
-# a fly row continued by its next launch (1.0): Y0/K0 (FSAL), THR and G0 (the event threshold and
-# value at Y0) are the ones its previous launch left, so a launch boundary changes no bit
-WARM = _i(219)
-THR = _i(220)
-G0 = _i(221)
-# :data:`lift_out`'s working set: up to LIFT_SET vertex numbers, then their linearised constraints
-# (gradient, right-hand side: 4 numbers each)
 LIFT_SET = 4
-LIFT = _i(222)
-#: step attempts (accepted and rejected) of the row's fly and contact phases so far, FLY_ATTEMPTS
-#: and FLY_ATTEMPTS + 1: what `tumble bench deploy` splits the phases' time by (a row that takes a
-#: new sample of a streaming active set starts again from 0)
-FLY_ATTEMPTS = _i(222 + 5 * LIFT_SET)
-CONTACT_ATTEMPTS = _i(222 + 5 * LIFT_SET + 1)
-WORK_SIZE = 222 + 5 * LIFT_SET + 2
+#: A deployment row's work row ``w``: its DP5(4) step, its flight's attitude sub-integration, the
+#: times the row terms see, the launch-boundary carry and the lift-off working set.
+DEPLOY_ROW = row_layout("deployment work row", (
+    ("Y0", STATE, "state at the step's start: position [m], velocity [m/s] (target frame), attitude "
+                  "(body -> target, scalar-first), body rate [rad/s] (body axes)"),
+    ("Y1", STATE, "the step's candidate state"),
+    ("YS", STATE, "stage state"),
+    ("K0", 6 * STATE, "DP5(4) stage derivatives K_1 … K_6, 13 apart"),
+    ("KFSAL", STATE, "K_7 = f(Y1), the next step's K_1 (FSAL): K_j sits at K0 + 13 j for j = 0 … 6"),
+    ("AUX", 16, "scratch"),
+    ("R0", 7, "flight attitude sub-integration (advance_attitude): start (θ, ω: 6 numbers, 7 reserved)"),
+    ("R1", 7, "its end"),
+    ("RS", 7, "its stage state"),
+    ("RK", 6 * 7, "its stage derivatives K_1 … K_6, 7 apart"),
+    ("RKFSAL", 7, "its K_7 (FSAL), at RK + 7 · 6"),
+    ("RH", 1, "its step proposal [s]"),
+    ("T0", 1, "time [s] of the step's start (set by the phase kernels before a step): the row terms' t"),
+    ("TS", 1, "time [s] of the stage being evaluated (set by dp_attempt)"),
+    ("WARM", 1, "1.0: a fly row continued by its next launch (Y0/K0 (FSAL), THR and G0 are the ones its "
+                "previous launch left, so a launch boundary changes no bit)"),
+    ("THR", 1, "the event threshold at Y0"),
+    ("G0", 1, "the event function's value at Y0"),
+    ("LIFT", 5 * LIFT_SET, "lift_out's working set: up to LIFT_SET vertex numbers, then their linearised "
+                           "constraints (gradient, right-hand side: 4 numbers each)"),
+    ("FLY_ATTEMPTS", 1, "step attempts (accepted and rejected) of the row's fly phase so far: what `tumble "
+                        "bench deploy` splits the phases' time by (a row that takes a new sample of a "
+                        "streaming active set starts again from 0)"),
+    ("CONTACT_ATTEMPTS", 1, "the same for its contact phase"),
+))
+(Y0, Y1, YS, K0, KFSAL, AUX, R0, R1, RS, RK, RKFSAL, RH, T0, TS, WARM, THR, G0, LIFT, FLY_ATTEMPTS,
+ CONTACT_ATTEMPTS) = DEPLOY_ROW.offsets(
+    "Y0 Y1 YS K0 KFSAL AUX R0 R1 RS RK RKFSAL RH T0 TS WARM THR G0 LIFT FLY_ATTEMPTS CONTACT_ATTEMPTS")
+WORK_SIZE = DEPLOY_ROW.size
 #: w[Y1:SNAP_SAVE_END] is what a dense-output trial step overwrites (:data:`record_snapshots`)
-SNAP_SAVE_END = 217
+SNAP_SAVE_END = DEPLOY_ROW.end("RH")
 # state lengths / strides as int64 (a Python-int literal argument compiles a callee per value)
 _N6 = _i(6)
 _N7 = _i(7)

@@ -85,7 +85,7 @@ import numba
 from numba import prange
 
 from components.gravity import FieldValues, GravitySource, LinearizedGravity, Polyhedron, as_points
-from ecs import record
+from ecs import record, row_layout
 from ecs.errors import InputError, positive_number
 from ecs.kernels import cpu_jit, cpu_parallel_points, dual
 from ecs.terms import specialise
@@ -148,20 +148,40 @@ GravityArgs = record("GravityArgs", __name__, {
     "One gravity source as every field kernel takes it (systems.gravity.kernels.gravity_at): unused arrays "
     "are dummies, so one compiled kernel serves every kind.")
 
-# GravityArgs.scalars, slot by slot for each kind (gravity_args writes them from the source's
-# kernel_params, the kind's adaptor below reads them; numpy ints: see ecs.kernels.dual_call)
+# GravityArgs.scalars, slot by slot for each kind: gravity_args writes them from the source's
+# kernel_params, the kind's adaptor below reads them (numpy int64 offsets: see ecs.kernels.dual_call)
 _i = np.int64
-PM_X, PM_Y, PM_Z, PM_MU = _i(0), _i(1), _i(2), _i(3)                   # point mass: centre [m], μ [m³/s²]
-ELL_A2, ELL_B2, ELL_C2, ELL_MU = _i(0), _i(1), _i(2), _i(3)            # ellipsoid: a², b², c² [m²], μ
-POLY_GRHO = _i(0)                                                      # polyhedron: Gρ [1/s²]
-VOX_OX, VOX_OY, VOX_OZ, VOX_H = _i(0), _i(1), _i(2), _i(3)             # voxel grid: origin, spacing [m]
-VOX_CX, VOX_CY, VOX_CZ, VOX_MU = _i(4), _i(5), _i(6), _i(7)            # far field: CoM [m], μ
-VOX_QXX, VOX_QYY, VOX_QZZ, VOX_QXY, VOX_QXZ, VOX_QYZ = _i(8), _i(9), _i(10), _i(11), _i(12), _i(13)  # G Q
-VOX_PERTURBATION = _i(14)                                              # 1.0: the grid holds g − g_pm ("dg")
-LIN_X, LIN_Y, LIN_Z, LIN_U = _i(0), _i(1), _i(2), _i(3)                # linearised: x0 [m], U0 [m²/s²]
-LIN_GX, LIN_GY, LIN_GZ = _i(4), _i(5), _i(6)                           # g0 [m/s²]
-LIN_TXX, LIN_TYY, LIN_TZZ, LIN_TXY, LIN_TXZ, LIN_TYZ = _i(7), _i(8), _i(9), _i(10), _i(11), _i(12)  # Γ0 [1/s²]
-HARM_MU, HARM_RADIUS, HARM_DEGREE = _i(0), _i(1), _i(2)                # harmonics: μ, reference radius, N
+_XYZ = (("X", 1, "x [m]"), ("Y", 1, "y [m]"), ("Z", 1, "z [m]"))
+POINT_MASS_SCALARS = row_layout("point-mass gravity scalars", _XYZ + (("MU", 1, "μ [m³/s²]"),))
+ELLIPSOID_SCALARS = row_layout("ellipsoid gravity scalars", (
+    ("A2", 1, "a² [m²]"), ("B2", 1, "b² [m²]"), ("C2", 1, "c² [m²]"), ("MU", 1, "μ [m³/s²]")))
+POLYHEDRON_SCALARS = row_layout("polyhedron gravity scalars", (("GRHO", 1, "Gρ [1/s²]"),))
+VOXEL_SCALARS = row_layout("voxel gravity scalars", (
+    ("OX", 1, "grid origin x [m]"), ("OY", 1, "grid origin y [m]"), ("OZ", 1, "grid origin z [m]"),
+    ("H", 1, "grid spacing [m]"),
+    ("CX", 1, "far field: CoM x [m]"), ("CY", 1, "CoM y [m]"), ("CZ", 1, "CoM z [m]"), ("MU", 1, "μ [m³/s²]"),
+    ("QXX", 1, "G Q, xx [m⁵/s²]"), ("QYY", 1, "G Q, yy"), ("QZZ", 1, "G Q, zz"), ("QXY", 1, "G Q, xy"),
+    ("QXZ", 1, "G Q, xz"), ("QYZ", 1, "G Q, yz"),
+    ("PERTURBATION", 1, "1.0: the grid holds g − g_pm (\"dg\")")))
+LINEARIZED_SCALARS = row_layout("linearised gravity scalars", _XYZ + (
+    ("U", 1, "U0 [m²/s²]"), ("GX", 1, "g0 x [m/s²]"), ("GY", 1, "g0 y [m/s²]"), ("GZ", 1, "g0 z [m/s²]"),
+    ("TXX", 1, "Γ0 xx [1/s²]"), ("TYY", 1, "Γ0 yy"), ("TZZ", 1, "Γ0 zz"), ("TXY", 1, "Γ0 xy"),
+    ("TXZ", 1, "Γ0 xz"), ("TYZ", 1, "Γ0 yz")))
+HARMONICS_SCALARS = row_layout("spherical-harmonic gravity scalars", (
+    ("MU", 1, "μ [m³/s²]"), ("RADIUS", 1, "reference radius [m]"), ("DEGREE", 1, "degree N")))
+#: the length of GravityArgs.scalars: the longest kind's
+GRAVITY_SCALARS = 16
+PM_X, PM_Y, PM_Z, PM_MU = POINT_MASS_SCALARS.offsets("X Y Z MU")
+ELL_A2, ELL_B2, ELL_C2, ELL_MU = ELLIPSOID_SCALARS.offsets("A2 B2 C2 MU")
+(POLY_GRHO,) = POLYHEDRON_SCALARS.offsets("GRHO")
+(VOX_OX, VOX_OY, VOX_OZ, VOX_H, VOX_CX, VOX_CY, VOX_CZ, VOX_MU, VOX_QXX, VOX_QYY, VOX_QZZ, VOX_QXY, VOX_QXZ,
+ VOX_QYZ, VOX_PERTURBATION) = VOXEL_SCALARS.offsets("OX OY OZ H CX CY CZ MU QXX QYY QZZ QXY QXZ QYZ PERTURBATION")
+(LIN_X, LIN_Y, LIN_Z, LIN_U, LIN_GX, LIN_GY, LIN_GZ, LIN_TXX, LIN_TYY, LIN_TZZ, LIN_TXY, LIN_TXZ,
+ LIN_TYZ) = LINEARIZED_SCALARS.offsets("X Y Z U GX GY GZ TXX TYY TZZ TXY TXZ TYZ")
+HARM_MU, HARM_RADIUS, HARM_DEGREE = HARMONICS_SCALARS.offsets("MU RADIUS DEGREE")
+if max(lay.size for lay in (POINT_MASS_SCALARS, ELLIPSOID_SCALARS, POLYHEDRON_SCALARS, VOXEL_SCALARS,
+                            LINEARIZED_SCALARS, HARMONICS_SCALARS)) > GRAVITY_SCALARS:
+    raise ImportError("a gravity kind declares more scalars than GravityArgs.scalars holds (GRAVITY_SCALARS)")
 
 _pmf_at = point_mass_field.cpu
 _ell_at = ellipsoid_field.cpu
@@ -337,7 +357,7 @@ def gravity_args(source: GravitySource) -> GravityArgs:
         raise InputError("gravity source", type(source).__name__,
                          f"must be one of the components.gravity sources ({', '.join(GRAVITY_KINDS)})")
     p = source.kernel_params()
-    gs = np.zeros(16)
+    gs = np.zeros(GRAVITY_SCALARS)
     vox = np.zeros((1, 1, 1, 4))
     pv, pe, ped, pel = np.zeros((1, 3)), np.zeros((1, 2), np.int64), np.zeros((1, 6)), np.zeros(1)
     pf, pfn = np.zeros((1, 3), np.int64), np.zeros((1, 3))

@@ -104,7 +104,7 @@ import numpy as np
 from numba import prange
 
 from components.contact_params import BAUMGARTE_RATE, ContactParams
-from ecs import InputError, Phase, System
+from ecs import InputError, Phase, System, row_layout
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import cpu_parallel, dual_call
 from systems.probe_contact.records import ContactSet
@@ -125,11 +125,19 @@ _japply = sym3_apply.cpu
 
 SURFACE_PLANE = _i(0)
 SURFACE_SPHERE = _i(1)
-# the slots of an analytic surface's parameter row (PlaneSurface.params, SphereSurface.params)
-SURF_X, SURF_Y, SURF_Z = _i(0), _i(1), _i(2)           # a point of the plane / the sphere's centre [m]
-PLANE_NX, PLANE_NY, PLANE_NZ = _i(3), _i(4), _i(5)     # the plane's unit normal
-SPHERE_R, SPHERE_SIGN = _i(3), _i(4)                   # the sphere's radius [m]; −1 for a bowl (inside)
+# the slots of an analytic surface's parameter row (PlaneSurface.params, SphereSurface.params), of
+# SURFACE_PARAMS slots whatever the kind
 SURFACE_PARAMS = 8
+PLANE_ROW = row_layout("plane surface parameters", (
+    ("X", 1, "a point of the plane, x [m]"), ("Y", 1, "y [m]"), ("Z", 1, "z [m]"),
+    ("NX", 1, "the plane's unit normal, x"), ("NY", 1, "y"), ("NZ", 1, "z")), size=SURFACE_PARAMS)
+SPHERE_ROW = row_layout("sphere surface parameters", (
+    ("X", 1, "the sphere's centre, x [m]"), ("Y", 1, "y [m]"), ("Z", 1, "z [m]"),
+    ("R", 1, "the sphere's radius [m]"), ("SIGN", 1, "+1 outside (a ball), −1 inside (a bowl)")),
+    size=SURFACE_PARAMS)
+SURF_X, SURF_Y, SURF_Z = PLANE_ROW.offsets("X Y Z")      # the sphere's centre too (SPHERE_ROW: the same slots)
+PLANE_NX, PLANE_NY, PLANE_NZ = PLANE_ROW.offsets("NX NY NZ")
+SPHERE_R, SPHERE_SIGN = SPHERE_ROW.offsets("R SIGN")
 
 #: Per-contact status after a force evaluation.
 CONTACT_INACTIVE = 0   #: not touching (gap above the contact distance)

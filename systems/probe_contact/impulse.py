@@ -13,48 +13,63 @@ import math
 
 import numpy as np
 
+from ecs import row_layout
 from ecs.attitude import cross_call
 from ecs.kernels import dual, dual_call
-from ecs.stepping import DP54, step_factor
+from ecs.stepping import DP54, row_weighted_sum, step_factor
 from systems.probe_contact.linalg import sym3_apply
 
 _cross = cross_call.cpu
 _japply = sym3_apply.cpu
 _step_factor = step_factor.cpu
+_wsum = row_weighted_sum.cpu
 
 # ------------------------------------------------------------------ the per-row work array
-# Every collision keeps its constants and its integrator state in one float64 row ``w`` of length
-# WORK_SIZE (the drivers pass ``work[i]``): small arrays compile and run far better in numba than
-# the equivalent large tuples, and the same layout serves CPU rows and GPU threads.
+# Every collision keeps its constants and its integrator state in one float64 row ``w`` of
+# IMPULSE_ROW.size slots (the drivers pass ``work[i]``): small arrays compile and run far better in
+# numba than the equivalent large tuples, and the same layout serves CPU rows and GPU threads.
 # Offsets are numpy int64 on purpose: numba compiles a separate specialisation of a callee for
 # every distinct Python-int *literal* argument, numpy scalars are plain int64.
 _i = np.int64
-W_M11, W_M12, W_M13, W_M22, W_M23, W_M33 = _i(0), _i(1), _i(2), _i(3), _i(4), _i(5)  # contact-frame [M]
-W_V10, W_V20, W_V30 = _i(6), _i(7), _i(8)      # initial contact velocity (contact frame)
-W_F = _i(9)                                    # friction coefficient
-W_EPS = _i(10)                                 # direction tolerance on s
-W_ROLL = _i(11)                                # 1.0: rolling resistance on
-W_U1, W_U2, W_N, W_R = _i(12), _i(15), _i(18), _i(21)  # contact axes û₁, û₂, N; contact point r
-W_J = _i(24)                                   # inverse inertia (6 entries)
-W_W0 = _i(30)                                  # initial angular velocity
-W_CR = _i(33)                                  # C_RR,k R per body axis
-W_WSTAR = _i(36)                               # ω* of eq 2.87
-W_Y = _i(40)        # accepted state (P1, P2, W_n, L0, L1, L2)
-W_Y1 = _i(46)       # candidate state of a step
-W_YT = _i(52)       # stage state
-W_K = _i(58)        # 7 stage derivatives, 6 each
-W_ERR = _i(100)     # error estimate of the last step
-W_YL = _i(106)      # state located by the event iteration
-W_OUT = _i(112)     # outputs: Δv (3), Δω (3), p, P (3), W_c
-WORK_SIZE = 128
+IMPULSE_ROW = row_layout("impulse work row", (
+    ("M11", 1, "contact-frame inverse mass matrix [M] (eq 2.59) [1/kg], entry 11"),
+    ("M12", 1, "[M] entry 12"), ("M13", 1, "[M] entry 13"), ("M22", 1, "[M] entry 22"),
+    ("M23", 1, "[M] entry 23"), ("M33", 1, "[M] entry 33"),
+    ("V10", 1, "initial contact velocity, tangent 1 [m/s] (contact frame)"),
+    ("V20", 1, "initial contact velocity, tangent 2 [m/s]"),
+    ("V30", 1, "initial contact velocity, normal [m/s]"),
+    ("F", 1, "Coulomb friction coefficient"),
+    ("EPS", 1, "direction tolerance on the slip speed s [m/s]"),
+    ("ROLL", 1, "1.0: rolling resistance on"),
+    ("U1", 3, "contact axis û₁, body axes"), ("U2", 3, "contact axis û₂, body axes"),
+    ("N", 3, "contact normal N, body axes"), ("R", 3, "contact point r from the CoM [m], body axes"),
+    ("J", 6, "inverse inertia (symmetric: 00 01 02 11 12 22) [1/(kg m²)], body axes"),
+    ("W0", 3, "initial angular velocity [rad/s], body axes"),
+    ("CR", 3, "rolling resistance C_RR,k R per body axis [m]"),
+    ("WSTAR", 1, "rolling regularisation rate ω* of eq 2.87 [rad/s]"),
+    ("_spare", 3, "unused"),
+    ("Y", 6, "accepted state (P1, P2, W_n, L0, L1, L2)"),
+    ("Y1", 6, "candidate state of a step"),
+    ("YT", 6, "stage state"),
+    ("K", 7 * 6, "the 7 stage derivatives of DP5(4), 6 apart"),
+    ("ERR", 6, "error estimate of the last step"),
+    ("YL", 6, "state located by the event iteration"),
+    ("OUT", 11, "outputs: Δv (3) [m/s], Δω (3) [rad/s], p, P (3) [N s], W_c [J]"),
+), size=128)
+(W_M11, W_M12, W_M13, W_M22, W_M23, W_M33, W_V10, W_V20, W_V30, W_F, W_EPS, W_ROLL, W_U1, W_U2, W_N, W_R, W_J,
+ W_W0, W_CR, W_WSTAR, W_Y, W_Y1, W_YT, W_K, W_ERR, W_YL, W_OUT) = IMPULSE_ROW.offsets(
+    "M11 M12 M13 M22 M23 M33 V10 V20 V30 F EPS ROLL U1 U2 N R J W0 CR WSTAR Y Y1 YT K ERR YL OUT")
+WORK_SIZE = IMPULSE_ROW.size
 STATE = _i(6)
 _EV_V3 = _i(0)      # event: compression end, v₃ = 0
 _EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
 
-# Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator); row 6 of A is b.
-_DP_A = np.ascontiguousarray(DP54.a[:, :6])
+# Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator): its weights (stage
+# rows, b = a's row 6: FSAL, then b − b̂), nodes, and the number of its error row.
+_DP_W = np.ascontiguousarray(DP54.weights)
 _DP_C = np.ascontiguousarray(DP54.c)
-_DP_E = np.ascontiguousarray(DP54.b_err)
+_DP_ERR = _i(DP54.error_row)
+_DP_STAGES = _i(DP54.stages)
 
 
 def _lock_axis(l, c):
@@ -151,22 +166,16 @@ _rhs = impact_rhs.cpu
 def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2):
     """One Dormand–Prince 5(4) step from ``w[y_off:]``: the 5th-order state into ``w[out_off:]``
     and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``)."""
-    for j in range(7):
+    for j in range(_DP_STAGES):
         if j == 0:
             _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
             continue
         for m in range(STATE):
-            acc = 0.0
-            for l in range(j):
-                acc += _DP_A[j, l] * w[W_K + STATE * l + m]
-            w[W_YT + m] = w[y_off + m] + h * acc
+            w[W_YT + m] = w[y_off + m] + h * _wsum(w, W_K, STATE, m, _DP_W, j, j)
         _rhs(w, p + _DP_C[j] * h, W_YT, W_K + STATE * j, phase, d1c, d2c, fb1, fb2)
     for m in range(STATE):
         w[out_off + m] = w[W_YT + m]  # stage 7 is evaluated at the 5th-order solution (FSAL)
-        acc = 0.0
-        for l in range(7):
-            acc += _DP_E[l] * w[W_K + STATE * l + m]
-        w[W_ERR + m] = h * acc
+        w[W_ERR + m] = h * _wsum(w, W_K, STATE, m, _DP_W, _DP_ERR, _DP_STAGES)
 
 
 dopri_step = dual_call(_dopri_step)
