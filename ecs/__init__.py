@@ -11,9 +11,9 @@ from .system import Phase, System
 from .table import Table
 from .world import Frame, RunResult, World
 
-__all__ = ["BackendError", "ColumnSpec", "Dispersion", "Frame", "InputError", "Phase", "RowLayout", "RunResult", "Scene",
-           "ScheduleError", "System", "Table", "TumbleError", "World", "column", "column_spec", "component", "record",
-           "row_layout"]
+__all__ = ["BackendError", "ColumnSpec", "Dispersion", "Frame", "InputError", "Phase", "RowLayout", "RunResult",
+           "Scene", "ScheduleError", "System", "Table", "TumbleError", "World", "column", "column_spec", "component",
+           "record", "row_layout"]
 
 try:  # the installed distribution's version
     from importlib.metadata import version as _v

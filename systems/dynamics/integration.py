@@ -94,7 +94,8 @@ def _pack_state(i, active, pos, vel, att, omega, euler, euler_mode, y0):
 
 
 def _set_stage(i, active, y0, K, W, h, t0, state, euler, euler_mode, time, wrench, stage, c):
-    """Write Y = y0 + h Σ_j a[stage, j] K_j (``W``: the tableau's weights, :data:`ecs.stepping.stage_sum`) into the state columns (``state`` = position, velocity,
+    """Write Y = y0 + h Σ_j a[stage, j] K_j (``W``: the tableau's weights, summed by
+    :data:`ecs.stepping.stage_sum`) into the state columns (``state`` = position, velocity,
     attitude, rate), row_time = t0 + c h, and clear the row's force and torque (``wrench``) for the
     stage's derivative systems to add into."""
     if not active[i]:
@@ -174,12 +175,12 @@ def _finish_step(i, active, status, reason, y0, K, tab, ctrl, state, euler, eule
                  t_target):
     """Combine the stages, control the error, accept or reject, and write the row back.
 
-    ``tab = (W, nstages)``: the tableau's weights (:attr:`ecs.stepping.Tableau.weights`) and stages; ``ctrl = (h, h_prop,
-    t0, attempts)``: the rows' step, proposed step, step start [s] and attempt count; ``state =
-    (pos, vel, att, omega)``: the body columns; ``rule = (rtol, atol, adaptive, semi_implicit,
-    error_order, h_min, max_steps, grouped)``: the integrator's settings. ``grouped``: the error and
-    finiteness are the row's group's (:func:`_group_error`), so coupled rows accept, reject and
-    size their steps together."""
+    ``tab = (W, nstages)``: the tableau's weights (:attr:`ecs.stepping.Tableau.weights`) and
+    stages; ``ctrl = (h, h_prop, t0, attempts)``: the rows' step, proposed step, step start [s]
+    and attempt count; ``state = (pos, vel, att, omega)``: the body columns; ``rule = (rtol, atol,
+    adaptive, semi_implicit, error_order, h_min, max_steps, grouped)``: the integrator's settings.
+    ``grouped``: the error and finiteness are the row's group's (:func:`_group_error`), so coupled
+    rows accept, reject and size their steps together."""
     if not active[i]:
         return
     W, nstages = tab
