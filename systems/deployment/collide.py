@@ -67,7 +67,7 @@ from systems.probe_contact.collision import (MULTI_IMPACT_FAILED, WORK_SIZE as I
 from systems.deployment.geometry import terrain_at
 from systems.deployment.physics import K0, THR, TS, WARM, Y0, load_state, probe_rhs
 from systems.deployment.events import lift_out
-from systems.deployment.records import (COLLISION_EVENT_FIELDS, EVENT_BOUNCE, EVENT_CONTACT_ENTRY,
+from systems.deployment.records import (COLLISION_EVENT_FIELDS, EVENT_BOUNCE, EVENT_CONTACT_ENTRY, S_V, S_W,
                                         CollideScratch, CollisionEvents, EventLog, ProbeBody)
 
 _i = np.int64
@@ -128,7 +128,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
         x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
         vx, vy, vz = vel[i, 0], vel[i, 1], vel[i, 2]
         wx, wy, wz = om[i, 0], om[i, 1], om[i, 2]
-        # free accelerations (no contact): CoM at K0+3, angular at K0+10 (eqs 2.2, 2.5)
+        # free accelerations (no contact): CoM at K0 + S_V, angular at K0 + S_W (eqs 2.2, 2.5)
         _load(i, w, pos, vel, att, om)
         w[WARM] = 0.0           # the collision changes the state: a fly launch after it starts afresh
         w[THR] = 0.0            # and a contact phase after it with contact motion's event threshold at 0
@@ -170,10 +170,10 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
                 # would log every step of a roll as a bounce (docs/design.md §8.16)
                 ax, ay, az = 0.0, 0.0, 0.0
             else:
-                ax, ay, az = _cross(w[K0 + 10], w[K0 + 11], w[K0 + 12], rx, ry, rz)
+                ax, ay, az = _cross(w[K0 + S_W], w[K0 + S_W + 1], w[K0 + S_W + 2], rx, ry, rz)
                 cx, cy, cz = _cross(wx, wy, wz, ux, uy, uz)
                 ax, ay, az = _rot(q0, q1, q2, q3, ax + cx, ay + cy, az + cz)
-            an = (w[K0 + 3] + ax) * nx + (w[K0 + 4] + ay) * ny + (w[K0 + 5] + az) * nz
+            an = (w[K0 + S_V] + ax) * nx + (w[K0 + S_V + 1] + ay) * ny + (w[K0 + S_V + 2] + az) * nz
             if an < ban:
                 ban = an
             if best < 0 or vn < bvn:

@@ -67,7 +67,7 @@ from ecs.attitude import cross_call, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from ecs.terms import terms_active_none
 from systems.deployment.modes import KernelMode
-from systems.deployment.records import ProbeBody
+from systems.deployment.records import S_Q, S_V, S_W, ProbeBody
 from systems.probe_contact.contact_motion import CONTACT_ACTIVE
 from systems.deployment.physics import (CONTACT_ATTEMPTS, K0, T0, THR, TS, WARM, Y0, Y1, YS, frame_ends,
                                         commit_step, dp_attempt, finish_row, load_state, probe_rhs, state_finite,
@@ -111,21 +111,21 @@ SINK_SPEED = 1e-5
 
 def _sinking(i, w, ta, vpos, sphere_r, act, slot_vertex):
     """Most negative normal velocity of the active contacts at Y0 [m/s] (0: none moves inwards)."""
-    q0, q1, q2, q3 = w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9]
+    q0, q1, q2, q3 = w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3]
     worst = 0.0
     for k in range(act.shape[1]):
         if act[i, k] == 0:
             continue
         if sphere_r > 0.0:
             r = _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])
-            ux, uy, uz = w[Y0 + 3], w[Y0 + 4], w[Y0 + 5]
+            ux, uy, uz = w[Y0 + S_V], w[Y0 + S_V + 1], w[Y0 + S_V + 2]
         else:
             v = slot_vertex[i, k]
             px, py, pz = _vworld(w, Y0, vpos, v)
             r = _tat(ta, px, py, pz)
-            cx, cy, cz = _cross(w[Y0 + 10], w[Y0 + 11], w[Y0 + 12], vpos[v, 0], vpos[v, 1], vpos[v, 2])
+            cx, cy, cz = _cross(w[Y0 + S_W], w[Y0 + S_W + 1], w[Y0 + S_W + 2], vpos[v, 0], vpos[v, 1], vpos[v, 2])
             cx, cy, cz = _rot(q0, q1, q2, q3, cx, cy, cz)
-            ux, uy, uz = w[Y0 + 3] + cx, w[Y0 + 4] + cy, w[Y0 + 5] + cz
+            ux, uy, uz = w[Y0 + S_V] + cx, w[Y0 + S_V + 1] + cy, w[Y0 + S_V + 2] + cz
         gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
         vn = (ux * r[1] + uy * r[2] + uz * r[3]) / gn
         if vn < worst:
@@ -262,12 +262,12 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
     I = inertia[i]
     m = mass[i]
     gyration = math.sqrt((I[0, 0] + I[1, 1] + I[2, 2]) / (2.0 * m))
-    dv = math.sqrt(w[kd + 3] ** 2 + w[kd + 4] ** 2 + w[kd + 5] ** 2)
-    da = math.sqrt(w[kd + 10] ** 2 + w[kd + 11] ** 2 + w[kd + 12] ** 2)
+    dv = math.sqrt(w[kd + S_V] ** 2 + w[kd + S_V + 1] ** 2 + w[kd + S_V + 2] ** 2)
+    da = math.sqrt(w[kd + S_W] ** 2 + w[kd + S_W + 1] ** 2 + w[kd + S_W + 2] ** 2)
     if not (dv <= REST_ACCEL_TOL * g and da * gyration <= REST_ACCEL_TOL * g):
         return False
     ux, uy, uz = gx / g, gy / g, gz / g         # "down"
-    q0, q1, q2, q3 = w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9]
+    q0, q1, q2, q3 = w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3]
     nslot = act.shape[1]
     na = 0
     ft_sum = 0.0
@@ -332,8 +332,8 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
             if not (h > 0.0):
                 return False
             barrier = min(barrier, g * (math.sqrt(d * d + h * h) - h))
-    vx, vy, vz = w[Y0 + 3], w[Y0 + 4], w[Y0 + 5]
-    wx, wy, wz = w[Y0 + 10], w[Y0 + 11], w[Y0 + 12]
+    vx, vy, vz = w[Y0 + S_V], w[Y0 + S_V + 1], w[Y0 + S_V + 2]
+    wx, wy, wz = w[Y0 + S_W], w[Y0 + S_W + 1], w[Y0 + S_W + 2]
     iw = (wx * (I[0, 0] * wx + I[0, 1] * wy + I[0, 2] * wz) + wy * (I[1, 0] * wx + I[1, 1] * wy + I[1, 2] * wz)
           + wz * (I[2, 0] * wx + I[2, 1] * wy + I[2, 2] * wz))
     energy = 0.5 * (vx * vx + vy * vy + vz * vz) + 0.5 * iw / m      # per unit mass [J/kg]
@@ -446,8 +446,8 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     phase[i] = DeployPhase.FLY
                     break
                 # ---- rest bookkeeping
-                sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2)
-                rate = math.sqrt(w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+                sp = math.sqrt(w[Y0 + S_V] ** 2 + w[Y0 + S_V + 1] ** 2 + w[Y0 + S_V + 2] ** 2)
+                rate = math.sqrt(w[Y0 + S_W] ** 2 + w[Y0 + S_W + 1] ** 2 + w[Y0 + S_W + 2] ** 2)
                 if sp < settle_speed and rate < settle_rate:
                     if not (rest_since[i] == rest_since[i]):
                         rest_since[i] = t

@@ -19,6 +19,7 @@ from ecs.stepping import DP54_DENSE
 from systems.deployment.physics import (AUX, K0, KFSAL, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1,
                                         dp_attempt)
 from systems.deployment.geometry import clearance, terrain_at, vertex_distance, vertex_world
+from systems.deployment.records import S_Q, S_V, S_W
 
 _cross = cross_call.cpu
 _dpa = dp_attempt.cpu
@@ -319,7 +320,7 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
     rc = _tat(ta, x, y, z)
     if sphere_r > 0.0 or (which == 0 and rc[0] > 2.0 * bound_r + 1.0):
         g = rc[0] - (sphere_r + (-gap if which == 1 else 0.0) if sphere_r > 0.0 else bound_r)
-        gd = rc[1] * w[ys + 3] + rc[2] * w[ys + 4] + rc[3] * w[ys + 5]
+        gd = rc[1] * w[ys + S_V] + rc[2] * w[ys + S_V + 1] + rc[3] * w[ys + S_V + 2]
         return g, g, gd, -1
     act, slot_vertex, touch = cs.act, cs.slot_vertex, cs.touch
     best = math.inf
@@ -340,14 +341,14 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
     if track < 0:
         gt = best
     # rate of vertex tv's term: ∇d(p)·(v + R (ω × r))
-    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+    q0, q1, q2, q3 = w[ys + S_Q], w[ys + S_Q + 1], w[ys + S_Q + 2], w[ys + S_Q + 3]
     s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
     q0, q1, q2, q3 = q0 * s, q1 * s, q2 * s, q3 * s
     px, py, pz = _rot(q0, q1, q2, q3, vpos[tv, 0], vpos[tv, 1], vpos[tv, 2])
     r = _tat(ta, x + px, y + py, z + pz)
-    cx, cy, cz = _cross(w[ys + 10], w[ys + 11], w[ys + 12], vpos[tv, 0], vpos[tv, 1], vpos[tv, 2])
+    cx, cy, cz = _cross(w[ys + S_W], w[ys + S_W + 1], w[ys + S_W + 2], vpos[tv, 0], vpos[tv, 1], vpos[tv, 2])
     cx, cy, cz = _rot(q0, q1, q2, q3, cx, cy, cz)
-    gd = r[1] * (w[ys + 3] + cx) + r[2] * (w[ys + 4] + cy) + r[3] * (w[ys + 5] + cz)
+    gd = r[1] * (w[ys + S_V] + cx) + r[2] * (w[ys + S_V + 1] + cy) + r[3] * (w[ys + S_V + 2] + cz)
     return best, gt, gd, arg
 
 
@@ -502,8 +503,9 @@ def _locate_event(i, w, hh, bracket, which, contact, target, body, verts, cs, tt
         it += 1
     for c in range(13):
         w[Y0 + c] = w[AUX + c]
-    q0, q1, q2, q3 = _qnorm(w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9])   # a trial step's end: renormalise
-    w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9] = q0, q1, q2, q3
+    # a trial step's end: renormalise
+    q0, q1, q2, q3 = _qnorm(w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3])
+    w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3] = q0, q1, q2, q3
     return a, fa
 
 
@@ -538,7 +540,7 @@ def _record_snapshots(i, w, t, hh, contact, target, body, tt, rtol, atol, rec_dt
             snap[i, slot, 0] = k
             snap[i, slot, 1] = phase_code
             snap[i, slot, 15] = t
-            q0, q1, q2, q3 = _qnorm(w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9])
+            q0, q1, q2, q3 = _qnorm(w[Y1 + S_Q], w[Y1 + S_Q + 1], w[Y1 + S_Q + 2], w[Y1 + S_Q + 3])
             for c in range(STATE):
                 snap[i, slot, 2 + c] = w[Y1 + c]
             snap[i, slot, 8], snap[i, slot, 9], snap[i, slot, 10], snap[i, slot, 11] = q0, q1, q2, q3

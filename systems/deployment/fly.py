@@ -42,7 +42,7 @@ from components.deploy import DeployPhase
 from components.status import Reason, Status
 from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
-from systems.deployment.records import ProbeBody
+from systems.deployment.records import S_V, S_W, ProbeBody
 from systems.deployment.geometry import clearance
 from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends, commit_step,
                                         dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs, smooth_step,
@@ -110,8 +110,8 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         n = 0
         dist = distance[i]
         while t < t_end and n < max_steps:
-            sp = math.sqrt(w[Y0 + 3] ** 2 + w[Y0 + 4] ** 2 + w[Y0 + 5] ** 2) + bound_r * math.sqrt(
-                w[Y0 + 10] ** 2 + w[Y0 + 11] ** 2 + w[Y0 + 12] ** 2)
+            sp = math.sqrt(w[Y0 + S_V] ** 2 + w[Y0 + S_V + 1] ** 2 + w[Y0 + S_V + 2] ** 2) + bound_r * math.sqrt(
+                w[Y0 + S_W] ** 2 + w[Y0 + S_W + 1] ** 2 + w[Y0 + S_W + 2] ** 2)
             hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
             if sp > 0.0:
                 lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
@@ -163,8 +163,8 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             g0 = g1
             hn = _next(hh, err)
             h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
-            if escape_r > 0.0 and _escaping(w[Y0], w[Y0 + 1], w[Y0 + 2], w[Y0 + 3], w[Y0 + 4], w[Y0 + 5], ox, oy,
-                                            oz, mu, escape_r):
+            if escape_r > 0.0 and _escaping(w[Y0], w[Y0 + 1], w[Y0 + 2], w[Y0 + S_V], w[Y0 + S_V + 1],
+                                            w[Y0 + S_V + 2], ox, oy, oz, mu, escape_r):
                 break                        # EndProbes ends it as ESCAPED at this step
         if phase[i] == DeployPhase.FLY and status[i] == Status.RUNNING:
             w[WARM] = 1.0

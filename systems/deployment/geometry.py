@@ -19,6 +19,7 @@ import math
 from ecs.attitude import quat_rotate_call
 from ecs.kernels import dual, dual_call
 from systems.terrain.sdf import eval_terrain_point, sample_sdf_grid
+from systems.deployment.records import S_Q
 
 _rot = quat_rotate_call.cpu
 _terrain = eval_terrain_point.cpu
@@ -69,7 +70,7 @@ terrain_at_grid = dual(_terrain_at_grid)
 
 def _vertex_world(w, ys, vpos, v):
     """Target-frame position of vertex v (body frame about the CoM) at the state w[ys:]."""
-    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+    q0, q1, q2, q3 = w[ys + S_Q], w[ys + S_Q + 1], w[ys + S_Q + 2], w[ys + S_Q + 3]
     s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
     rx, ry, rz = _rot(q0 * s, q1 * s, q2 * s, q3 * s, vpos[v, 0], vpos[v, 1], vpos[v, 2])
     return w[ys] + rx, w[ys + 1] + ry, w[ys + 2] + rz

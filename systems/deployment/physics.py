@@ -52,12 +52,12 @@ from ecs.kernels import dual_call
 from systems.gravity.kernels import (GRAVITY_VOXEL, VOX_H, VOX_OX, gravity_args,  # noqa: F401  (gravity_args re-exported)
                                      gravity_at)
 from systems.deployment.geometry import normal_and_rate
-from systems.deployment.records import ContactScratch
+from systems.deployment.records import A_W, M_W, PROBE_STATE, RKMK_STATE, S_Q, S_V, S_W, ContactScratch
 from systems.dynamics.rotating_frame import (body_rate_derivative, euler_acceleration, frame_acceleration,
                                              frame_rate_in_body)
 
 _i = np.int64
-STATE = 13
+STATE = PROBE_STATE.size
 LIFT_SET = 4
 #: A deployment row's work row ``w``: its DP5(4) step, its flight's attitude sub-integration, the
 #: times the row terms see, the launch-boundary carry and the lift-off working set.
@@ -69,11 +69,11 @@ DEPLOY_ROW = row_layout("deployment work row", (
     ("K0", 6 * STATE, "DP5(4) stage derivatives K_1 … K_6, 13 apart"),
     ("KFSAL", STATE, "K_7 = f(Y1), the next step's K_1 (FSAL): K_j sits at K0 + 13 j for j = 0 … 6"),
     ("AUX", 16, "scratch"),
-    ("R0", 7, "flight attitude sub-integration (advance_attitude): start (θ, ω: 6 numbers, 7 reserved)"),
-    ("R1", 7, "its end"),
-    ("RS", 7, "its stage state"),
-    ("RK", 6 * 7, "its stage derivatives K_1 … K_6, 7 apart"),
-    ("RKFSAL", 7, "its K_7 (FSAL), at RK + 7 · 6"),
+    ("R0", RKMK_STATE.size, "flight attitude sub-integration (advance_attitude): start (RKMK_STATE)"),
+    ("R1", RKMK_STATE.size, "its end"),
+    ("RS", RKMK_STATE.size, "its stage state"),
+    ("RK", 6 * RKMK_STATE.size, "its stage derivatives K_1 … K_6, 7 apart"),
+    ("RKFSAL", RKMK_STATE.size, "its K_7 (FSAL), at RK + 7 · 6"),
     ("RH", 1, "its step proposal [s]"),
     ("T0", 1, "time [s] of the step's start (set by the phase kernels before a step): the row terms' t"),
     ("TS", 1, "time [s] of the stage being evaluated (set by dp_attempt)"),
@@ -186,8 +186,8 @@ def _smooth_step(ga, w, hh):
         if not (0.0 <= u <= ga.grid.shape[c] - 1.0):
             return hh
         lo = o + math.floor(u) * sp
-        v = w[Y0 + 3 + c]
-        a = w[K0 + 3 + c]
+        v = w[Y0 + S_V + c]
+        a = w[K0 + S_V + c]
         t = _cross_t(p - lo, v, a, tmin)
         if t < best:
             best = t
@@ -215,13 +215,14 @@ def _term_wrench(i, w, ys, m, tt, full):
     state w[ys:] and stage time w[TS]; ``full`` False: the stage has no attitude (flight's
     multirate translation step), which the terms receive as NaN."""
     if full:
-        q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+        q0, q1, q2, q3 = w[ys + S_Q], w[ys + S_Q + 1], w[ys + S_Q + 2], w[ys + S_Q + 3]
         s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
         q0, q1, q2, q3 = q0 * s, q1 * s, q2 * s, q3 * s
-        wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
+        wx, wy, wz = w[ys + S_W], w[ys + S_W + 1], w[ys + S_W + 2]
     else:
         q0 = q1 = q2 = q3 = wx = wy = wz = math.nan
-    s = RowState(i, w[TS], w[ys], w[ys + 1], w[ys + 2], w[ys + 3], w[ys + 4], w[ys + 5], q0, q1, q2, q3, wx, wy, wz, m)
+    s = RowState(i, w[TS], w[ys], w[ys + 1], w[ys + 2], w[ys + S_V], w[ys + S_V + 1], w[ys + S_V + 2],
+                 q0, q1, q2, q3, wx, wy, wz, m)
     return _terms(s, tt.columns, tt.params)
 
 
@@ -235,7 +236,7 @@ def _attitude_rates(w, ys, kout, ox, oy, oz, inertia, jinv, lx, ly, lz):
     (q body → T scalar-first, ω = ω_S/T body axes), L the torque about the CoM (body) [N m]; the
     frame's terms from :mod:`systems.dynamics.rotating_frame`."""
     q0, q1, q2, q3 = w[ys], w[ys + 1], w[ys + 2], w[ys + 3]
-    wx, wy, wz = w[ys + 4], w[ys + 5], w[ys + 6]
+    wx, wy, wz = w[ys + A_W], w[ys + A_W + 1], w[ys + A_W + 2]
     # quaternion rates with the (not renormalised) stage quaternion, as the integrator does
     d0, d1, d2, d3 = _qdot(q0, q1, q2, q3, wx, wy, wz)
     w[kout] = d0
@@ -245,7 +246,7 @@ def _attitude_rates(w, ys, kout, ox, oy, oz, inertia, jinv, lx, ly, lz):
     bx, by, bz = _frame_rate(q0, q1, q2, q3, ox, oy, oz)      # ω_S/N = ω + R(q)ᵀ Ω (eq 2.4)
     sx, sy, sz = wx + bx, wy + by, wz + bz
     ax, ay, az = _euler(inertia, jinv, sx, sy, sz, lx, ly, lz)
-    w[kout + 4], w[kout + 5], w[kout + 6] = _rate_derivative(ax, ay, az, sx, sy, sz, wx, wy, wz)
+    w[kout + A_W], w[kout + A_W + 1], w[kout + A_W + 2] = _rate_derivative(ax, ay, az, sx, sy, sz, wx, wy, wz)
 
 
 attitude_rates = dual_call(_attitude_rates)
@@ -256,13 +257,13 @@ def _translation_rates(w, ys, kout, ga, ox, oy, oz, m, fx, fy, fz):
     """Eq 2.2 (ẋ, v̇): w[kout:kout+6] = d/dt (x, v) at w[ys:ys+6]; F the contact force (target)
     [N]; the frame's terms from :mod:`systems.dynamics.rotating_frame`. Returns the potential U(x)."""
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
-    vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
+    vx, vy, vz = w[ys + S_V], w[ys + S_V + 1], w[ys + S_V + 2]
     g = _grav(ga, x, y, z)
     w[kout] = vx
     w[kout + 1] = vy
     w[kout + 2] = vz
-    w[kout + 3], w[kout + 4], w[kout + 5] = _frame_accel(g[1] + fx / m, g[2] + fy / m, g[3] + fz / m, ox, oy, oz,
-                                                         x, y, z, vx, vy, vz)
+    ax, ay, az = _frame_accel(g[1] + fx / m, g[2] + fy / m, g[3] + fz / m, ox, oy, oz, x, y, z, vx, vy, vz)
+    w[kout + S_V], w[kout + S_V + 1], w[kout + S_V + 2] = ax, ay, az
     return g[0]
 
 
@@ -277,7 +278,7 @@ def _probe_rates(w, ys, kout, ga, ox, oy, oz, m, inertia, jinv, fx, fy, fz, lx, 
     the CoM) [N m] are the contact force and torque (zero in flight).
     """
     u = _trates(w, ys, kout, ga, ox, oy, oz, m, fx, fy, fz)
-    _arates(w, ys + 6, kout + 6, ox, oy, oz, inertia, jinv, lx, ly, lz)
+    _arates(w, ys + S_Q, kout + S_Q, ox, oy, oz, inertia, jinv, lx, ly, lz)
     return u
 
 
@@ -350,11 +351,11 @@ def _contact_wrench(i, w, ys, target, body, cs, fx, fy, fz, lx, ly, lz):
     mass, inertia, vpos, sphere_r = body.mass, body.inertia, body.vpos, body.sphere_r
     ga, ta, ox, oy, oz = target
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
-    vx, vy, vz = w[ys + 3], w[ys + 4], w[ys + 5]
-    q0, q1, q2, q3 = w[ys + 6], w[ys + 7], w[ys + 8], w[ys + 9]
+    vx, vy, vz = w[ys + S_V], w[ys + S_V + 1], w[ys + S_V + 2]
+    q0, q1, q2, q3 = w[ys + S_Q], w[ys + S_Q + 1], w[ys + S_Q + 2], w[ys + S_Q + 3]
     s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
     q0, q1, q2, q3 = q0 * s, q1 * s, q2 * s, q3 * s
-    wx, wy, wz = w[ys + 10], w[ys + 11], w[ys + 12]
+    wx, wy, wz = w[ys + S_W], w[ys + S_W + 1], w[ys + S_W + 2]
     st_att[i, 0], st_att[i, 1], st_att[i, 2], st_att[i, 3] = q0, q1, q2, q3
     st_vel[i, 0], st_vel[i, 1], st_vel[i, 2] = vx, vy, vz
     st_om[i, 0], st_om[i, 1], st_om[i, 2] = wx, wy, wz
@@ -443,7 +444,7 @@ def _rkmk_rates(w, ys, kout, inertia, jinv):
     :data:`systems.dynamics.rotating_frame.euler_acceleration`).
     """
     tx, ty, tz = w[ys], w[ys + 1], w[ys + 2]
-    wx, wy, wz = w[ys + 3], w[ys + 4], w[ys + 5]
+    wx, wy, wz = w[ys + M_W], w[ys + M_W + 1], w[ys + M_W + 2]
     a2 = tx * tx + ty * ty + tz * tz
     if a2 < 1e-8:
         c = 1.0 / 12.0 + a2 / 720.0
@@ -455,7 +456,7 @@ def _rkmk_rates(w, ys, kout, inertia, jinv):
     w[kout] = wx + 0.5 * ax + c * bx
     w[kout + 1] = wy + 0.5 * ay + c * by
     w[kout + 2] = wz + 0.5 * az + c * bz
-    w[kout + 3], w[kout + 4], w[kout + 5] = _euler(inertia, jinv, wx, wy, wz, 0.0, 0.0, 0.0)
+    w[kout + M_W], w[kout + M_W + 1], w[kout + M_W + 2] = _euler(inertia, jinv, wx, wy, wz, 0.0, 0.0, 0.0)
 
 
 rkmk_rates = dual_call(_rkmk_rates)
@@ -463,8 +464,8 @@ _rkmk = rkmk_rates.cpu
 
 
 def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
-    """Flight's attitude: (q, ω) from w[Y0 + 6:] over h into w[Y1 + 6:] (and its rate into
-    w[KFSAL + 6:]), torque-free, under the flight's rtol/atol. Returns False if it cannot
+    """Flight's attitude: (q, ω) from w[Y0 + S_Q:] over h into w[Y1 + S_Q:] (and its rate into
+    w[KFSAL + S_Q:]), torque-free, under the flight's rtol/atol. Returns False if it cannot
     (non-finite rates, or more than :data:`ATTITUDE_MAX_SUBSTEPS` sub-steps).
 
     Without torque the body turns freely in the inertial frame N, so the attitude is carried there:
@@ -478,10 +479,10 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     construction, and it is exact for a body whose ω_S/N is constant (equal principal moments,
     or a spin about a principal axis): then θ = τ ω and the error estimate is zero.
     """
-    q0, q1, q2, q3 = _qnorm(w[Y0 + 6], w[Y0 + 7], w[Y0 + 8], w[Y0 + 9])
+    q0, q1, q2, q3 = _qnorm(w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3])
     bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
     w[R0], w[R0 + 1], w[R0 + 2] = 0.0, 0.0, 0.0
-    w[R0 + 3], w[R0 + 4], w[R0 + 5] = w[Y0 + 10] + bx, w[Y0 + 11] + by, w[Y0 + 12] + bz
+    w[R0 + M_W], w[R0 + M_W + 1], w[R0 + M_W + 2] = w[Y0 + S_W] + bx, w[Y0 + S_W + 1] + by, w[Y0 + S_W + 2] + bz
     _rkmk(w, R0, RK, inertia, jinv)
     hs = w[RH]
     if not (hs > 0.0):
@@ -489,7 +490,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     tau = 0.0
     n = 0
     while tau < h:
-        rate = math.sqrt(w[R0 + 3] ** 2 + w[R0 + 4] ** 2 + w[R0 + 5] ** 2)
+        rate = math.sqrt(w[R0 + M_W] ** 2 + w[R0 + M_W + 1] ** 2 + w[R0 + M_W + 2] ** 2)
         hcap = hs
         if rate * hcap > ATTITUDE_MAX_ANGLE:
             hcap = ATTITUDE_MAX_ANGLE / rate
@@ -520,7 +521,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
             q0, q1, q2, q3 = _qmul(q0, q1, q2, q3, e0, sk * tx, sk * ty, sk * tz)
             q0, q1, q2, q3 = _qnorm(q0, q1, q2, q3)
             w[R0], w[R0 + 1], w[R0 + 2] = 0.0, 0.0, 0.0
-            w[R0 + 3], w[R0 + 4], w[R0 + 5] = w[R1 + 3], w[R1 + 4], w[R1 + 5]
+            w[R0 + M_W], w[R0 + M_W + 1], w[R0 + M_W + 2] = w[R1 + M_W], w[R1 + M_W + 1], w[R1 + M_W + 2]
             _rkmk(w, R0, RK, inertia, jinv)
             if last:
                 tau = h
@@ -537,9 +538,9 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
         q0, q1, q2, q3 = _qmul(c, sk * ox, sk * oy, sk * oz, q0, q1, q2, q3)
         q0, q1, q2, q3 = _qnorm(q0, q1, q2, q3)
     bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)
-    w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9] = q0, q1, q2, q3
-    w[Y1 + 10], w[Y1 + 11], w[Y1 + 12] = w[R0 + 3] - bx, w[R0 + 4] - by, w[R0 + 5] - bz
-    _arates(w, Y1 + 6, KFSAL + 6, ox, oy, oz, inertia, jinv, 0.0, 0.0, 0.0)
+    w[Y1 + S_Q], w[Y1 + S_Q + 1], w[Y1 + S_Q + 2], w[Y1 + S_Q + 3] = q0, q1, q2, q3
+    w[Y1 + S_W], w[Y1 + S_W + 1], w[Y1 + S_W + 2] = w[R0 + M_W] - bx, w[R0 + M_W + 1] - by, w[R0 + M_W + 2] - bz
+    _arates(w, Y1 + S_Q, KFSAL + S_Q, ox, oy, oz, inertia, jinv, 0.0, 0.0, 0.0)
     w[RH] = hs
     return True
 
@@ -625,8 +626,8 @@ def _dp_attempt(i, w, h, contact, target, body, tt, rtol, atol):
 
 def _accept(w):
     """Y0 <- Y1 with the quaternion renormalised (seed §2.7.1), K_1 <- K_7 (FSAL)."""
-    q0, q1, q2, q3 = _qnorm(w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9])
-    w[Y1 + 6], w[Y1 + 7], w[Y1 + 8], w[Y1 + 9] = q0, q1, q2, q3
+    q0, q1, q2, q3 = _qnorm(w[Y1 + S_Q], w[Y1 + S_Q + 1], w[Y1 + S_Q + 2], w[Y1 + S_Q + 3])
+    w[Y1 + S_Q], w[Y1 + S_Q + 1], w[Y1 + S_Q + 2], w[Y1 + S_Q + 3] = q0, q1, q2, q3
     for c in range(STATE):
         w[Y0 + c] = w[Y1 + c]
         w[K0 + c] = w[KFSAL + c]
@@ -677,20 +678,20 @@ def _load_state(i, w, pos, vel, att, om):
     """w[Y0:] <- the row's state columns."""
     for c in range(3):
         w[Y0 + c] = pos[i, c]
-        w[Y0 + 3 + c] = vel[i, c]
-        w[Y0 + 10 + c] = om[i, c]
+        w[Y0 + S_V + c] = vel[i, c]
+        w[Y0 + S_W + c] = om[i, c]
     for c in range(4):
-        w[Y0 + 6 + c] = att[i, c]
+        w[Y0 + S_Q + c] = att[i, c]
 
 
 def _store_state(i, w, off, pos, vel, att, om):
     """The row's state columns <- w[off:off+13]."""
     for c in range(3):
         pos[i, c] = w[off + c]
-        vel[i, c] = w[off + 3 + c]
-        om[i, c] = w[off + 10 + c]
+        vel[i, c] = w[off + S_V + c]
+        om[i, c] = w[off + S_W + c]
     for c in range(4):
-        att[i, c] = w[off + 6 + c]
+        att[i, c] = w[off + S_Q + c]
 
 
 load_state = dual_call(_load_state)

@@ -11,7 +11,10 @@ each by name in its first lines), built by :class:`systems.deployment.loop.Deplo
 * :data:`Output` — dense output (record interval, snapshot ring, save area) and the step trace;
 * :data:`CollideScratch` and :data:`EventLog` — the collision kernel's per-row scratch and the
   per-sample event log it appends to, whose :data:`CollisionEvents` are generated from the event
-  fields' declaration :data:`COLLISION_EVENT_FIELDS`.
+  fields' declaration :data:`COLLISION_EVENT_FIELDS`;
+* the layouts of the blocks a deployment work row holds (:func:`ecs.row_layout`): the probe's state
+  :data:`PROBE_STATE` (``S_V``, ``S_Q``, ``S_W``), its attitude part :data:`ATTITUDE_STATE` and a
+  flight's attitude sub-step state :data:`RKMK_STATE`.
 """
 
 from __future__ import annotations
@@ -22,8 +25,30 @@ from components.contact_params import PAIR_FIELD_COUNT
 from components.deploy import ProbeContact, ProbePhase, ProbeRecord
 from components.probe import ProbeShape, VertexType
 from components.rigid import MassProps, RigidState
-from ecs import column_spec, record
+from ecs import column_spec, record, row_layout
 from ecs.table import ENGINE_COLUMNS
+
+#: The probe's state, as every 13-number block of the deployment's work row holds it
+#: (systems.deployment.physics.DEPLOY_ROW: Y0, Y1, YS, AUX) and its derivative (each stage K_j) in
+#: the same order. Within a 3-vector the x, y, z components follow at +0, +1, +2 (the
+#: quaternion's q0 … q3 at +0 … +3).
+PROBE_STATE = row_layout("probe state", (
+    ("X", 3, "CoM position [m], target frame"),
+    ("V", 3, "CoM velocity [m/s], target frame"),
+    ("Q", 4, "attitude, body -> target, scalar-first"),
+    ("W", 3, "body rate ω_S/T [rad/s], body axes")))
+S_X, S_V, S_Q, S_W = PROBE_STATE.offsets("X V Q W")
+#: The attitude part of that state, a block starting at S_Q (what
+#: :data:`systems.deployment.physics.attitude_rates` reads).
+ATTITUDE_STATE = row_layout("probe attitude state", (
+    ("Q", 4, "attitude, body -> target, scalar-first"), ("W", 3, "body rate [rad/s], body axes")))
+(A_W,) = ATTITUDE_STATE.offsets("W")
+#: A flight's attitude sub-step state (R0, R1, RS and each RK_j): the rotation vector from the
+#: sub-step's start and the inertial body rate (:data:`systems.deployment.physics.rkmk_rates`); 7 slots, 6 used.
+RKMK_STATE = row_layout("RKMK attitude state", (
+    ("THETA", 3, "rotation vector θ from the sub-step's start [rad], body axes"),
+    ("W", 3, "body rate ω_S/N [rad/s], body axes")), size=7)
+(M_W,) = RKMK_STATE.offsets("W")
 
 Probes = record("Probes", __name__, {
     "status": ENGINE_COLUMNS["row_status"], "reason": ENGINE_COLUMNS["row_reason"],
