@@ -49,9 +49,11 @@ def _layouts():
     from systems.deployment.physics import DEPLOY_ROW
     from systems.gravity import kernels as gk
     from systems.probe_contact.contact_motion import PLANE_ROW, SPHERE_ROW
-    from systems.probe_contact.impulse import IMPULSE_ROW
+    from systems.deployment.records import ATTITUDE_STATE, PROBE_STATE, RKMK_STATE
+    from systems.probe_contact.impulse import IMPULSE_ROW, IMPULSE_STATE
     return (DEPLOY_ROW, IMPULSE_ROW, PLANE_ROW, SPHERE_ROW, gk.POINT_MASS_SCALARS, gk.ELLIPSOID_SCALARS,
-            gk.POLYHEDRON_SCALARS, gk.VOXEL_SCALARS, gk.LINEARIZED_SCALARS, gk.HARMONICS_SCALARS)
+            gk.POLYHEDRON_SCALARS, gk.VOXEL_SCALARS, gk.LINEARIZED_SCALARS, gk.HARMONICS_SCALARS,
+            PROBE_STATE, ATTITUDE_STATE, RKMK_STATE, IMPULSE_STATE)
 
 
 def test_every_work_row_layout_gives_each_field_its_own_slots_inside_the_row():
@@ -68,8 +70,11 @@ def test_every_work_row_layout_gives_each_field_its_own_slots_inside_the_row():
 
 def test_the_deployment_rows_stage_blocks_are_contiguous_as_its_kernels_index_them():
     from systems.deployment.physics import DEPLOY_ROW, K0, KFSAL, RK, RKFSAL, STATE
-    assert KFSAL == K0 + 6 * STATE and RKFSAL == RK + 6 * 7     # K_j at K0 + 13 j for j = 0 ... 6
+    from systems.deployment.records import A_W, ATTITUDE_STATE, PROBE_STATE, RKMK_STATE, S_Q, S_W
+    assert KFSAL == K0 + 6 * STATE and RKFSAL == RK + 6 * RKMK_STATE.size   # K_j at K0 + 13 j, j = 0 ... 6
     assert DEPLOY_ROW.end("CONTACT_ATTEMPTS") == DEPLOY_ROW.size
+    # the attitude part the attitude rates read is the probe state's tail, from S_Q
+    assert S_Q + A_W == S_W and S_Q + ATTITUDE_STATE.size == PROBE_STATE.size == STATE
 
 
 def test_a_bad_layout_declaration_is_refused_by_name():

@@ -135,9 +135,10 @@ from components.contact_params import (PAIR_ALPHA, PAIR_CRR, PAIR_E, PAIR_E0, PA
 from ecs.stepping import step_factor
 from ecs.attitude import cross_call, quat_rotate_call, quat_rotate_inverse_call
 from ecs.kernels import cpu_parallel, dual_call
-from systems.probe_contact.impulse import (STATE, W_CR, W_EPS, W_F, W_J, W_M11, W_M12, W_M13, W_M22, W_M23, W_M33,
-                                           W_N, W_OUT, W_R, W_ROLL, W_U1, W_U2, W_V10, W_V20, W_V30, W_W0,
-                                           W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN, copy_state,
+from systems.probe_contact.impulse import (STATE, I_L, I_WN, W_CR, W_EPS, W_F, W_J00, W_J01, W_J02, W_J11, W_J12,
+                                           W_J22, W_M11, W_M12, W_M13, W_M22, W_M23, W_M33, W_N, W_OUT, W_OUT_DW,
+                                           W_OUT_END, W_OUT_P, W_OUT_PV, W_OUT_WC, W_R, W_ROLL, W_U1, W_U2, W_V10,
+                                           W_V20, W_V30, W_W0, W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN, copy_state,
                                            dopri_step, error_norm, integrate_span, locate_event, normal_work,
                                            reversal_direction, tangential_velocity, v3_of)
 from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
@@ -354,7 +355,7 @@ def _impact_setup(w, m, jinv, r, n, v, om, f, cr, wstar):
     w[W_U2], w[W_U2 + 1], w[W_U2 + 2] = e2x, e2y, e2z
     w[W_N], w[W_N + 1], w[W_N + 2] = nx, ny, nz
     w[W_R], w[W_R + 1], w[W_R + 2] = rx, ry, rz
-    w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5] = j00, j01, j02, j11, j12, j22
+    w[W_J00], w[W_J01], w[W_J02], w[W_J11], w[W_J12], w[W_J22] = j00, j01, j02, j11, j12, j22
     w[W_W0], w[W_W0 + 1], w[W_W0 + 2] = wx, wy, wz
     w[W_CR], w[W_CR + 1], w[W_CR + 2] = cr0, cr1, cr2
     w[W_WSTAR] = wstar
@@ -382,14 +383,15 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
         rtol: relative tolerance of the slip integration. max_steps: step cap.
 
     Returns:
-        ``(status, flags, steps)``; on IMPACT_RESOLVED ``w[W_OUT:W_OUT+11]`` holds Δv (3) [m/s],
-        Δω (3) [rad/s], the normal impulse p [N s], the contact impulse P (3) [N s] and W_c [J].
+        ``(status, flags, steps)``; on IMPACT_RESOLVED ``w[W_OUT:W_OUT_END]`` holds Δv (3) [m/s] at
+        ``W_OUT``, Δω (3) [rad/s] at ``W_OUT_DW``, the normal impulse p [N s] at ``W_OUT_P``, the
+        contact impulse P (3) [N s] at ``W_OUT_PV`` and W_c [J] at ``W_OUT_WC``.
     """
     j00, j01, j02, j11, j12, j22 = jinv
     rx, ry, rz = r
     cr0, cr1, cr2 = cr
-    for m_ in range(11):
-        w[W_OUT + m_] = 0.0
+    for m_ in range(W_OUT, W_OUT_END):
+        w[m_] = 0.0
     status, vscale, s0 = _setup(w, m, jinv, r, n, v, om, f, cr, wstar)
     if status != IMPACT_RESOLVED or not (math.isfinite(e) and math.isfinite(rtol)):
         return (status if status != IMPACT_RESOLVED else IMPACT_BAD_INPUT), 0, 0
@@ -491,7 +493,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                 wc = _wn(w, p, W_Y)
                 # from here the work state counts the restitution work alone (no cancellation
                 # against W_c when e is small): the collision ends when it reaches −e² W_c
-                w[W_Y + 2] = 0.0
+                w[W_Y + I_WN] = 0.0
                 wt = -e * e * wc
                 if e == 0.0:
                     break
@@ -535,7 +537,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
         else:
             w[W_Y] += d1c * delta
             w[W_Y + 1] += d2c * delta
-            w[W_Y + 2] = max(wt, wns)
+            w[W_Y + I_WN] = max(wt, wns)
         p += delta
         break
     if status != IMPACT_RESOLVED:
@@ -550,7 +552,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     hx, hy, hz = _cross(rx, ry, rz, Px, Py, Pz)
     dvx, dvy, dvz = minv * Px, minv * Py, minv * Pz
     if rolling:
-        lx, ly, lz = w[W_Y + 3], w[W_Y + 4], w[W_Y + 5]
+        lx, ly, lz = w[W_Y + I_L], w[W_Y + I_L + 1], w[W_Y + I_L + 2]
         hx += lx
         hy += ly
         hz += lz
@@ -561,10 +563,10 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
         dvz += az
     dwx, dwy, dwz = _japply(j00, j01, j02, j11, j12, j22, hx, hy, hz)
     w[W_OUT], w[W_OUT + 1], w[W_OUT + 2] = dvx, dvy, dvz
-    w[W_OUT + 3], w[W_OUT + 4], w[W_OUT + 5] = dwx, dwy, dwz
-    w[W_OUT + 6] = p
-    w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9] = Px, Py, Pz
-    w[W_OUT + 10] = wc
+    w[W_OUT_DW], w[W_OUT_DW + 1], w[W_OUT_DW + 2] = dwx, dwy, dwz
+    w[W_OUT_P] = p
+    w[W_OUT_PV], w[W_OUT_PV + 1], w[W_OUT_PV + 2] = Px, Py, Pz
+    w[W_OUT_WC] = wc
     return status, flags, steps
 
 
@@ -584,9 +586,9 @@ def _resolve_impact(w, m, inertia_row, q, r, n, v, om, e, f, cr, wstar, rtol, ma
     bv = _rot_inv(q0, q1, q2, q3, v[0], v[1], v[2])
     status, flags, steps = _impact_body(w, m, jinv, r, bn, bv, om, e, f, cr, wstar, rtol, max_steps)
     dvx, dvy, dvz = _rot(q0, q1, q2, q3, w[W_OUT], w[W_OUT + 1], w[W_OUT + 2])
-    px, py, pz = _rot(q0, q1, q2, q3, w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9])
+    px, py, pz = _rot(q0, q1, q2, q3, w[W_OUT_PV], w[W_OUT_PV + 1], w[W_OUT_PV + 2])
     w[W_OUT], w[W_OUT + 1], w[W_OUT + 2] = dvx, dvy, dvz
-    w[W_OUT + 7], w[W_OUT + 8], w[W_OUT + 9] = px, py, pz
+    w[W_OUT_PV], w[W_OUT_PV + 1], w[W_OUT_PV + 2] = px, py, pz
     return status, flags, steps
 
 
@@ -610,10 +612,10 @@ def _impact_row(i, work, mass, inertia, attitude, point, normal, velocity, omega
                                    (rolling[i, 0], rolling[i, 1], rolling[i, 2]), wstar, rtol, max_steps)
     for k in range(3):
         out_velocity[i, k] = velocity[i, k] + w[W_OUT + k]
-        out_omega[i, k] = omega[i, k] + w[W_OUT + 3 + k]
-        out_impulse[i, k] = w[W_OUT + 7 + k]
-    out_normal_impulse[i] = w[W_OUT + 6]
-    out_work[i] = w[W_OUT + 10]
+        out_omega[i, k] = omega[i, k] + w[W_OUT_DW + k]
+        out_impulse[i, k] = w[W_OUT_PV + k]
+    out_normal_impulse[i] = w[W_OUT_P]
+    out_work[i] = w[W_OUT_WC]
     out_status[i] = status
     out_flags[i] = flags
     out_steps[i] = steps
@@ -725,7 +727,7 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, shape
             # is resolved again without it (Stronge without rolling never adds energy)
             t0 = _kin_body(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
             t1 = _kin_body(mass[i], inertia[i], vx + w[W_OUT], vy + w[W_OUT + 1], vz + w[W_OUT + 2],
-                           wx + w[W_OUT + 3], wy + w[W_OUT + 4], wz + w[W_OUT + 5])
+                           wx + w[W_OUT_DW], wy + w[W_OUT_DW + 1], wz + w[W_OUT_DW + 2])
             if t1 > t0 * (1.0 + 1e-12):
                 st, fl, ns = _impact(w, mass[i], inertia[i], (q0, q1, q2, q3), (verts[best, 0], verts[best, 1],
                                      verts[best, 2]), (nx, ny, nz), (vx, vy, vz), (wx, wy, wz), e, f, (0.0, 0.0, 0.0),
@@ -736,9 +738,9 @@ def _vertex_impacts_row(i, work, mass, inertia, attitude, velocity, omega, shape
         vx += w[W_OUT]
         vy += w[W_OUT + 1]
         vz += w[W_OUT + 2]
-        wx += w[W_OUT + 3]
-        wy += w[W_OUT + 4]
-        wz += w[W_OUT + 5]
+        wx += w[W_OUT_DW]
+        wy += w[W_OUT_DW + 1]
+        wz += w[W_OUT_DW + 2]
         count += 1
         status = MULTI_RESOLVED
     velocity[i, 0] = vx

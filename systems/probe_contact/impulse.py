@@ -43,7 +43,8 @@ IMPULSE_ROW = row_layout("impulse work row", (
     ("ROLL", 1, "1.0: rolling resistance on"),
     ("U1", 3, "contact axis û₁, body axes"), ("U2", 3, "contact axis û₂, body axes"),
     ("N", 3, "contact normal N, body axes"), ("R", 3, "contact point r from the CoM [m], body axes"),
-    ("J", 6, "inverse inertia (symmetric: 00 01 02 11 12 22) [1/(kg m²)], body axes"),
+    ("J00", 1, "inverse inertia, entry 00 [1/(kg m²)], body axes"), ("J01", 1, "entry 01"),
+    ("J02", 1, "entry 02"), ("J11", 1, "entry 11"), ("J12", 1, "entry 12"), ("J22", 1, "entry 22"),
     ("W0", 3, "initial angular velocity [rad/s], body axes"),
     ("CR", 3, "rolling resistance C_RR,k R per body axis [m]"),
     ("WSTAR", 1, "rolling regularisation rate ω* of eq 2.87 [rad/s]"),
@@ -54,13 +55,27 @@ IMPULSE_ROW = row_layout("impulse work row", (
     ("K", 7 * 6, "the 7 stage derivatives of DP5(4), 6 apart"),
     ("ERR", 6, "error estimate of the last step"),
     ("YL", 6, "state located by the event iteration"),
-    ("OUT", 11, "outputs: Δv (3) [m/s], Δω (3) [rad/s], p, P (3) [N s], W_c [J]"),
+    ("OUT_DV", 3, "output: Δv of the CoM [m/s], body axes (then the target frame, resolve_impact)"),
+    ("OUT_DW", 3, "output: Δω [rad/s], body axes"),
+    ("OUT_P", 1, "output: the normal impulse p at the end [N s]"),
+    ("OUT_PV", 3, "output: the impulse P [N s], body axes (then the target frame)"),
+    ("OUT_WC", 1, "output: the normal work of compression W_c [J]"),
 ), size=128)
-(W_M11, W_M12, W_M13, W_M22, W_M23, W_M33, W_V10, W_V20, W_V30, W_F, W_EPS, W_ROLL, W_U1, W_U2, W_N, W_R, W_J,
- W_W0, W_CR, W_WSTAR, W_Y, W_Y1, W_YT, W_K, W_ERR, W_YL, W_OUT) = IMPULSE_ROW.offsets(
-    "M11 M12 M13 M22 M23 M33 V10 V20 V30 F EPS ROLL U1 U2 N R J W0 CR WSTAR Y Y1 YT K ERR YL OUT")
+(W_M11, W_M12, W_M13, W_M22, W_M23, W_M33, W_V10, W_V20, W_V30, W_F, W_EPS, W_ROLL, W_U1, W_U2, W_N, W_R,
+ W_J00, W_J01, W_J02, W_J11, W_J12, W_J22, W_W0, W_CR, W_WSTAR, W_Y, W_Y1, W_YT, W_K, W_ERR, W_YL,
+ W_OUT, W_OUT_DW, W_OUT_P, W_OUT_PV, W_OUT_WC) = IMPULSE_ROW.offsets(
+    "M11 M12 M13 M22 M23 M33 V10 V20 V30 F EPS ROLL U1 U2 N R J00 J01 J02 J11 J12 J22 W0 CR WSTAR Y Y1 YT K ERR YL "
+    "OUT_DV OUT_DW OUT_P OUT_PV OUT_WC")
+W_OUT_END = IMPULSE_ROW.end("OUT_WC")
+#: A collision's integrated state (W_Y, W_Y1, W_YT, W_YL, each stage in W_K, and W_ERR): the tangential
+#: impulse (P1, P2) at +0, +1, then W_n and the rolling angular impulse L.
+IMPULSE_STATE = row_layout("impulse state", (
+    ("P", 2, "tangential impulse (P1, P2) [N s], contact frame"),
+    ("WN", 1, "normal work W_n [J]"),
+    ("L", 3, "rolling-resistance angular impulse L [N m s], body axes")))
+I_WN, I_L = IMPULSE_STATE.offsets("WN L")
 WORK_SIZE = IMPULSE_ROW.size
-STATE = _i(6)
+STATE = _i(IMPULSE_STATE.size)
 _EV_V3 = _i(0)      # event: compression end, v₃ = 0
 _EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
 
@@ -85,7 +100,7 @@ _lock = lock_axis.cpu
 
 
 def _rolling_rate(w, p, s_off, d1, d2, k_off):
-    """dL_RR/dp (body axes) of eqs 2.85–2.88 into ``w[k_off + 3 : k_off + 6]``, at the state
+    """dL_RR/dp (body axes) of eqs 2.85–2.88 into ``w[k_off + I_L:]`` (3 numbers), at the state
     ``w[s_off:]`` (total contact impulse (P1, P2, p), its rate (d1, d2, 1))."""
     P1 = w[s_off]
     P2 = w[s_off + 1]
@@ -97,8 +112,8 @@ def _rolling_rate(w, p, s_off, d1, d2, k_off):
     dPz = d1 * w[W_U1 + 2] + d2 * w[W_U2 + 2] + w[W_N + 2]
     rx, ry, rz = w[W_R], w[W_R + 1], w[W_R + 2]
     hx, hy, hz = _cross(rx, ry, rz, Px, Py, Pz)
-    ox, oy, oz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
-                         hx + w[s_off + 3], hy + w[s_off + 4], hz + w[s_off + 5])
+    ox, oy, oz = _japply(w[W_J00], w[W_J01], w[W_J02], w[W_J11], w[W_J12], w[W_J22],
+                         hx + w[s_off + I_L], hy + w[s_off + I_L + 1], hz + w[s_off + I_L + 2])
     ox += w[W_W0]
     oy += w[W_W0 + 1]
     oz += w[W_W0 + 2]
@@ -120,9 +135,9 @@ def _rolling_rate(w, p, s_off, d1, d2, k_off):
     ws = w[W_WSTAR]
     if ws > 0.0:
         lam = min(om, ws) / ws
-    w[k_off + 3] = lam * qx + (1.0 - lam) * lx
-    w[k_off + 4] = lam * qy + (1.0 - lam) * ly
-    w[k_off + 5] = lam * qz + (1.0 - lam) * lz
+    w[k_off + I_L] = lam * qx + (1.0 - lam) * lx
+    w[k_off + I_L + 1] = lam * qy + (1.0 - lam) * ly
+    w[k_off + I_L + 2] = lam * qz + (1.0 - lam) * lz
 
 
 rolling_rate = dual_call(_rolling_rate)
@@ -150,13 +165,13 @@ def _impact_rhs(w, p, s_off, k_off, phase, d1c, d2c, fb1, fb2):
         d2 = d2c
     w[k_off] = d1
     w[k_off + 1] = d2
-    w[k_off + 2] = w[W_V30] + w[W_M13] * P1 + w[W_M23] * P2 + w[W_M33] * p   # dW_n/dp = v₃
+    w[k_off + I_WN] = w[W_V30] + w[W_M13] * P1 + w[W_M23] * P2 + w[W_M33] * p   # dW_n/dp = v₃
     if w[W_ROLL] > 0.0:
         _rr_rate(w, p, s_off, d1, d2, k_off)
     else:
-        w[k_off + 3] = 0.0
-        w[k_off + 4] = 0.0
-        w[k_off + 5] = 0.0
+        w[k_off + I_L] = 0.0
+        w[k_off + I_L + 1] = 0.0
+        w[k_off + I_L + 2] = 0.0
 
 
 impact_rhs = dual_call(_impact_rhs)
@@ -188,11 +203,11 @@ def _error_norm(w, p, h, tol, lscale):
     e2 = w[W_ERR + 1]
     ev1 = w[W_M11] * e1 + w[W_M12] * e2
     ev2 = w[W_M12] * e1 + w[W_M22] * e2
-    ew = w[W_ERR + 2] / (p + h)
+    ew = w[W_ERR + I_WN] / (p + h)
     s = ev1 * ev1 + ev2 * ev2 + ew * ew
     if w[W_ROLL] > 0.0:
-        jx, jy, jz = _japply(w[W_J], w[W_J + 1], w[W_J + 2], w[W_J + 3], w[W_J + 4], w[W_J + 5],
-                             w[W_ERR + 3], w[W_ERR + 4], w[W_ERR + 5])
+        jx, jy, jz = _japply(w[W_J00], w[W_J01], w[W_J02], w[W_J11], w[W_J12], w[W_J22],
+                             w[W_ERR + I_L], w[W_ERR + I_L + 1], w[W_ERR + I_L + 2])
         s += (jx * jx + jy * jy + jz * jz) * lscale * lscale
     return math.sqrt(s) / tol
 
@@ -216,7 +231,7 @@ def _v3_of(w, p, off):
 
 def _normal_work(w, p, off):
     """``W_n = ∫ v₃ dp``, the work of the normal impulse (state component 2)."""
-    return w[off + 2]
+    return w[off + I_WN]
 
 
 tangential_velocity = dual_call(_tangential_velocity)
