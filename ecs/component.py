@@ -206,10 +206,6 @@ class RowLayout:
         ``Y0, K0 = LAYOUT.offsets("Y0 K0")``."""
         return tuple(self.offset(f) for f in fields.split())
 
-    def describe(self) -> str:
-        """One line per field: offset, width and description."""
-        return "\n".join(f"* ``{f}`` [{o}:{o + n}]: {d}" for f, (o, n, d) in self.slots.items())
-
 
 def row_layout(name: str, fields: tuple, size: int | None = None) -> RowLayout:
     """The layout of a work row from its fields in row order, each ``(field, width, description)``

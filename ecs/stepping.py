@@ -48,7 +48,7 @@ class Tableau:
     @property
     def weights(self) -> np.ndarray:
         """All of the tableau's stage weights in one [stages + 2, stages] array, what
-        :data:`stage_sum` and :data:`row_stage_sum` read: rows ``0 … s−1`` are ``a`` (stage ``j``'s
+        :data:`stage_sum` and :data:`row_weighted_sum` read: rows ``0 … s−1`` are ``a`` (stage ``j``'s
         coefficients), row :meth:`solution_row` (= s) is ``b``, row :meth:`error_row` (= s + 1) is
         ``b − b̂`` (zeros for a fixed-step method)."""
         s = self.stages
@@ -180,9 +180,9 @@ def _row_stage(w, y0, k, stride, n, ys, h, a1, a2, a3, a4, a5, a6):
     """A stage (or the step's solution) of an explicit Runge–Kutta step kept in a flat row:
     ``w[ys:ys+n] = w[y0:] + h Σ_j a_j K_j`` with K_j at ``w[k + stride·j:]`` (a row of the tableau's
     ``a``, or ``b`` for the solution; unused a_j are 0: their K_j must be finite). The same sum as
-    ``w[y0 + c] + h·row_weighted_sum(…)`` over a row of :attr:`Tableau.weights`, bit for bit, with
-    the six coefficients passed as scalars, which the compiler folds where they are constants (the
-    deployment's DP5(4) stages, its hottest loop); equal up to the sign of a zero sum."""
+    ``w[y0 + c] + h·row_weighted_sum(…)`` over a row of :attr:`Tableau.weights` (the same bits but
+    for the sign of a zero sum), with the six coefficients passed as scalars, which the compiler
+    folds where they are constants (the deployment's DP5(4) stages, its hottest loop)."""
     for c in range(n):
         w[ys + c] = w[y0 + c] + h * (a1 * w[k + c] + a2 * w[k + stride + c] + a3 * w[k + 2 * stride + c]
                                      + a4 * w[k + 3 * stride + c] + a5 * w[k + 4 * stride + c]
