@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ecs import column, component
+from ecs import column, component, row_layout
 from ecs.attitude import quat_to_dcm
 from ecs.errors import InputError
 from ecs.errors import positive_number as _pos
@@ -561,6 +561,20 @@ class ConvexPolyhedra:
 #: computed distance rounds below ``best``.
 ROCK_RADIUS_MARGIN = 1e-12
 
+#: :attr:`RockField.kernel_spheres`, by row: the parameters, the box of every rock vertex and,
+#: from row ``SPHERES`` on, one row per rock (``[centre, radius]``)
+ROCK_SPHERE_ROWS = row_layout("rock-field kernel_spheres rows", (
+    ("PARAMS", 1, "the parameters (ROCK_PARAMS)"), ("LOWER", 1, "box lower corner [m], target frame"),
+    ("UPPER", 1, "box upper corner [m], target frame"),
+    ("SPHERES", 1, "row SPHERES + k: rock k's bounding-sphere centre [m] and radius [m]")))
+#: the entries of :attr:`RockField.kernel_spheres`' parameter row
+ROCK_PARAMS = row_layout("rock-field parameters", (
+    ("INV_CELL", 1, "1 / broadphase cell side [1/m]"), ("MAX_R", 1, "largest bounding radius + slack [m]"),
+    ("REACH", 1, "distance below which the union is exact [m]")), size=4)
+#: the header of :attr:`RockField.kernel_index`; the triangle ranges follow it at ``TRI_START``
+ROCK_INDEX = row_layout("rock-field kernel_index header", (
+    ("K", 1, "rock count"), ("B", 1, "hash bucket count"), ("TRI_START", 1, "tri_start[0]; K + 1 entries")))
+
 
 def _hash_cells(cell_of: np.ndarray, mask: int) -> np.ndarray:
     """Spatial hash of integer cells, in [0, mask]: the formula of :data:`systems.terrain.broadphase.cell_hash`
@@ -712,15 +726,16 @@ class RockField:
         tuples nested in the argument tuple.)
         """
         K = self.count
-        sp = np.zeros((K + 3, 4))
+        sp = np.zeros((ROCK_SPHERE_ROWS.offset("SPHERES") + K, ROCK_PARAMS.size))
         # the cell tests compare boxes computed from 1/cell with centres: pad max_radius by a few
         # thousand ulps of the coordinates so that rounding never prunes a cell it should visit
         slack = ROCK_RADIUS_MARGIN * (float(np.max(np.abs(np.concatenate([self.lower, self.upper])))) + self.cell)
-        sp[0, :3] = (1.0 / self.cell, self.max_radius + slack, self.reach)
-        sp[1, :3] = self.lower
-        sp[2, :3] = self.upper
-        sp[3:, :3] = self.centre
-        sp[3:, 3] = self.radius
+        params, lower, upper, spheres = ROCK_SPHERE_ROWS.offsets("PARAMS LOWER UPPER SPHERES")
+        sp[params, ROCK_PARAMS.offsets("INV_CELL MAX_R REACH")] = (1.0 / self.cell, self.max_radius + slack, self.reach)
+        sp[lower, :3] = self.lower
+        sp[upper, :3] = self.upper
+        sp[spheres:, :3] = self.centre
+        sp[spheres:, 3] = self.radius
         B = len(self.bucket_start) - 1
         self.kernel_spheres = sp
         self.kernel_index = np.concatenate([[K, B], self.tri_start, self.cell_of.reshape(-1), self.bucket_start,

@@ -140,19 +140,18 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
         deep = 0.0
         for k in range(nv):
             if sphere_r > 0.0:
-                r = _tat(ta, x, y, z)
-                gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
-                nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
+                dc, gx, gy, gz = _tat(ta, x, y, z)
+                gn = math.sqrt(gx * gx + gy * gy + gz * gz)
+                nx, ny, nz = gx / gn, gy / gn, gz / gn
                 rx, ry, rz = _rot_inv(q0, q1, q2, q3, -sphere_r * nx, -sphere_r * ny, -sphere_r * nz)
                 sphere_vert[i, 0, 0], sphere_vert[i, 0, 1], sphere_vert[i, 0, 2] = rx, ry, rz
-                d = r[0] - sphere_r
+                d = dc - sphere_r
             else:
                 rx, ry, rz = vpos[v0 + k, 0], vpos[v0 + k, 1], vpos[v0 + k, 2]
                 tx, ty, tz = _rot(q0, q1, q2, q3, rx, ry, rz)
-                r = _tat(ta, x + tx, y + ty, z + tz)
-                gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
-                nx, ny, nz = r[1] / gn, r[2] / gn, r[3] / gn
-                d = r[0]
+                d, gx, gy, gz = _tat(ta, x + tx, y + ty, z + tz)
+                gn = math.sqrt(gx * gx + gy * gy + gz * gz)
+                nx, ny, nz = gx / gn, gy / gn, gz / gn
             normal[i, k, 0], normal[i, k, 1], normal[i, k, 2] = nx, ny, nz
             touch[i, k] = 1 if d <= contact_gap else 0
             if touch[i, k] == 0:

@@ -117,17 +117,17 @@ def _sinking(i, w, ta, vpos, sphere_r, act, slot_vertex):
         if act[i, k] == 0:
             continue
         if sphere_r > 0.0:
-            r = _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])
+            _, nx, ny, nz = _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])
             ux, uy, uz = w[Y0 + S_V], w[Y0 + S_V + 1], w[Y0 + S_V + 2]
         else:
             v = slot_vertex[i, k]
             px, py, pz = _vworld(w, Y0, vpos, v)
-            r = _tat(ta, px, py, pz)
+            _, nx, ny, nz = _tat(ta, px, py, pz)
             cx, cy, cz = _cross(w[Y0 + S_W], w[Y0 + S_W + 1], w[Y0 + S_W + 2], vpos[v, 0], vpos[v, 1], vpos[v, 2])
             cx, cy, cz = _rot(q0, q1, q2, q3, cx, cy, cz)
             ux, uy, uz = w[Y0 + S_V] + cx, w[Y0 + S_V + 1] + cy, w[Y0 + S_V + 2] + cz
-        gn = math.sqrt(r[1] * r[1] + r[2] * r[2] + r[3] * r[3])
-        vn = (ux * r[1] + uy * r[2] + uz * r[3]) / gn
+        gn = math.sqrt(nx * nx + ny * ny + nz * nz)
+        vn = (ux * nx + uy * ny + uz * nz) / gn
         if vn < worst:
             worst = vn
     return worst

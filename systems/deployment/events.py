@@ -97,11 +97,10 @@ def _lift_field(w, ys, ta, vpos, v, sphere_r):
     """Terrain distance [m] and gradient at vertex v of the state w[ys:] (v < 0: a sphere probe,
     its centre's distance minus its radius)."""
     if v < 0:
-        r = _tat(ta, w[ys], w[ys + 1], w[ys + 2])
-        return r[0] - sphere_r, r[1], r[2], r[3]
+        d, nx, ny, nz = _tat(ta, w[ys], w[ys + 1], w[ys + 2])
+        return d - sphere_r, nx, ny, nz
     px, py, pz = _vworld(w, ys, vpos, v)
-    r = _tat(ta, px, py, pz)
-    return r[0], r[1], r[2], r[3]
+    return _tat(ta, px, py, pz)
 
 
 lift_field = dual_call(_lift_field)
@@ -317,10 +316,10 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
     or the broadphase bound, whose term is the CoM's).
     """
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
-    rc = _tat(ta, x, y, z)
-    if sphere_r > 0.0 or (which == 0 and rc[0] > 2.0 * bound_r + 1.0):
-        g = rc[0] - (sphere_r + (-gap if which == 1 else 0.0) if sphere_r > 0.0 else bound_r)
-        gd = rc[1] * w[ys + S_V] + rc[2] * w[ys + S_V + 1] + rc[3] * w[ys + S_V + 2]
+    dc, ncx, ncy, ncz = _tat(ta, x, y, z)
+    if sphere_r > 0.0 or (which == 0 and dc > 2.0 * bound_r + 1.0):
+        g = dc - (sphere_r + (-gap if which == 1 else 0.0) if sphere_r > 0.0 else bound_r)
+        gd = ncx * w[ys + S_V] + ncy * w[ys + S_V + 1] + ncz * w[ys + S_V + 2]
         return g, g, gd, -1
     act, slot_vertex, touch = cs.act, cs.slot_vertex, cs.touch
     best = math.inf
@@ -345,10 +344,10 @@ def _event_track(which, i, w, ys, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, 
     s = 1.0 / math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
     q0, q1, q2, q3 = q0 * s, q1 * s, q2 * s, q3 * s
     px, py, pz = _rot(q0, q1, q2, q3, vpos[tv, 0], vpos[tv, 1], vpos[tv, 2])
-    r = _tat(ta, x + px, y + py, z + pz)
+    _, nx, ny, nz = _tat(ta, x + px, y + py, z + pz)
     cx, cy, cz = _cross(w[ys + S_W], w[ys + S_W + 1], w[ys + S_W + 2], vpos[tv, 0], vpos[tv, 1], vpos[tv, 2])
     cx, cy, cz = _rot(q0, q1, q2, q3, cx, cy, cz)
-    gd = r[1] * (w[ys + S_V] + cx) + r[2] * (w[ys + S_V + 1] + cy) + r[3] * (w[ys + S_V + 2] + cz)
+    gd = nx * (w[ys + S_V] + cx) + ny * (w[ys + S_V + 1] + cy) + nz * (w[ys + S_V + 2] + cz)
     return best, gt, gd, arg
 
 

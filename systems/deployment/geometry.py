@@ -117,8 +117,8 @@ clearance = dual_call(_clearance)
 
 # ------------------------------------------------------------------------------------ contact normal
 def _grad_at(ta, x, y, z):
-    r = _tat(ta, x, y, z)
-    return r[1], r[2], r[3]
+    _, nx, ny, nz = _tat(ta, x, y, z)
+    return nx, ny, nz
 
 
 grad_at = dual(_grad_at)

@@ -211,11 +211,11 @@ def _settling_slope(i, pos, ga, ta, ox, oy, oz, active, normals):
     active contacts (``active[i, k]``, ``normals[i, k]``; the terrain normal under the CoM when none
     is stored) and the net acceleration ``g − Ω × (Ω × x)`` (target frame)."""
     x, y, z = pos[i, 0], pos[i, 1], pos[i, 2]
-    g = _grav(ga, x, y, z)
+    _, gx, gy, gz = _grav(ga, x, y, z)
     cx, cy, cz = oy * z - oz * y, oz * x - ox * z, ox * y - oy * x           # Ω × x
-    ax = g[1] - (oy * cz - oz * cy)
-    ay = g[2] - (oz * cx - ox * cz)
-    az = g[3] - (ox * cy - oy * cx)
+    ax = gx - (oy * cz - oz * cy)
+    ay = gy - (oz * cx - ox * cz)
+    az = gz - (ox * cy - oy * cx)
     nx = 0.0
     ny = 0.0
     nz = 0.0
@@ -226,8 +226,7 @@ def _settling_slope(i, pos, ga, ta, ox, oy, oz, active, normals):
             nz += normals[i, k, 2]
     nn = math.sqrt(nx * nx + ny * ny + nz * nz)
     if nn == 0.0:
-        d = _tat(ta, x, y, z)
-        nx, ny, nz = d[1], d[2], d[3]
+        _, nx, ny, nz = _tat(ta, x, y, z)
         nn = math.sqrt(nx * nx + ny * ny + nz * nz)
     c = -(nx * ax + ny * ay + nz * az) / (nn * math.sqrt(ax * ax + ay * ay + az * az))
     return math.acos(min(1.0, max(-1.0, c))) * _DEG

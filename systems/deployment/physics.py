@@ -258,13 +258,13 @@ def _translation_rates(w, ys, kout, ga, ox, oy, oz, m, fx, fy, fz):
     [N]; the frame's terms from :mod:`systems.dynamics.rotating_frame`. Returns the potential U(x)."""
     x, y, z = w[ys], w[ys + 1], w[ys + 2]
     vx, vy, vz = w[ys + S_V], w[ys + S_V + 1], w[ys + S_V + 2]
-    g = _grav(ga, x, y, z)
+    u, gx, gy, gz = _grav(ga, x, y, z)
     w[kout] = vx
     w[kout + 1] = vy
     w[kout + 2] = vz
-    ax, ay, az = _frame_accel(g[1] + fx / m, g[2] + fy / m, g[3] + fz / m, ox, oy, oz, x, y, z, vx, vy, vz)
+    ax, ay, az = _frame_accel(gx + fx / m, gy + fy / m, gz + fz / m, ox, oy, oz, x, y, z, vx, vy, vz)
     w[kout + S_V], w[kout + S_V + 1], w[kout + S_V + 2] = ax, ay, az
-    return g[0]
+    return u
 
 
 translation_rates = dual_call(_translation_rates)
@@ -359,9 +359,9 @@ def _contact_wrench(i, w, ys, target, body, cs, fx, fy, fz, lx, ly, lz):
     st_att[i, 0], st_att[i, 1], st_att[i, 2], st_att[i, 3] = q0, q1, q2, q3
     st_vel[i, 0], st_vel[i, 1], st_vel[i, 2] = vx, vy, vz
     st_om[i, 0], st_om[i, 1], st_om[i, 2] = wx, wy, wz
-    g = _grav(ga, x, y, z)
+    _, gx, gy, gz = _grav(ga, x, y, z)
     m = mass[i]
-    accel[i, 0], accel[i, 1], accel[i, 2] = _frame_accel(g[1] + fx / m, g[2] + fy / m, g[3] + fz / m, ox, oy, oz,
+    accel[i, 0], accel[i, 1], accel[i, 2] = _frame_accel(gx + fx / m, gy + fy / m, gz + fz / m, ox, oy, oz,
                                                          x, y, z, vx, vy, vz)
     I = inertia[i]
     bx, by, bz = _rot_inv(q0, q1, q2, q3, ox, oy, oz)        # R(q)ᵀ Ω of the normalised q (eq 2.4)

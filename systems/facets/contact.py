@@ -148,7 +148,7 @@ def _link_contacts(b, n, stage, time, Rw, fext, args):
     events, ltime, prev, prev_count, prev_time, ev, ev_count, ev_overflow = log
     s = b // n
     _find_contacts_cpu(s, F, n, use_bp, npairs, pairs, fac, bod, grd, scr, cap, counters, buf)
-    count = counters[0]
+    count, _, _, _, _ = counters          # contacts per sample (find.py: _find_contacts)
     _cwrenches(s, n, cap, count, buf, inter, st, reason, pos, att, omega, cforce, ctorque)
     for k in range(n):
         r = b + k

@@ -62,8 +62,7 @@ def _srp_wrench(x, y, z, q0, q1, q2, q3, cx, cy, cz, i, surface, t, sun):
     shadow cylinder's radius."""
     area, cr, parea, pnormal, pcenter, pspec, pdiff = surface
     coef, start, length, emrat, p_sun, earth_radius = sun
-    p = _moon_sun(coef, start, length, emrat, t)
-    sx, sy, sz = p[3], p[4], p[5]
+    _, _, _, sx, sy, sz = _moon_sun(coef, start, length, emrat, t)
     sn = math.sqrt(sx * sx + sy * sy + sz * sz)
     ux, uy, uz = sx / sn, sy / sn, sz / sn
     along = x * ux + y * uy + z * uz

@@ -180,8 +180,8 @@ def _add_gravity(i, status, pos, att, mass, com, inertia, force, torque, ga, tim
     if status[i] != 0:
         return
     x, y, z = _com_pos(i, pos, att, com, time, spin, angle0, pole)
-    r = _grav(ga, x, y, z)
-    _add_fw(i, status, r[1], r[2], r[3], mass, com, att, force, torque, time, spin, angle0, pole)
+    _, gx, gy, gz = _grav(ga, x, y, z)
+    _add_fw(i, status, gx, gy, gz, mass, com, att, force, torque, time, spin, angle0, pole)
     if gg:
         t0, t1, t2 = _fgt(ga, time[i], x, y, z, att[i, 0], att[i, 1], att[i, 2], att[i, 3], inertia, i, spin,
                           angle0, pole)
@@ -211,8 +211,8 @@ def gravity_term(s, data, params):
     xf, yf, zf = _i2f(t, s.x, s.y, s.z, spin, angle0, pole)
     ga = GravityArgs(np.int64(params.gkind), data.gs, data.gvox, data.gpv, data.gpe, data.gped, data.gpel, data.gpf,
                      data.gpfn)
-    r = _grav(ga, xf, yf, zf)
-    gx, gy, gz = _f2i(t, r[1], r[2], r[3], spin, angle0, pole)
+    _, gfx, gfy, gfz = _grav(ga, xf, yf, zf)
+    gx, gy, gz = _f2i(t, gfx, gfy, gfz, spin, angle0, pole)
     tx = 0.0
     ty = 0.0
     tz = 0.0

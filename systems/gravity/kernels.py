@@ -194,22 +194,22 @@ _harm_at = harmonics_field.cpu
 def _point_mass_gravity(ga, x, y, z):
     """:data:`gravity_at` of a point mass (``ga`` a :data:`GravityArgs`)."""
     gs = ga.scalars
-    r = _pmf_at(x, y, z, gs[PM_X], gs[PM_Y], gs[PM_Z], gs[PM_MU])
-    return r[0], r[1], r[2], r[3]
+    u, gx, gy, gz, _, _, _, _, _, _ = _pmf_at(x, y, z, gs[PM_X], gs[PM_Y], gs[PM_Z], gs[PM_MU])
+    return u, gx, gy, gz
 
 
 def _ellipsoid_gravity(ga, x, y, z):
     """:data:`gravity_at` of a homogeneous ellipsoid."""
     gs = ga.scalars
-    r = _ell_at(x, y, z, gs[ELL_A2], gs[ELL_B2], gs[ELL_C2], gs[ELL_MU])
-    return r[0], r[1], r[2], r[3]
+    u, gx, gy, gz, _, _, _, _, _, _ = _ell_at(x, y, z, gs[ELL_A2], gs[ELL_B2], gs[ELL_C2], gs[ELL_MU])
+    return u, gx, gy, gz
 
 
 def _polyhedron_gravity(ga, x, y, z):
     """:data:`gravity_at` of a homogeneous polyhedron."""
-    r = _poly_at(x, y, z, ga.vertices, ga.edges, ga.edge_dyads, ga.edge_lengths, ga.faces, ga.face_normals,
-                 ga.scalars[POLY_GRHO])
-    return r[0], r[1], r[2], r[3]
+    u, gx, gy, gz, _, _, _, _, _, _, _ = _poly_at(x, y, z, ga.vertices, ga.edges, ga.edge_dyads, ga.edge_lengths,
+                                                  ga.faces, ga.face_normals, ga.scalars[POLY_GRHO])
+    return u, gx, gy, gz
 
 
 def _voxel_gravity(ga, x, y, z):
@@ -217,16 +217,17 @@ def _voxel_gravity(ga, x, y, z):
     gs = ga.scalars
     far = (gs[VOX_CX], gs[VOX_CY], gs[VOX_CZ], gs[VOX_MU], gs[VOX_QXX], gs[VOX_QYY], gs[VOX_QZZ], gs[VOX_QXY],
            gs[VOX_QXZ], gs[VOX_QYZ])
-    r = _vox_at(x, y, z, ga.grid, (gs[VOX_OX], gs[VOX_OY], gs[VOX_OZ], gs[VOX_H]), far, gs[VOX_PERTURBATION] != 0.0)
-    return r[0], r[1], r[2], r[3]
+    u, gx, gy, gz = _vox_at(x, y, z, ga.grid, (gs[VOX_OX], gs[VOX_OY], gs[VOX_OZ], gs[VOX_H]), far,
+                            gs[VOX_PERTURBATION] != 0.0)
+    return u, gx, gy, gz
 
 
 def _linearized_gravity(ga, x, y, z):
     """:data:`gravity_at` of a field linearised about a point."""
     gs = ga.scalars
-    r = _lin_at(x, y, z, gs[LIN_X], gs[LIN_Y], gs[LIN_Z], gs[LIN_U], gs[LIN_GX], gs[LIN_GY], gs[LIN_GZ],
-                gs[LIN_TXX], gs[LIN_TYY], gs[LIN_TZZ], gs[LIN_TXY], gs[LIN_TXZ], gs[LIN_TYZ])
-    return r[0], r[1], r[2], r[3]
+    u, gx, gy, gz = _lin_at(x, y, z, gs[LIN_X], gs[LIN_Y], gs[LIN_Z], gs[LIN_U], gs[LIN_GX], gs[LIN_GY],
+                            gs[LIN_GZ], gs[LIN_TXX], gs[LIN_TYY], gs[LIN_TZZ], gs[LIN_TXY], gs[LIN_TXZ], gs[LIN_TYZ])
+    return u, gx, gy, gz
 
 
 def _harmonics_gravity(ga, x, y, z):
@@ -330,15 +331,16 @@ def _gravity_gradient_at(ga, x, y, z):
     gkind = ga.kind
     gs = ga.scalars
     if gkind == GRAVITY_POINT_MASS:
-        r = _pmf_at(x, y, z, gs[PM_X], gs[PM_Y], gs[PM_Z], gs[PM_MU])
-        return r[4], r[5], r[6], r[7], r[8], r[9]
+        _, _, _, _, txx, tyy, tzz, txy, txz, tyz = _pmf_at(x, y, z, gs[PM_X], gs[PM_Y], gs[PM_Z], gs[PM_MU])
+        return txx, tyy, tzz, txy, txz, tyz
     if gkind == GRAVITY_ELLIPSOID:
-        r = _ell_at(x, y, z, gs[ELL_A2], gs[ELL_B2], gs[ELL_C2], gs[ELL_MU])
-        return r[4], r[5], r[6], r[7], r[8], r[9]
+        _, _, _, _, txx, tyy, tzz, txy, txz, tyz = _ell_at(x, y, z, gs[ELL_A2], gs[ELL_B2], gs[ELL_C2], gs[ELL_MU])
+        return txx, tyy, tzz, txy, txz, tyz
     if gkind == GRAVITY_POLYHEDRON:
-        p = _poly_at(x, y, z, ga.vertices, ga.edges, ga.edge_dyads, ga.edge_lengths, ga.faces, ga.face_normals,
-                     gs[POLY_GRHO])
-        return p[4], p[5], p[6], p[7], p[8], p[9]
+        _, _, _, _, txx, tyy, tzz, txy, txz, tyz, _ = _poly_at(x, y, z, ga.vertices, ga.edges, ga.edge_dyads,
+                                                               ga.edge_lengths, ga.faces, ga.face_normals,
+                                                               gs[POLY_GRHO])
+        return txx, tyy, tzz, txy, txz, tyz
     if gkind == GRAVITY_LINEARIZED:
         return gs[LIN_TXX], gs[LIN_TYY], gs[LIN_TZZ], gs[LIN_TXY], gs[LIN_TXZ], gs[LIN_TYZ]
     if gkind == GRAVITY_HARMONICS:

@@ -109,16 +109,17 @@ _tba = third_body_acceleration.cpu
 def _third_bodies_at(x, y, z, t, coef, start, length, emrat, mus):
     """The Moon's (``mus[0]``) and the Sun's (``mus[1]``; 0: left out) eq 3.37 acceleration at
     (x, y, z) [m] and time t [s]."""
-    p = _moon_sun(coef, start, length, emrat, t)
+    mx, my, mz, sx, sy, sz = _moon_sun(coef, start, length, emrat, t)
     ax = 0.0
     ay = 0.0
     az = 0.0
-    for b in range(2):
+    for b in range(2):            # the Moon, then the Sun
         if mus[b] != 0.0:
-            a = _tba(x, y, z, p[3 * b], p[3 * b + 1], p[3 * b + 2], mus[b])
-            ax += a[0]
-            ay += a[1]
-            az += a[2]
+            bx, by, bz = (mx, my, mz) if b == 0 else (sx, sy, sz)
+            gx, gy, gz = _tba(x, y, z, bx, by, bz, mus[b])
+            ax += gx
+            ay += gy
+            az += gz
     return ax, ay, az
 
 

@@ -147,7 +147,8 @@ CONTACT_LEFT = 2       #: touching, but its normal force would be negative: drop
 
 # ===================================================================================== surfaces
 def _eval_surface(kind, prm, x, y, z):
-    """Signed distance, gradient and Hessian (6 unique entries) of an analytic surface.
+    """Signed distance, gradient and Hessian (6 unique entries) of an analytic surface:
+    ``(d, gx, gy, gz, hxx, hxy, hxz, hyy, hyz, hzz)``.
 
     PLANE: prm = (point (3), unit normal (3)), d = n·(x − p). SPHERE: prm = (centre (3), radius,
     sign), d = sign·(|x − c| − R) (sign −1: the inside of a spherical bowl)."""
@@ -171,20 +172,13 @@ _eval_surface_cpu = eval_surface.cpu
 @cpu_parallel
 def surface_rows(n, kind, prm, points, out_d, out_grad, out_hess):
     for i in prange(n):
-        r = _eval_surface_cpu(kind, prm, points[i, 0], points[i, 1], points[i, 2])
-        out_d[i] = r[0]
-        out_grad[i, 0] = r[1]
-        out_grad[i, 1] = r[2]
-        out_grad[i, 2] = r[3]
-        out_hess[i, 0, 0] = r[4]
-        out_hess[i, 0, 1] = r[5]
-        out_hess[i, 0, 2] = r[6]
-        out_hess[i, 1, 0] = r[5]
-        out_hess[i, 1, 1] = r[7]
-        out_hess[i, 1, 2] = r[8]
-        out_hess[i, 2, 0] = r[6]
-        out_hess[i, 2, 1] = r[8]
-        out_hess[i, 2, 2] = r[9]
+        d, gx, gy, gz, hxx, hxy, hxz, hyy, hyz, hzz = _eval_surface_cpu(kind, prm, points[i, 0], points[i, 1],
+                                                                        points[i, 2])
+        out_d[i] = d
+        out_grad[i, 0], out_grad[i, 1], out_grad[i, 2] = gx, gy, gz
+        out_hess[i, 0, 0], out_hess[i, 0, 1], out_hess[i, 0, 2] = hxx, hxy, hxz
+        out_hess[i, 1, 0], out_hess[i, 1, 1], out_hess[i, 1, 2] = hxy, hyy, hyz
+        out_hess[i, 2, 0], out_hess[i, 2, 1], out_hess[i, 2, 2] = hxz, hyz, hzz
 
 
 class _AnalyticSurface:

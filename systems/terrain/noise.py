@@ -78,12 +78,11 @@ def _value_noise(lat, u, v, w):
     du = 30.0 * tu * tu * (tu - 1.0) * (tu - 1.0)
     dv = 30.0 * tv * tv * (tv - 1.0) * (tv - 1.0)
     dw = 30.0 * tw * tw * (tw - 1.0) * (tw - 1.0)
-    r = _cell(lat[i0, j0, k0], lat[i1, j0, k0], lat[i0, j1, k0], lat[i1, j1, k0], lat[i0, j0, k1], lat[i1, j0, k1],
-              lat[i0, j1, k1], lat[i1, j1, k1], su, sv, sw)
-    val = r[0]
-    gu = du * r[1]
-    gv = dv * r[2]
-    gw = dw * r[3]
+    val, cu, cv, cw, _, _, _, _ = _cell(lat[i0, j0, k0], lat[i1, j0, k0], lat[i0, j1, k0], lat[i1, j1, k0],
+                                        lat[i0, j0, k1], lat[i1, j0, k1], lat[i0, j1, k1], lat[i1, j1, k1], su, sv, sw)
+    gu = du * cu
+    gv = dv * cv
+    gw = dw * cw
     return val, gu, gv, gw
 
 
@@ -120,9 +119,9 @@ _fbm = eval_fbm.cpu
 def _periodic_trilinear(tex, u, v, w):
     """Plain trilinear sample of a periodic texture at (u, v, w) [texture nodes]; value + gradient."""
     i0, i1, j0, j1, k0, k1, tu, tv, tw = _pcell(tex.shape[0], u, v, w)
-    r = _cell(tex[i0, j0, k0], tex[i1, j0, k0], tex[i0, j1, k0], tex[i1, j1, k0], tex[i0, j0, k1], tex[i1, j0, k1],
-              tex[i0, j1, k1], tex[i1, j1, k1], tu, tv, tw)
-    return r[0], r[1], r[2], r[3]
+    val, gu, gv, gw, _, _, _, _ = _cell(tex[i0, j0, k0], tex[i1, j0, k0], tex[i0, j1, k0], tex[i1, j1, k0],
+                                        tex[i0, j0, k1], tex[i1, j0, k1], tex[i0, j1, k1], tex[i1, j1, k1], tu, tv, tw)
+    return val, gu, gv, gw
 
 
 periodic_trilinear = dual(_periodic_trilinear)

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import math
 
+from components.terrain import ROCK_INDEX, ROCK_PARAMS, ROCK_SPHERE_ROWS
 from ecs.geometry import face_plane, normalize3
 from ecs.kernels import dual
 from systems.terrain.broadphase import cell_hash
 
 _hash = cell_hash.cpu
+_PARAMS, _LOWER, _UPPER, _SPHERES = ROCK_SPHERE_ROWS.offsets("PARAMS LOWER UPPER SPHERES")
+_INV_CELL, _MAX_R, _REACH = ROCK_PARAMS.offsets("INV_CELL MAX_R REACH")
+_K, _B, _TRI_START = ROCK_INDEX.offsets("K B TRI_START")
 _norm3 = normalize3.cpu
 
 #: Voronoi regions of a triangle's closest point (face interior, vertices, edges).
@@ -149,19 +153,19 @@ def _eval_rocks(d, gx, gy, gz, vertices, triangles, spheres, index, x, y, z):
     Exact (bitwise :func:`systems.terrain.sdf.rocks_brute_points`) wherever the result is below ``reach``; else a
     conservative bound ``min(d, max(reach, d_box))``, ``d_box`` the distance to the rocks' box.
     """
-    inv_cell = spheres[0, 0]
-    max_r = spheres[0, 1]
-    reach = spheres[0, 2]
-    K = index[0]
-    B = index[1]
-    o_tri = 2              # tri_start[k] = index[o_tri + k]
+    inv_cell = spheres[_PARAMS, _INV_CELL]
+    max_r = spheres[_PARAMS, _MAX_R]
+    reach = spheres[_PARAMS, _REACH]
+    K = index[_K]
+    B = index[_B]
+    o_tri = _TRI_START      # tri_start[k] = index[o_tri + k]
     o_cell = o_tri + K + 1  # cell_of[k, a] = index[o_cell + 3 k + a]
     o_bucket = o_cell + 3 * K  # bucket_start[h] = index[o_bucket + h]
     o_order = o_bucket + B + 1  # order[s] = index[o_order + s]
     # the box of all rock vertices: outside it, every rock is at least d_box away
-    vx = x - min(max(x, spheres[1, 0]), spheres[2, 0])
-    vy = y - min(max(y, spheres[1, 1]), spheres[2, 1])
-    vz = z - min(max(z, spheres[1, 2]), spheres[2, 2])
+    vx = x - min(max(x, spheres[_LOWER, 0]), spheres[_UPPER, 0])
+    vy = y - min(max(y, spheres[_LOWER, 1]), spheres[_UPPER, 1])
+    vz = z - min(max(z, spheres[_LOWER, 2]), spheres[_UPPER, 2])
     dbox = math.sqrt(vx * vx + vy * vy + vz * vz)
     lim = min(d, reach)  # only rocks nearer than this can change the exact result
     best = lim
@@ -211,11 +215,12 @@ def _eval_rocks(d, gx, gy, gz, vertices, triangles, spheres, index, x, y, z):
                         k = index[o_order + s]
                         kc = o_cell + 3 * k
                         if index[kc] == ix and index[kc + 1] == iy and index[kc + 2] == iz:
-                            dx = x - spheres[3 + k, 0]
-                            dy = y - spheres[3 + k, 1]
-                            dz = z - spheres[3 + k, 2]
+                            ks = _SPHERES + k
+                            dx = x - spheres[ks, 0]
+                            dy = y - spheres[ks, 1]
+                            dz = z - spheres[ks, 2]
                             # coarse: the bounding sphere; fine: the convex polyhedron
-                            if math.sqrt(dx * dx + dy * dy + dz * dz) - spheres[3 + k, 3] < best:
+                            if math.sqrt(dx * dx + dy * dy + dz * dz) - spheres[ks, 3] < best:
                                 r, rx, ry, rz = _convex(vertices, triangles, index[o_tri + k], index[o_tri + k + 1],
                                                         x, y, z)
                                 if r < best:

@@ -205,8 +205,8 @@ _grid_full = sample_sdf_grid_full.cpu
 
 def _sample_sdf_grid(values, ox, oy, oz, hx, hy, hz, x, y, z):
     """Trilinear SDF value [m] and gradient (eqs 2.17, 2.19): ``(d, gx, gy, gz)``."""
-    r = _grid_full(values, ox, oy, oz, hx, hy, hz, x, y, z)
-    return r[0], r[1], r[2], r[3]
+    d, gx, gy, gz, _, _, _, _, _, _ = _grid_full(values, ox, oy, oz, hx, hy, hz, x, y, z)
+    return d, gx, gy, gz
 
 
 sample_sdf_grid = dual(_sample_sdf_grid, inline=False)
@@ -301,11 +301,12 @@ def _grid_rows(n, values, ox, oy, oz, hx, hy, hz, pts, out):
 
 
 def _put_value_gradient(i, r, d, g):
-    """``d[i], g[i] = r[0], r[1:4]``: a (value, gradient) query result into the row drivers' outputs."""
-    d[i] = r[0]
-    g[i, 0] = r[1]
-    g[i, 1] = r[2]
-    g[i, 2] = r[3]
+    """``d[i], g[i] = r``: a query's result ``r = (value, gx, gy, gz)`` into the row drivers' outputs."""
+    value, gx, gy, gz = r
+    d[i] = value
+    g[i, 0] = gx
+    g[i, 1] = gy
+    g[i, 2] = gz
 
 
 _put = dual(_put_value_gradient).cpu
@@ -348,7 +349,8 @@ def eval_shape_grid(nodes, ox, oy, oz, h, out):
         for j in range(ny):
             y = oy + j * h[1]
             for k in range(nz):
-                out[i, j, k] = _shape(nodes, x, y, oz + k * h[2])[0]
+                d, _, _, _ = _shape(nodes, x, y, oz + k * h[2])
+                out[i, j, k] = d
 
 
 @cpu_parallel
