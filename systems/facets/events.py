@@ -8,14 +8,18 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ecs.kernels import cpu_parallel, dual
+from ecs.kernels import cpu_parallel, dual, gpu_literal
 
 
 # --------------------------------------------------------------------------- contact start / end events
+#: ``contact_change``'s codes: int64 on the CPU (literals compiled :func:`_log_unmatched_py` once per
+#: value), literals the GPU folds (:func:`ecs.kernels.gpu_literal`)
+CHANGE_START = gpu_literal(1)
+CHANGE_END = gpu_literal(2)
 #: Event fields of facet contact (``FacetContact(events=True)``), declared on the world's event log.
 CONTACT_EVENT_FIELDS = {
     "contact_change": ((), np.int8, "1", "1: the facet pair came into contact; 2: it left contact (-1: unused slot)",
-                       {"unused": -1, "start": 1, "end": 2}),
+                       {"unused": -1, "start": int(CHANGE_START), "end": int(CHANGE_END)}),
     "contact_time": ((), np.float64, "s", "first accepted step boundary at which the change is seen"),
     "contact_time_before": ((), np.float64, "s", "the step boundary before it: the change lies in between"),
     "contact_facet_a": ((), np.int64, "1", "facet a: index along the facet table's entities (-1-g: ground g)"),
@@ -114,8 +118,10 @@ def _log_contact_changes(s, B, F, cap, st, rtime, count, buf, prev, prev_count, 
     n = min(count[s], cap)
     m = min(prev_count[s], cap)
     log = (ev, ev_count, ev_overflow)
-    _log_unmatched(s, 1, (c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v), n, p_fa, p_fb, m, t, t_prev, F, B, log)
-    _log_unmatched(s, 2, (p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v), m, c_fa, c_fb, n, t, t_prev, F, B, log)
+    _log_unmatched(s, CHANGE_START, (c_fa, c_fb, c_ba, c_bb, c_x, c_p, c_n, c_v), n, p_fa, p_fb, m, t, t_prev, F, B,
+                   log)
+    _log_unmatched(s, CHANGE_END, (p_fa, p_fb, p_ba, p_bb, p_x, p_p, p_n, p_v), m, c_fa, c_fb, n, t, t_prev, F, B,
+                   log)
     for k in range(n):
         p_fa[s, k] = c_fa[s, k]
         p_fb[s, k] = c_fb[s, k]

@@ -12,7 +12,7 @@ import math
 
 from numba import prange
 
-from ecs.kernels import cpu_jit, cpu_parallel, dual
+from ecs.kernels import cpu_jit, cpu_parallel, dual, gpu_literal
 from ecs.attitude import quat_rotate, quat_rotate_inverse
 from systems.facets.broadphase import cull_facets, sort_sweep_axis
 from systems.facets.geometry import GOLDEN_ITERATIONS, capsule_contact, ground_distance, ground_lowest_param
@@ -29,6 +29,10 @@ _INVPHI = 0.6180339887498949
 
 
 # --------------------------------------------------------------------------- small kernels
+#: body a of a ground contact: int64 on the CPU (a literal ``-1`` in the ``who`` tuple compiled
+#: :func:`_record` a second time), a literal the GPU folds (:func:`ecs.kernels.gpu_literal`)
+_GROUND_BODY = gpu_literal(-1)
+
 def _point_velocity(b, pos, vel, att, omega, px, py, pz):
     """Inertial velocity of body row b's material point at the inertial point p: v + R (ω × Rᵀ(p − x))."""
     q0, q1, q2, q3 = att[b, 0], att[b, 1], att[b, 2], att[b, 3]
@@ -234,7 +238,7 @@ def _find_contacts(s, F, B, use_bp, npairs, pairs, fac, bod, grd, scr, cap, coun
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, (-1 - g, r, -1, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz),
+            _rec(s, cap, count, (-1 - g, r, _GROUND_BODY, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz),
                  g_curv[g], rad, buf)
 
 
@@ -305,5 +309,5 @@ def find_sdf_ground_contacts(fn, data, g, curv, samples, F, fac, bod, scr, g_pai
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, (-1 - g, r, -1, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz), curv,
+            _rec(s, cap, count, (-1 - g, r, _GROUND_BODY, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz), curv,
                  rad, buf)

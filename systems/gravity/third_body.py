@@ -32,7 +32,7 @@ from numba import prange
 from components.ephemeris import EARTH_MOON, MOON, SUN, Ephemeris
 from ecs import InputError, Phase, System
 from ecs.attitude import quat_rotate
-from ecs.kernels import cpu_jit, cpu_parallel, dual, launch_rows, to_backend
+from ecs.kernels import cpu_jit, cpu_parallel, dual, gpu_literal, launch_rows, to_backend
 from ecs.terms import Term
 from systems.gravity.uniform import add_weight
 
@@ -40,6 +40,10 @@ __all__ = ["ThirdBodyGravity", "moon_and_sun", "third_body_acceleration", "third
 
 _rot = quat_rotate.cpu
 _weight = add_weight.cpu
+#: body slots and axes: int64 on the CPU (literals compiled :func:`_chebyshev` nine times, once per
+#: body and axis), literals the GPU folds (:func:`ecs.kernels.gpu_literal`)
+_MOON, _EARTH_MOON, _SUN = gpu_literal(MOON), gpu_literal(EARTH_MOON), gpu_literal(SUN)
+_X, _Y, _Z = gpu_literal(0), gpu_literal(1), gpu_literal(2)
 
 
 def _chebyshev(coef, b, start, length, t, axis):
@@ -75,15 +79,15 @@ def _moon_and_sun(coef, start, length, emrat, t):
     """Geocentric positions [m] of the Moon and the Sun at t [s]: ``(mx, my, mz, sx, sy, sz)``
     (the Moon's series is evaluated once: the geocentric Sun needs it for the Earth's offset from
     the Earth–Moon barycentre)."""
-    mx = _cheb(coef, MOON, start, length, t, 0)
-    my = _cheb(coef, MOON, start, length, t, 1)
-    mz = _cheb(coef, MOON, start, length, t, 2)
+    mx = _cheb(coef, _MOON, start, length, t, _X)
+    my = _cheb(coef, _MOON, start, length, t, _Y)
+    mz = _cheb(coef, _MOON, start, length, t, _Z)
     f = 1.0 / (1.0 + emrat)
-    ex = _cheb(coef, EARTH_MOON, start, length, t, 0) - f * mx
-    ey = _cheb(coef, EARTH_MOON, start, length, t, 1) - f * my
-    ez = _cheb(coef, EARTH_MOON, start, length, t, 2) - f * mz
-    return (1e3 * mx, 1e3 * my, 1e3 * mz, 1e3 * (_cheb(coef, SUN, start, length, t, 0) - ex),
-            1e3 * (_cheb(coef, SUN, start, length, t, 1) - ey), 1e3 * (_cheb(coef, SUN, start, length, t, 2) - ez))
+    ex = _cheb(coef, _EARTH_MOON, start, length, t, _X) - f * mx
+    ey = _cheb(coef, _EARTH_MOON, start, length, t, _Y) - f * my
+    ez = _cheb(coef, _EARTH_MOON, start, length, t, _Z) - f * mz
+    return (1e3 * mx, 1e3 * my, 1e3 * mz, 1e3 * (_cheb(coef, _SUN, start, length, t, _X) - ex),
+            1e3 * (_cheb(coef, _SUN, start, length, t, _Y) - ey), 1e3 * (_cheb(coef, _SUN, start, length, t, _Z) - ez))
 
 
 moon_and_sun = dual(_moon_and_sun)

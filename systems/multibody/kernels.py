@@ -37,7 +37,7 @@ from numba import prange
 
 from components.multibody import FIXED, FREE, LAW_FIELDS, PRISMATIC, QD_SLOTS, Q_SLOTS, REVOLUTE, SPHERICAL
 from ecs.attitude import dcm_to_quat, quat_derivative, quat_normalize, quat_rotate_inverse
-from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual
+from ecs.kernels import SampleDriver, cpu_jit, cpu_parallel, dual, gpu_literal
 from ecs.status import Reason, Status
 from ecs.stepping import stage_sum
 from ecs.terms import RowState, joint_law_none, row_terms_none, sample_terms_none, terms_active_none
@@ -78,6 +78,11 @@ NONFINITE_CODE = int(Reason.NONFINITE_STATE)
 ACC_WIDTH = 18
 #: State size per link for integration: q (7) then qd (6).
 STATE = Q_SLOTS + QD_SLOTS
+#: The first stage and :func:`_link_forces`' ``mode`` 0 (evaluate the row terms): int64 on the
+#: CPU (a literal ``0`` compiled :func:`_derivative` three times per scene, once per caller), a
+#: literal the GPU folds (:func:`ecs.kernels.gpu_literal`)
+_STAGE0 = gpu_literal(0)
+_EVALUATE_TERMS = gpu_literal(0)
 
 
 def _link_forces(b, n, gmode, tree, load, work, time, mode, env, tt):
@@ -440,7 +445,7 @@ def _kuo_nguyen_step(b, n, h, tree, load, work, t0, mode0, env, tt):
     y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
     _start(b, n, locked, q, qd, y0)
-    _deriv(b, n, tree, load, work, 0, t0, mode0, env, tt)
+    _deriv(b, n, tree, load, work, _STAGE0, t0, mode0, env, tt)
     orbit = kind[b] == FREE and not locked[b]
     if orbit:
         for i in range(3):
@@ -488,7 +493,7 @@ def _link_motion(b, n, tree, load, work, ACC, time, env, tt):
     tau, law, force, torque, mu, gmode, a0 = load
     y0, C, K, tauw, fext, qdd, Rw, pw, M, V = work
     parent, kind, axis, offset, rotation, q, qd, locked, mass, com, inertia = tree
-    _deriv(b, n, tree, load, work, 0, time, 0, env, tt)
+    _deriv(b, n, tree, load, work, _STAGE0, time, _EVALUATE_TERMS, env, tt)
     diff = gmode >= 1 and mu > 0.0 and kind[b] == FREE and not locked[b]
     sx, sy, sz = _scom(b, n, mass, com, Rw, pw)
     xs0 = _org(b, M, 0) + sx
