@@ -738,7 +738,9 @@ class RockField:
         sp[spheres:, 3] = self.radius
         B = len(self.bucket_start) - 1
         self.kernel_spheres = sp
-        self.kernel_index = np.concatenate([[K, B], self.tri_start, self.cell_of.reshape(-1), self.bucket_start,
+        head = np.zeros(ROCK_INDEX.offset("TRI_START"), np.int64)
+        head[list(ROCK_INDEX.offsets("K B"))] = (K, B)
+        self.kernel_index = np.concatenate([head, self.tri_start, self.cell_of.reshape(-1), self.bucket_start,
                                             self.order]).astype(np.int64)
 
     @property

@@ -33,6 +33,7 @@ _INVPHI = 0.6180339887498949
 #: :func:`_record` a second time), a literal the GPU folds (:func:`ecs.kernels.gpu_literal`)
 _GROUND_BODY = gpu_literal(-1)
 
+
 def _point_velocity(b, pos, vel, att, omega, px, py, pz):
     """Inertial velocity of body row b's material point at the inertial point p: v + R (ω × Rᵀ(p − x))."""
     q0, q1, q2, q3 = att[b, 0], att[b, 1], att[b, 2], att[b, 3]
@@ -309,5 +310,5 @@ def find_sdf_ground_contacts(fn, data, g, curv, samples, F, fac, bod, scr, g_pai
             px, py, pz = sx - rad * nx, sy - rad * ny, sz - rad * nz
             b = f_body[r]
             vx, vy, vz = _pvel(b, pos, vel, att, omega, px, py, pz)
-            _rec(s, cap, count, (-1 - g, r, _GROUND_BODY, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz), curv,
-                 rad, buf)
+            _rec(s, cap, count, (-1 - g, r, _GROUND_BODY, b, inter), x, dist, (nx, ny, nz), (px, py, pz), (vx, vy, vz),
+                 curv, rad, buf)
