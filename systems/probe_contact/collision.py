@@ -74,16 +74,28 @@ Numerical method (our choices, documented)
   tolerance relative to itself. ``W_n`` is integrated directly (``dW_n/dp = v₃``), so for central
   impacts (``M₁₃ = M₂₃ = 0``, ``v₃`` linear in ``p``) the energetic and kinematic restitution agree
   to round-off whatever the friction does.
-* **Closing the slip**: when ``s`` falls below ``1e-8 |v_c|`` and stick will follow, a tangential
-  impulse ``ΔP_t = −B⁻¹ v_t`` at fixed ``p`` ends it: from the impulse at which the exact path
-  sticks onward, the state is the same (stick fixes ``P_t`` by ``v_t = 0``), so the outcome error is
-  second order in the remaining ``s`` (first order only if an event falls inside that impulse
-  window); this also ends inward spirals of the hodograph (no invariant ray, infinitely many turns
-  in a finite impulse). Before a reversal the slip runs down to ``s ≤ 1e-12 |v_c|``; a step across the
-  discontinuity at ``s = 0`` (direction turned by more than 90°, or no decrease) is shortened, and
-  within the closing radius ends the slip from the step's start.
+* **Closing the slip**: when stick will follow, a tangential impulse ``ΔP_t = −B⁻¹ v_t`` at fixed
+  ``p`` ends it: from the impulse ``p_s`` at which the exact path sticks onward, the state is the
+  same (stick fixes ``P_t`` by ``v_t = 0``), and before it only the normal work differs, by
+  ``δW = ∫ qᵀ v_t dp`` over ``[p, p_s]`` (``q = B⁻¹a``, ``|q| = f*``), at most ``f* s (p_s − p)``: second
+  order in the remaining ``s``, first order only if an event falls inside that impulse window. So
+  the slip is closed as soon as that bound (the window taken as twice the straight approach's
+  ``s/|ds/dp|``) is within one accepted step's allowance on ``W_n`` and no event can fall in the
+  window (:data:`close_now`; typically at ``s ≈ 1e-5 |v_c|``), and at the latest when ``s`` falls
+  below ``1e-8 |v_c|``; this also ends inward spirals of the hodograph (no invariant ray,
+  infinitely many turns in a finite impulse). Before a reversal the slip runs down to
+  ``s ≤ 1e-12 |v_c|``; a step across the discontinuity at ``s = 0`` (direction turned by more than
+  90°, or no decrease) is shortened, and within the closing radius ends the slip from the step's
+  start.
+* **Step sizes**: Dormand–Prince's controller (``clamp(0.9 err^(−1/5), 0.2, 5)``), with two rules
+  for the approach to ``s = 0``, where the direction field's ``1/s`` makes the solution vary on the
+  scale of ``s``: the step after a rejected one does not grow (Hairer's ``dopri5``), and on an
+  accepted step that slowed the slip the next step shrinks with it (by ``s₁/s``). Without them the
+  approach alternated rejected and accepted steps; on 30,000 random eccentric impacts the slip
+  took 41.2 steps on average before and 33.7 after (stick cases 159 → 110), every outcome within
+  5e-10 |v_c| of before.
 * Tolerance: ``rtol`` on the error of the contact-velocity state relative to ``|v_c|`` (default
-  1e-10; 63 slip steps on average over random eccentric impacts).
+  1e-10).
 * **Frame invariance**: every decision (step sizes, accept/reject, phase switches) is taken on
   contact-frame quantities, which do not depend on the frame the inputs are written in; rotating
   and translating a scene changes outcomes by ~1e-13 (round-off), measured on 6×10⁴ random impacts.
@@ -368,6 +380,37 @@ impact_setup = dual_call(_impact_setup)
 _setup = impact_setup.cpu
 
 
+def _close_now(w, p, s, v1, v2, f, fstar, tol, compressed, wt):
+    """Whether a slip that stick will end (f >= f*) may be closed now, at slip speed ``s`` > 0 and
+    tangential velocity (v1, v2), with no more error than one accepted step may leave.
+
+    Closing at fixed p changes nothing after the impulse p_s at which the exact slip sticks (stick
+    fixes P_t by v_t = 0 whatever the path), and before it only the normal work: by
+    ``δW = ∫ qᵀ v_t dp`` over [p, p_s], q = B⁻¹a (|q| = f*), so ``|δW| <= f* s (p_s − p)``. The window
+    p_s − p is taken as twice the straight approach's ``s/|ds/dp|``. The slip is closed when that
+    bound is within a step's allowance on W_n (``tol · p``, :data:`error_norm`) and neither event
+    (compression end, the end of restitution) can fall inside the window (a located event there
+    would move by first order in s)."""
+    u1 = v1 / s
+    u2 = v2 / s
+    g = (u1 * (w[W_M13] - f * (w[W_M11] * u1 + w[W_M12] * u2))
+         + u2 * (w[W_M23] - f * (w[W_M12] * u1 + w[W_M22] * u2)))
+    if not (g < 0.0):
+        return False
+    win = 2.0 * s / (-g)
+    if fstar * s * win > tol * p:
+        return False
+    v3 = _v3(w, p, W_Y)
+    v3max = v3 + win * (w[W_M33] + f * math.sqrt(w[W_M13] * w[W_M13] + w[W_M23] * w[W_M23]))
+    if compressed:
+        return _wn(w, p, W_Y) + win * max(v3max, 0.0) < wt
+    return v3max < 0.0
+
+
+close_now = dual_call(_close_now)
+_close_now = close_now.cpu
+
+
 def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_steps):
     """One vertex impact, every vector in body axes (Stronge's model, eqs 2.53–2.91).
 
@@ -424,6 +467,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     h = 0.1 * vscale / (M11 + M22 + M33)
     steps = 0
     creep = 0
+    rejected = False
     while True:
         if phase == _AT_ZERO:
             # closing impulse ΔP_t = −B⁻¹ v_t at fixed p: v_t -> 0 exactly, W_n unchanged,
@@ -469,6 +513,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             en = _enorm(w, p, hs, tol, lscale)
             if not (en <= 1.0):
                 h = hs * _step_factor(en, -0.2)
+                rejected = True
                 continue
             fac = _step_factor(en, -0.2)
             e1v, e2v = _vt(w, p + hs, W_Y1)
@@ -483,6 +528,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                     phase = _AT_ZERO
                     continue
                 h = 0.5 * hs
+                rejected = True
                 continue
             v3n = _v3(w, p + hs, W_Y1)
             if not compressed and v3n >= 0.0:
@@ -506,9 +552,14 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                     break
                 p += hs
                 _copy(w, W_Y1, W_Y)
-                h = hs * fac
+                grow = min(fac, 1.0) if rejected else fac
+                if s1 < s:
+                    grow *= s1 / s
+                h = hs * grow
+                rejected = False
             v1, v2 = _vt(w, p, W_Y)
-            if math.sqrt(v1 * v1 + v2 * v2) <= eps_close:
+            sn = math.sqrt(v1 * v1 + v2 * v2)
+            if sn <= eps_close or (f >= fstar and _close_now(w, p, sn, v1, v2, f, fstar, tol, compressed, wt)):
                 phase = _AT_ZERO
             continue
         # ---- stick or slip reversal: dP/dp constant, closed form (v₃ linear, W_n quadratic in p)

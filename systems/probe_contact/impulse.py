@@ -180,15 +180,17 @@ _rhs = impact_rhs.cpu
 
 def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2):
     """One Dormand–Prince 5(4) step from ``w[y_off:]``: the 5th-order state into ``w[out_off:]``
-    and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``)."""
+    and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``). Without
+    rolling resistance the state is (P1, P2, W_n): L stays zero and is not stepped."""
+    ns = STATE if w[W_ROLL] > 0.0 else I_L
     for j in range(_DP_STAGES):
         if j == 0:
             _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
             continue
-        for m in range(STATE):
+        for m in range(ns):
             w[W_YT + m] = w[y_off + m] + h * _wsum(w, W_K, STATE, m, _DP_W, j, j)
         _rhs(w, p + _DP_C[j] * h, W_YT, W_K + STATE * j, phase, d1c, d2c, fb1, fb2)
-    for m in range(STATE):
+    for m in range(ns):
         w[out_off + m] = w[W_YT + m]  # stage 7 is evaluated at the 5th-order solution (FSAL)
         w[W_ERR + m] = h * _wsum(w, W_K, STATE, m, _DP_W, _DP_ERR, _DP_STAGES)
 
