@@ -94,6 +94,13 @@ Numerical method (our choices, documented)
   approach alternated rejected and accepted steps; on 30,000 random eccentric impacts the slip
   took 41.2 steps on average before and 33.7 after (stick cases 159 → 110), every outcome within
   5e-10 |v_c| of before.
+* **The step itself** (without rolling resistance, every deployment impact of a pair with
+  ``C_RR = 0``): :data:`~systems.probe_contact.impulse.slip_step` keeps the state (P1, P2, W_n) and
+  the seven stages in locals instead of the work row, and reuses the last stage of an accepted
+  step as the first of the next (FSAL) and the first stage of a rejected one for its retry: the
+  same sums in the same order, so the same bits, in 7.0 instead of 8.5 µs per impact (30,000
+  random eccentric impacts, one thread). With rolling resistance the state is six numbers and
+  every stage is evaluated in the work row.
 * Tolerance: ``rtol`` on the error of the contact-velocity state relative to ``|v_c|`` (default
   1e-10).
 * **Frame invariance**: every decision (step sizes, accept/reject, phase switches) is taken on
@@ -150,8 +157,8 @@ from ecs.kernels import cpu_parallel, dual_call
 from systems.probe_contact.impulse import (STATE, I_L, I_WN, W_CR, W_EPS, W_F, W_J00, W_J01, W_J02, W_J11, W_J12,
                                            W_J22, W_M11, W_M12, W_M13, W_M22, W_M23, W_M33, W_N, W_OUT, W_OUT_DW,
                                            W_OUT_END, W_OUT_P, W_OUT_PV, W_OUT_WC, W_R, W_ROLL, W_U1, W_U2, W_V10,
-                                           W_V20, W_V30, W_W0, W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN, copy_state,
-                                           dopri_step, error_norm, integrate_span, locate_event, normal_work,
+                                           W_V20, W_V30, W_W0, W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN,
+                                           _NO_FSAL, W_K, copy_state, dopri_step, error_norm, integrate_span, locate_event, normal_work,
                                            reversal_direction, tangential_velocity, v3_of)
 from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
 
@@ -468,6 +475,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     steps = 0
     creep = 0
     rejected = False
+    k1_ready = _NO_FSAL  # the first stage's rate at (p, W_Y) is in w[W_K:] (slip_step: FSAL, or a retry)
     while True:
         if phase == _AT_ZERO:
             # closing impulse ΔP_t = −B⁻¹ v_t at fixed p: v_t -> 0 exactly, W_n unchanged,
@@ -509,7 +517,8 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             hs = h
             if g < 0.0 and hs * (-g) >= s:
                 hs = s / (-g)
-            _step(w, p, hs, W_Y, W_Y1, _SLIP, 0.0, 0.0, fb1, fb2)
+            _step(w, p, hs, W_Y, W_Y1, _SLIP, 0.0, 0.0, fb1, fb2, k1_ready)
+            k1_ready = not rolling    # a retry starts where this step did
             en = _enorm(w, p, hs, tol, lscale)
             if not (en <= 1.0):
                 h = hs * _step_factor(en, -0.2)
@@ -535,6 +544,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                 hh = _locate(w, _EV_V3, 0.0, p, hs, _v3(w, p, W_Y), v3n, _SLIP, 0.0, 0.0, fb1, fb2)
                 p += hh
                 _copy(w, W_YL, W_Y)
+                k1_ready = _NO_FSAL
                 compressed = True
                 wc = _wn(w, p, W_Y)
                 # from here the work state counts the restitution work alone (no cancellation
@@ -552,6 +562,8 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                     break
                 p += hs
                 _copy(w, W_Y1, W_Y)
+                if k1_ready:       # the step's last stage is the rate at its end (FSAL)
+                    w[W_K], w[W_K + 1], w[W_K + 2] = w[W_K + STATE], w[W_K + STATE + 1], w[W_K + STATE + 2]
                 grow = min(fac, 1.0) if rejected else fac
                 if s1 < s:
                     grow *= s1 / s

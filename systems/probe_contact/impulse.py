@@ -78,6 +78,7 @@ WORK_SIZE = IMPULSE_ROW.size
 STATE = _i(IMPULSE_STATE.size)
 _EV_V3 = _i(0)      # event: compression end, v₃ = 0
 _EV_WN = _i(1)      # event: end of restitution, W_n = (1 − e²) W_c
+_NO_FSAL = np.bool_(False)   # dopri_step's k1_ready for a step whose first stage must be evaluated
 
 # Dormand–Prince 5(4), ecs.stepping.DP54 (the one tableau of every integrator): its weights (stage
 # rows, b = a's row 6: FSAL, then b − b̂), nodes, and the number of its error row.
@@ -178,11 +179,100 @@ impact_rhs = dual_call(_impact_rhs)
 _rhs = impact_rhs.cpu
 
 
-def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2):
+def _slip_rate(m6, v0, f, eps, P1, P2, p, phase, dirs):
+    """:func:`_impact_rhs` without rolling resistance, on numbers instead of the work row:
+    ``(dP1/dp, dP2/dp, dW_n/dp)`` at the impulse (P1, P2, p); ``m6`` = [M] (M11, M12, M13, M22, M23,
+    M33), ``v0`` = the initial contact velocity (V10, V20, V30), ``dirs`` = (d1c, d2c, fb1, fb2)."""
+    M11, M12, M13, M22, M23, M33 = m6
+    V10, V20, V30 = v0
+    d1c, d2c, fb1, fb2 = dirs
+    v1 = V10 + M11 * P1 + M12 * P2 + M13 * p
+    v2 = V20 + M12 * P1 + M22 * P2 + M23 * p
+    if phase == 0:
+        s = math.sqrt(v1 * v1 + v2 * v2)
+        if s > eps:
+            d1 = -f * v1 / s
+            d2 = -f * v2 / s
+        else:
+            d1 = -f * fb1
+            d2 = -f * fb2
+    else:
+        d1 = d1c
+        d2 = d2c
+    return d1, d2, V30 + M13 * P1 + M23 * P2 + M33 * p
+
+
+slip_rate = dual(_slip_rate)
+_srate = slip_rate.cpu
+
+
+def _slip_step(w, p, h, y_off, out_off, phase, dirs, k1_ready):
+    """:func:`_dopri_step` without rolling resistance: the state (P1, P2, W_n) and the seven stages
+    kept in locals rather than in the work row (the collision's hottest loop), the same sums in the
+    same order (the same bits). Writes ``w[out_off:out_off+3]`` and ``w[W_ERR:W_ERR+3]``, the first
+    stage's rate into ``w[W_K:W_K+3]`` and the last one's (FSAL: the rate at the step's end) into
+    ``w[W_K+STATE:]``; with ``k1_ready`` the first stage is read from ``w[W_K:]`` instead of
+    evaluated (the caller vouches that it is the rate at this step's start)."""
+    m6 = (w[W_M11], w[W_M12], w[W_M13], w[W_M22], w[W_M23], w[W_M33])
+    v0 = (w[W_V10], w[W_V20], w[W_V30])
+    f = w[W_F]
+    eps = w[W_EPS]
+    a = _DP_W
+    c = _DP_C
+    y1, y2, y3 = w[y_off], w[y_off + 1], w[y_off + 2]
+    if k1_ready:
+        k11, k12, k13 = w[W_K], w[W_K + 1], w[W_K + 2]
+    else:
+        k11, k12, k13 = _srate(m6, v0, f, eps, y1, y2, p, phase, dirs)
+        w[W_K], w[W_K + 1], w[W_K + 2] = k11, k12, k13
+    k21, k22, k23 = _srate(m6, v0, f, eps, y1 + h * (0.0 + a[1, 0] * k11), y2 + h * (0.0 + a[1, 0] * k12),
+                           p + c[1] * h, phase, dirs)
+    k31, k32, k33 = _srate(m6, v0, f, eps, y1 + h * (0.0 + a[2, 0] * k11 + a[2, 1] * k21),
+                           y2 + h * (0.0 + a[2, 0] * k12 + a[2, 1] * k22), p + c[2] * h, phase, dirs)
+    k41, k42, k43 = _srate(m6, v0, f, eps, y1 + h * (0.0 + a[3, 0] * k11 + a[3, 1] * k21 + a[3, 2] * k31),
+                           y2 + h * (0.0 + a[3, 0] * k12 + a[3, 1] * k22 + a[3, 2] * k32), p + c[3] * h, phase,
+                           dirs)
+    k51, k52, k53 = _srate(m6, v0, f, eps,
+                           y1 + h * (0.0 + a[4, 0] * k11 + a[4, 1] * k21 + a[4, 2] * k31 + a[4, 3] * k41),
+                           y2 + h * (0.0 + a[4, 0] * k12 + a[4, 1] * k22 + a[4, 2] * k32 + a[4, 3] * k42),
+                           p + c[4] * h, phase, dirs)
+    k61, k62, k63 = _srate(m6, v0, f, eps,
+                           y1 + h * (0.0 + a[5, 0] * k11 + a[5, 1] * k21 + a[5, 2] * k31 + a[5, 3] * k41
+                                     + a[5, 4] * k51),
+                           y2 + h * (0.0 + a[5, 0] * k12 + a[5, 1] * k22 + a[5, 2] * k32 + a[5, 3] * k42
+                                     + a[5, 4] * k52), p + c[5] * h, phase, dirs)
+    o1 = y1 + h * (0.0 + a[6, 0] * k11 + a[6, 1] * k21 + a[6, 2] * k31 + a[6, 3] * k41 + a[6, 4] * k51
+                   + a[6, 5] * k61)
+    o2 = y2 + h * (0.0 + a[6, 0] * k12 + a[6, 1] * k22 + a[6, 2] * k32 + a[6, 3] * k42 + a[6, 4] * k52
+                   + a[6, 5] * k62)
+    o3 = y3 + h * (0.0 + a[6, 0] * k13 + a[6, 1] * k23 + a[6, 2] * k33 + a[6, 3] * k43 + a[6, 4] * k53
+                   + a[6, 5] * k63)
+    k71, k72, k73 = _srate(m6, v0, f, eps, o1, o2, p + c[6] * h, phase, dirs)   # FSAL stage, for the error
+    e = _DP_ERR
+    w[out_off], w[out_off + 1], w[out_off + 2] = o1, o2, o3
+    w[W_K + STATE], w[W_K + STATE + 1], w[W_K + STATE + 2] = k71, k72, k73
+    w[W_ERR] = h * (0.0 + a[e, 0] * k11 + a[e, 1] * k21 + a[e, 2] * k31 + a[e, 3] * k41 + a[e, 4] * k51
+                    + a[e, 5] * k61 + a[e, 6] * k71)
+    w[W_ERR + 1] = h * (0.0 + a[e, 0] * k12 + a[e, 1] * k22 + a[e, 2] * k32 + a[e, 3] * k42 + a[e, 4] * k52
+                        + a[e, 5] * k62 + a[e, 6] * k72)
+    w[W_ERR + I_WN] = h * (0.0 + a[e, 0] * k13 + a[e, 1] * k23 + a[e, 2] * k33 + a[e, 3] * k43 + a[e, 4] * k53
+                           + a[e, 5] * k63 + a[e, 6] * k73)
+
+
+slip_step = dual_call(_slip_step)
+_sstep = slip_step.cpu
+
+
+def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2, k1_ready):
     """One Dormand–Prince 5(4) step from ``w[y_off:]``: the 5th-order state into ``w[out_off:]``
     and its error estimate into ``w[W_ERR:]`` (``out_off`` must differ from ``y_off``). Without
-    rolling resistance the state is (P1, P2, W_n): L stays zero and is not stepped."""
-    ns = STATE if w[W_ROLL] > 0.0 else I_L
+    rolling resistance the state is (P1, P2, W_n), stepped in registers (:func:`_slip_step`; then
+    ``k1_ready``: the first stage's rate is already in ``w[W_K:]``); with it every stage is
+    evaluated."""
+    if not (w[W_ROLL] > 0.0):
+        _sstep(w, p, h, y_off, out_off, phase, (d1c, d2c, fb1, fb2), k1_ready)
+        return
+    ns = STATE
     for j in range(_DP_STAGES):
         if j == 0:
             _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
@@ -264,7 +354,7 @@ def _locate_event(w, kind, target, p, h, g0, gh, phase, d1c, d2c, fb1, fb2):
     hh = h * (-g0) / (gh - g0) if gh > g0 else h
     if not (hh > 0.0 and hh <= h):
         hh = h
-    _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
+    _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2, _NO_FSAL)
     for _ in range(60):
         gv = _v3(w, p + hh, W_YL) if kind == 0 else _wn(w, p + hh, W_YL) - target
         if gv == 0.0:
@@ -287,7 +377,7 @@ def _locate_event(w, kind, target, p, h, g0, gh, phase, d1c, d2c, fb1, fb2):
                 hn = 0.5 * (lo + hi)
         done = abs(hn - hh) <= 4e-16 * (p + hh) or (hi - lo) <= 4e-16 * (p + hi)
         hh = hn
-        _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2)
+        _step(w, p, hh, W_Y, W_YL, phase, d1c, d2c, fb1, fb2, _NO_FSAL)
         if done:
             break
     return hh
@@ -383,7 +473,7 @@ def _integrate_span(w, p, span, phase, d1c, d2c, tol, lscale, h0, max_steps):
             return steps, False
         steps += 1
         hh = min(h, span - done)
-        _step(w, p + done, hh, W_Y, W_Y1, phase, d1c, d2c, 0.0, 0.0)
+        _step(w, p + done, hh, W_Y, W_Y1, phase, d1c, d2c, 0.0, 0.0, _NO_FSAL)
         en = _enorm(w, p + done, hh, tol, lscale)
         if en <= 1.0:
             _copy(w, W_Y1, W_Y)
