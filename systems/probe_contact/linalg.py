@@ -106,6 +106,13 @@ def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):
             fro += a[t_off + i] * a[t_off + i]
     if not (1.0 / fro > rcond * tr):
         return False
+    _cholsubst(a, l_off, n, b_off)
+    return True
+
+
+def _chol_substitute(a, l_off, n, b_off):
+    """b <- (L Lᵀ)⁻¹ b with the Cholesky factor L at ``a[l_off:]`` (row-major lower, n×n): the
+    forward and the back substitution of :func:`_chol_solve`."""
     for i in range(n):            # L y = b
         s = a[b_off + i]
         for k in range(i):
@@ -116,9 +123,10 @@ def _chol_solve(a, off, l_off, t_off, n, b_off, rcond):
         for k in range(i + 1, n):
             s -= a[l_off + k * n + i] * a[b_off + k]
         a[b_off + i] = s / a[l_off + i * n + i]
-    return True
 
 
+chol_substitute = dual_call(_chol_substitute)
+_cholsubst = chol_substitute.cpu
 chol_solve = dual_call(_chol_solve)
 _cholsolve = chol_solve.cpu
 
@@ -278,8 +286,9 @@ def _low_rank_pinv_solve(w, o_c, n3, o_b, o_s, o_v, o_t, o_u, rcond, null):
     (n3 numbers, becomes x), through the 6×6 S = CᵀC: with C = UΣVᵀ, (CCᵀ)⁺ = UΣ⁻²Uᵀ = C (S⁺)² Cᵀ.
 
     The same solution as :data:`sym_pinv_solve` on the n3×n3 matrix CCᵀ (its non-zero eigenvalues
-    are S's, and the same ``rcond`` relative cut applies), at the cost of two 6×6 eigen-solves
-    instead of one n3×n3 one. Scratch: 36 at o_s and o_v, 6 at o_t and o_u. Returns the number of
+    are S's, and the same ``rcond`` relative cut applies), at the cost of two 6×6 solves instead of
+    one n3×n3 one; when S is well conditioned (its Cholesky factor proves it), one factorisation
+    serves both. Scratch: 36 at o_s and o_v, 6 at o_t and o_u. Returns the number of
     kept eigenvalues. With n3 ≤ 6 rows, CCᵀ itself is the smaller matrix and is solved directly.
 
     ``null`` True (n3 ≤ 6 only): w[o_u:o_u + n3] holds a unit vector z of CCᵀ's null space that the
@@ -314,9 +323,13 @@ def _low_rank_pinv_solve(w, o_c, n3, o_b, o_s, o_v, o_t, o_u, rcond, null):
             s += w[o_c + 6 * r + j] * w[o_b + r]
         w[o_u + j] = s
     _g6(w, o_c, n3, o_s)
-    kept = _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)       # u <- S⁺ Cᵀ b
-    _g6(w, o_c, n3, o_s)
-    _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)            # u <- (S⁺)² Cᵀ b
+    if _cholsolve(w, o_s, o_v, o_t, _SIX, o_u, rcond):  # u <- S⁻¹ Cᵀ b: S well conditioned, L at o_v
+        _cholsubst(w, o_v, _SIX, o_u)                    # u <- S⁻² Cᵀ b with the same factor
+        kept = _SIX
+    else:
+        kept = _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)   # u <- S⁺ Cᵀ b (S destroyed)
+        _g6(w, o_c, n3, o_s)
+        _pinv(w, o_s, o_v, o_t, _SIX, o_u, rcond)        # u <- (S⁺)² Cᵀ b
     for r in range(n3):
         s = 0.0
         for j in range(6):
