@@ -10,7 +10,8 @@ continues from the row's FSAL derivative, event threshold and value, ``WARM``). 
 Flight has no torque, so the step is multirate (:data:`~systems.deployment.physics.dp_attempt`): the
 CoM's DP5(4) step decides its length, and the attitude follows over the same interval in adaptive
 Runge–Kutta–Munthe-Kaas sub-steps of its own in the inertial frame, under the same tolerances
-(:data:`~systems.deployment.physics.advance_attitude`; exact for a probe with equal principal moments).
+(:data:`~systems.deployment.physics.advance_attitude`; a steady spin, such as any spin of a probe
+with equal principal moments, in closed form).
 
 Event function (seed §2.7.1): the smallest terrain distance over the probe's vertices (a sphere:
 its centre's distance minus its radius). While the probe's CoM is further than twice its bounding
