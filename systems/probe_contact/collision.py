@@ -158,8 +158,8 @@ from systems.probe_contact.impulse import (STATE, I_L, I_WN, W_CR, W_EPS, W_F, W
                                            W_J22, W_M11, W_M12, W_M13, W_M22, W_M23, W_M33, W_N, W_OUT, W_OUT_DW,
                                            W_OUT_END, W_OUT_P, W_OUT_PV, W_OUT_WC, W_R, W_ROLL, W_U1, W_U2, W_V10,
                                            W_V20, W_V30, W_W0, W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN,
-                                           _NO_FSAL, W_K, copy_state, dopri_step, error_norm, integrate_span, locate_event, normal_work,
-                                           reversal_direction, tangential_velocity, v3_of)
+                                           _NO_FSAL, W_K, copy_state, dopri_step, error_norm, integrate_span,
+                                           locate_event, normal_work, reversal_direction, tangential_velocity, v3_of)
 from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
 
 
@@ -415,7 +415,7 @@ def _close_now(w, p, s, v1, v2, f, fstar, tol, compressed, wt):
 
 
 close_now = dual_call(_close_now)
-_close_now = close_now.cpu
+_close = close_now.cpu
 
 
 def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_steps):
@@ -571,7 +571,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                 rejected = False
             v1, v2 = _vt(w, p, W_Y)
             sn = math.sqrt(v1 * v1 + v2 * v2)
-            if sn <= eps_close or (f >= fstar and _close_now(w, p, sn, v1, v2, f, fstar, tol, compressed, wt)):
+            if sn <= eps_close or (f >= fstar and _close(w, p, sn, v1, v2, f, fstar, tol, compressed, wt)):
                 phase = _AT_ZERO
             continue
         # ---- stick or slip reversal: dP/dp constant, closed form (v₃ linear, W_n quadratic in p)

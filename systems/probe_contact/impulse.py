@@ -272,15 +272,14 @@ def _dopri_step(w, p, h, y_off, out_off, phase, d1c, d2c, fb1, fb2, k1_ready):
     if not (w[W_ROLL] > 0.0):
         _sstep(w, p, h, y_off, out_off, phase, (d1c, d2c, fb1, fb2), k1_ready)
         return
-    ns = STATE
     for j in range(_DP_STAGES):
         if j == 0:
             _rhs(w, p, y_off, W_K, phase, d1c, d2c, fb1, fb2)
             continue
-        for m in range(ns):
+        for m in range(STATE):
             w[W_YT + m] = w[y_off + m] + h * _wsum(w, W_K, STATE, m, _DP_W, j, j)
         _rhs(w, p + _DP_C[j] * h, W_YT, W_K + STATE * j, phase, d1c, d2c, fb1, fb2)
-    for m in range(ns):
+    for m in range(STATE):
         w[out_off + m] = w[W_YT + m]  # stage 7 is evaluated at the 5th-order solution (FSAL)
         w[W_ERR + m] = h * _wsum(w, W_K, STATE, m, _DP_W, _DP_ERR, _DP_STAGES)
 
