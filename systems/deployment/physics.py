@@ -467,6 +467,20 @@ rkmk_rates = dual_call(_rkmk_rates)
 _rkmk = rkmk_rates.cpu
 
 
+def _turned(q0, q1, q2, q3, tx, ty, tz):
+    """``q ⊗ exp(θ)`` renormalised: ``q`` turned by the rotation vector θ = (tx, ty, tz) [rad] in its
+    own (body) axes."""
+    a = math.sqrt(tx * tx + ty * ty + tz * tz)
+    e0 = math.cos(0.5 * a)
+    sk = 0.5 if a == 0.0 else math.sin(0.5 * a) / a
+    q0, q1, q2, q3 = _qmul(q0, q1, q2, q3, e0, sk * tx, sk * ty, sk * tz)
+    return _qnorm(q0, q1, q2, q3)
+
+
+turned = dual(_turned)
+_turn = turned.cpu
+
+
 def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     """Flight's attitude: (q, ω) from w[Y0 + S_Q:] over h into w[Y1 + S_Q:] (and its rate into
     w[KFSAL + S_Q:]), torque-free, under the flight's rtol/atol. Returns False if it cannot
@@ -504,12 +518,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
             and 0.5 * wd * h * h <= ATTITUDE_STEADY * (atol + rtol)):
         # ω_S/N steady over the step (equal principal moments, or a spin about a principal axis):
         # p(h) = p(0) ⊗ exp(h ω) in closed form, to within ATTITUDE_STEADY of the tolerance
-        tx, ty, tz = h * w[R0 + M_W], h * w[R0 + M_W + 1], h * w[R0 + M_W + 2]
-        a = math.sqrt(tx * tx + ty * ty + tz * tz)
-        e0 = math.cos(0.5 * a)
-        sk = 0.5 if a == 0.0 else math.sin(0.5 * a) / a
-        q0, q1, q2, q3 = _qmul(q0, q1, q2, q3, e0, sk * tx, sk * ty, sk * tz)
-        q0, q1, q2, q3 = _qnorm(q0, q1, q2, q3)
+        q0, q1, q2, q3 = _turn(q0, q1, q2, q3, h * w[R0 + M_W], h * w[R0 + M_W + 1], h * w[R0 + M_W + 2])
         tau = h
     while tau < h:
         rate = math.sqrt(w[R0 + M_W] ** 2 + w[R0 + M_W + 1] ** 2 + w[R0 + M_W + 2] ** 2)
@@ -535,13 +544,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
         if not math.isfinite(err) or n > ATTITUDE_MAX_SUBSTEPS:
             return False
         if err <= 1.0:
-            # p <- p ⊗ exp(θ)
-            tx, ty, tz = w[R1], w[R1 + 1], w[R1 + 2]
-            a = math.sqrt(tx * tx + ty * ty + tz * tz)
-            e0 = math.cos(0.5 * a)
-            sk = 0.5 if a == 0.0 else math.sin(0.5 * a) / a
-            q0, q1, q2, q3 = _qmul(q0, q1, q2, q3, e0, sk * tx, sk * ty, sk * tz)
-            q0, q1, q2, q3 = _qnorm(q0, q1, q2, q3)
+            q0, q1, q2, q3 = _turn(q0, q1, q2, q3, w[R1], w[R1 + 1], w[R1 + 2])   # p <- p ⊗ exp(θ)
             w[R0], w[R0 + 1], w[R0 + 2] = 0.0, 0.0, 0.0
             w[R0 + M_W], w[R0 + M_W + 1], w[R0 + M_W + 2] = w[R1 + M_W], w[R1 + M_W + 1], w[R1 + M_W + 2]
             _rkmk(w, R0, RK, inertia, jinv)

@@ -145,42 +145,9 @@ rolling_rate = dual_call(_rolling_rate)
 _rr_rate = rolling_rate.cpu
 
 
-def _impact_rhs(w, p, s_off, k_off, phase, d1c, d2c, fb1, fb2):
-    """d/dp of the state ``w[s_off:s_off+6]`` = (P1, P2, W_n, L_RR) into ``w[k_off:k_off+6]``
-    (eqs 2.65 slip, 2.71 stick, 2.78 reversal; 2.85–2.88 rolling resistance)."""
-    P1 = w[s_off]
-    P2 = w[s_off + 1]
-    v1 = w[W_V10] + w[W_M11] * P1 + w[W_M12] * P2 + w[W_M13] * p
-    v2 = w[W_V20] + w[W_M12] * P1 + w[W_M22] * P2 + w[W_M23] * p
-    s = math.sqrt(v1 * v1 + v2 * v2)
-    f = w[W_F]
-    if phase == 0:
-        if s > w[W_EPS]:
-            d1 = -f * v1 / s
-            d2 = -f * v2 / s
-        else:  # a stage point at the stick point: keep the step's incoming direction
-            d1 = -f * fb1
-            d2 = -f * fb2
-    else:
-        d1 = d1c
-        d2 = d2c
-    w[k_off] = d1
-    w[k_off + 1] = d2
-    w[k_off + I_WN] = w[W_V30] + w[W_M13] * P1 + w[W_M23] * P2 + w[W_M33] * p   # dW_n/dp = v₃
-    if w[W_ROLL] > 0.0:
-        _rr_rate(w, p, s_off, d1, d2, k_off)
-    else:
-        w[k_off + I_L] = 0.0
-        w[k_off + I_L + 1] = 0.0
-        w[k_off + I_L + 2] = 0.0
-
-
-impact_rhs = dual_call(_impact_rhs)
-_rhs = impact_rhs.cpu
-
-
 def _slip_rate(m6, v0, f, eps, P1, P2, p, phase, dirs):
-    """:func:`_impact_rhs` without rolling resistance, on numbers instead of the work row:
+    """The slip, stick or reversal rates of eqs 2.65, 2.71, 2.78 on numbers (:func:`_impact_rhs`
+    adds rolling resistance and works on the work row):
     ``(dP1/dp, dP2/dp, dW_n/dp)`` at the impulse (P1, P2, p); ``m6`` = [M] (M11, M12, M13, M22, M23,
     M33), ``v0`` = the initial contact velocity (V10, V20, V30), ``dirs`` = (d1c, d2c, fb1, fb2)."""
     M11, M12, M13, M22, M23, M33 = m6
@@ -193,7 +160,7 @@ def _slip_rate(m6, v0, f, eps, P1, P2, p, phase, dirs):
         if s > eps:
             d1 = -f * v1 / s
             d2 = -f * v2 / s
-        else:
+        else:  # a stage point at the stick point: keep the step's incoming direction
             d1 = -f * fb1
             d2 = -f * fb2
     else:
@@ -204,6 +171,27 @@ def _slip_rate(m6, v0, f, eps, P1, P2, p, phase, dirs):
 
 slip_rate = dual(_slip_rate)
 _srate = slip_rate.cpu
+
+
+def _impact_rhs(w, p, s_off, k_off, phase, d1c, d2c, fb1, fb2):
+    """d/dp of the state ``w[s_off:s_off+6]`` = (P1, P2, W_n, L_RR) into ``w[k_off:k_off+6]``
+    (eqs 2.65 slip, 2.71 stick, 2.78 reversal; 2.85–2.88 rolling resistance)."""
+    d1, d2, dwn = _srate((w[W_M11], w[W_M12], w[W_M13], w[W_M22], w[W_M23], w[W_M33]),
+                         (w[W_V10], w[W_V20], w[W_V30]), w[W_F], w[W_EPS], w[s_off], w[s_off + 1], p, phase,
+                         (d1c, d2c, fb1, fb2))
+    w[k_off] = d1
+    w[k_off + 1] = d2
+    w[k_off + I_WN] = dwn                                                          # dW_n/dp = v₃
+    if w[W_ROLL] > 0.0:
+        _rr_rate(w, p, s_off, d1, d2, k_off)
+    else:
+        w[k_off + I_L] = 0.0
+        w[k_off + I_L + 1] = 0.0
+        w[k_off + I_L + 2] = 0.0
+
+
+impact_rhs = dual_call(_impact_rhs)
+_rhs = impact_rhs.cpu
 
 
 def _slip_step(w, p, h, y_off, out_off, phase, dirs, k1_ready):
