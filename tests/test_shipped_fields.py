@@ -1,6 +1,7 @@
-"""The default scene's voxel gravity field, shipped in ``scenes/assets/data`` (scenes.assets.voxel,
-"Shipped fields"): found by key and checksum, refused when altered, and right against an
-independent library."""
+"""The default scene's voxel gravity field and terrain grid, shipped in ``scenes/assets/data``
+(scenes.assets.shipped; scenes.assets.voxel, "Shipped fields"; scenes.assets.sdf_build.grid_from_shape):
+found by key and checksum, refused when altered, right against an independent library (the gravity
+field) and resampled bit for bit by their recipes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import shutil
 import numpy as np
 import pytest
 
+from scenes.assets import sdf_build, shipped
 from scenes.assets import voxel as vx
+from scenes.assets.bodies import small_body, write_shipped_body_grid
 from scenes.deploy import ITOKAWA_MU, ITOKAWA_VOXEL_SPACING, itokawa_polyhedron, itokawa_target
 
 SHIPPED = "voxel-717d747adad0a1e1c32ac304e2416514f814c570.npz"
+SHIPPED_GRID = "sdf-249dcdcfccb9b862d46636274d72c1396246b9c3.npy"
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +31,7 @@ def test_the_default_scene_takes_its_field_from_the_shipped_file(tmp_path):
     assert field.meta["key"].startswith(SHIPPED[len("voxel-"):-len(".npz")])
     assert field.shape == (53, 33, 26) and field.spacing == ITOKAWA_VOXEL_SPACING
     assert not (tmp_path / "cache").exists()            # nothing built, nothing written
-    assert vx.shipped_sums() == {SHIPPED: vx._file_sha256(vx.SHIPPED_DIR / SHIPPED)}
+    assert vx.shipped_sums()[SHIPPED] == vx._file_sha256(vx.SHIPPED_DIR / SHIPPED)
 
 
 def test_an_altered_shipped_file_is_refused_with_a_warning(tmp_path, monkeypatch):
@@ -86,3 +90,58 @@ def test_the_recipe_rebuilds_the_shipped_values_bit_for_bit(tmp_path, monkeypatc
     assert path.name == SHIPPED
     with np.load(path) as new, np.load(shipped) as old:
         assert new["values"].tobytes() == old["values"].tobytes()
+
+
+def _no_sampling(*args):
+    raise AssertionError("the grid was sampled, not read")
+
+
+def test_the_default_terrain_grid_is_read_from_the_shipped_file(tmp_path, monkeypatch):
+    """The Itokawa-like body's SDF grid at the default resolution is read, not sampled: its sampler's
+    compile (~2–3 s) was most of a cold scene build, in the batch and again in its compile helper."""
+    monkeypatch.setattr(sdf_build, "eval_shape_grid", _no_sampling)
+    grid = small_body("itokawa", resolution=48).grid
+    assert grid.values.tobytes() == np.load(shipped.DATA_DIR / SHIPPED_GRID).tobytes()
+    assert not (tmp_path / "cache").exists()            # nothing sampled, nothing written
+    assert shipped.read_sums()[SHIPPED_GRID] == shipped.file_sha256(shipped.DATA_DIR / SHIPPED_GRID)
+
+
+def test_the_recipe_resamples_the_shipped_grid_bit_for_bit(tmp_path, monkeypatch):
+    """``python -m scenes.assets.shipped`` (:func:`scenes.assets.bodies.write_shipped_body_grid`) run
+    afresh writes the same values under the same name: a change to the shapes' distance functions
+    that left the shipped grid stale fails here."""
+    monkeypatch.setattr(shipped, "DATA_DIR", tmp_path)
+    monkeypatch.setattr(shipped, "SUMS", tmp_path / "SHA256SUMS")
+    path = write_shipped_body_grid("itokawa", resolution=48)
+    assert path.name == SHIPPED_GRID
+    assert np.load(path).tobytes() == np.load(sdf_build.Path(vx.SHIPPED_DIR) / SHIPPED_GRID).tobytes()
+    assert shipped.read_sums(tmp_path / "SHA256SUMS") == {SHIPPED_GRID: shipped.file_sha256(path)}
+
+
+def test_an_altered_shipped_grid_is_refused_and_the_grid_sampled(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(shipped.SUMS, data / "SHA256SUMS")
+    good = np.load(shipped.DATA_DIR / SHIPPED_GRID)
+    raw = bytearray((shipped.DATA_DIR / SHIPPED_GRID).read_bytes())
+    raw[-8] ^= 1                                        # one bit of the last node's value
+    (data / SHIPPED_GRID).write_bytes(bytes(raw))
+    monkeypatch.setattr(shipped, "DATA_DIR", data)
+    monkeypatch.setattr(shipped, "SUMS", data / "SHA256SUMS")
+    with pytest.warns(RuntimeWarning, match="shipped SDF grid .* does not match its checksum"):
+        grid = small_body("itokawa", resolution=48).grid
+    assert grid.values.tobytes() == good.tobytes()      # sampled, right
+    assert len(list((tmp_path / "cache" / "sdf").glob("shape-*.npy"))) == 1
+
+
+def test_a_sampled_shape_grid_is_cached_and_read_back(tmp_path, monkeypatch):
+    first = small_body("itokawa", resolution=20).grid   # not shipped: sampled and written
+    files = list((tmp_path / "cache" / "sdf").glob("shape-*.npy"))
+    assert len(files) == 1
+    off = sdf_build.grid_from_shape(small_body("itokawa", resolution=20).shape, origin=first.origin,
+                                    spacing=first.spacing, dims=first.shape, cache=False)
+    assert off.values.tobytes() == first.values.tobytes()
+    monkeypatch.setattr(sdf_build, "eval_shape_grid", _no_sampling)
+    again = small_body("itokawa", resolution=20).grid
+    assert again.values.tobytes() == first.values.tobytes()
+    assert np.array_equal(again.origin, first.origin) and np.array_equal(again.spacing, first.spacing)

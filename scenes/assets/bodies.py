@@ -115,6 +115,18 @@ def small_body(name: str, *, resolution: int = 64, sdf: str = "analytic", **para
     return SmallBody(name, shape, grid, v, f)
 
 
+def write_shipped_body_grid(name: str, *, resolution: int = 64, **params):
+    """The recipe of a body's shipped SDF grid (:mod:`scenes.assets.shipped`): the grid
+    :func:`small_body` samples for ``name`` at ``resolution``, sampled afresh and written to the
+    shipped fields under its key (:func:`scenes.assets.sdf_build.write_shipped_shape_grid`). Returns
+    the file's path."""
+    from scenes.assets.sdf_build import write_shipped_shape_grid
+
+    shape = body_shape(name, **params)
+    lo, hi = _bounds(shape, name)
+    return write_shipped_shape_grid(shape, lower=lo, upper=hi, resolution=int(resolution))
+
+
 # Kuhn decomposition: the 6 tetrahedra of a cube along its (0,0,0)-(1,1,1) diagonal, as corner bits
 # (bit 0 = +x, bit 1 = +y, bit 2 = +z).
 _TETS = np.array([[0, 1 << p[0], (1 << p[0]) | (1 << p[1]), 7] for p in itertools.permutations(range(3))])

@@ -43,8 +43,10 @@ from numba import prange
 from components.mesh import check_closed_mesh
 from components.terrain import AnalyticShape, SDFGrid
 from ecs import record
+from ecs._cache import source_digest
 from ecs.errors import InputError
 from ecs.kernels import FASTMATH
+from scenes.assets import shipped
 from systems.terrain.sdf import closest_point_triangle, eval_shape_grid
 
 __all__ = ["BVH", "build_bvh", "cache_dir", "grid_for_bounds", "grid_from_shape", "mesh_signed_distance",
@@ -52,6 +54,9 @@ __all__ = ["BVH", "build_bvh", "cache_dir", "grid_for_bounds", "grid_from_shape"
 
 #: Bump when the algorithm's output changes: part of every cache key.
 CACHE_VERSION = "sdf-1"
+#: Bump when an analytic shape's sampled values change (systems.terrain.sdf.eval_shape): part of the
+#: key of every shape grid, cached or shipped (:func:`grid_from_shape`).
+SHAPE_GRID_VERSION = "shape-grid-1"
 #: Nodes per brick edge: one thread computes a brick of BRICK³ nodes in serpentine order.
 BRICK = 4
 #: Triangles per BVH leaf.
@@ -790,13 +795,53 @@ def _build_grid(v, f, o, sp, shp, band):
     return out
 
 
+def _shape_grid_key(nodes, origin, spacing, shape) -> str:
+    """The key of an analytic shape's grid: a SHA-256 of :data:`SHAPE_GRID_VERSION`, the shape's
+    nodes and the grid (origin, spacing, node counts)."""
+    h = hashlib.sha256()
+    h.update(SHAPE_GRID_VERSION.encode())
+    for a in (nodes, np.asarray(origin, np.float64), np.asarray(spacing, np.float64), np.asarray(shape, np.int64)):
+        a = np.ascontiguousarray(a)
+        h.update(str(a.dtype).encode() + str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def shipped_shape_grid_name(key: str) -> str:
+    """The file name a shape grid of this key has among the shipped fields (:mod:`scenes.assets.shipped`)."""
+    return f"sdf-{key[:40]}.npy"
+
+
+def _read_grid(path: Path, shp) -> np.ndarray | None:
+    try:
+        vals = np.load(path)
+    except (OSError, ValueError):
+        return None                         # unreadable entry: rebuild it
+    return vals if vals.shape == tuple(shp) and vals.dtype == np.float64 else None
+
+
+def _write_grid(path: Path, values: np.ndarray) -> None:
+    """Write a grid file atomically: concurrent builders never see a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+    np.save(tmp, values)
+    os.replace(tmp, path)
+
+
 def grid_from_shape(shape: AnalyticShape, *, origin=None, spacing=None, dims=None, lower=None, upper=None,
                     resolution: int | None = None, padding: float | None = None,
-                    max_bytes: int | None = None) -> SDFGrid:
+                    max_bytes: int | None = None, cache: bool = True) -> SDFGrid:
     """Sample an :class:`components.terrain.AnalyticShape` at the nodes of a grid.
 
     Give ``origin`` + ``spacing`` + ``dims``, or a box ``lower``/``upper`` with ``spacing`` or
     ``resolution`` (see :func:`grid_for_bounds`).
+
+    With ``cache`` (default) the grid is looked up by the key of its inputs
+    (:func:`_shape_grid_key`) among the shipped fields (the default scene's terrain,
+    :func:`write_shipped_shape_grid`; its sampler's compile is most of a cold scene build; a test
+    resamples it bit for bit), then in :func:`cache_dir` ``/sdf`` under that key and the digest of
+    the engine's sources; a grid sampled here is written there. ``cache=False`` neither reads nor
+    writes.
     """
     if not isinstance(shape, AnalyticShape):
         raise InputError("grid_from_shape.shape", type(shape).__name__, "must be an AnalyticShape")
@@ -812,6 +857,38 @@ def grid_from_shape(shape: AnalyticShape, *, origin=None, spacing=None, dims=Non
                              "give the box to cover (or origin, spacing and dims)")
         o, sp, shp = grid_for_bounds(lower, upper, spacing=spacing, resolution=resolution, padding=padding)
     _check_grid_size(shp, "grid_from_shape grid", max_bytes)
+    path = None
+    if cache:
+        key = _shape_grid_key(shape.nodes, o, sp, shp)
+        ship = shipped.DATA_DIR / shipped_shape_grid_name(key)
+        if shipped.verified(ship, shipped.SUMS, what="SDF grid"):
+            vals = _read_grid(ship, shp)
+            if vals is not None:
+                return SDFGrid(origin=o, spacing=sp, values=vals)
+        # a cached grid is also keyed by the sources that sampled it (ecs._cache.source_digest, as
+        # numba's kernels are): an edit to a distance function resamples instead of reading stale values
+        path = cache_dir() / "sdf" / f"shape-{key[:24]}-{source_digest()}.npy"
+        if path.exists():
+            vals = _read_grid(path, shp)
+            if vals is not None:
+                return SDFGrid(origin=o, spacing=sp, values=vals)
     out = np.empty(shp)
     eval_shape_grid(shape.nodes, float(o[0]), float(o[1]), float(o[2]), np.asarray(sp, np.float64), out)
+    if path is not None:
+        try:
+            _write_grid(path, out)
+        except OSError:
+            pass                            # a read-only cache: the grid is still right, only not kept
     return SDFGrid(origin=o, spacing=sp, values=out)
+
+
+def write_shipped_shape_grid(shape: AnalyticShape, **grid) -> Path:
+    """The recipe of a shipped shape grid (:mod:`scenes.assets.shipped`): sample ``shape`` afresh
+    (never from a cache) on the grid ``grid`` (:func:`grid_from_shape`'s arguments), write it to
+    the shipped fields under its key and record its SHA-256. Returns the file's path."""
+    g = grid_from_shape(shape, cache=False, **grid)
+    path = shipped.DATA_DIR / shipped_shape_grid_name(_shape_grid_key(shape.nodes, g.origin, g.spacing, g.shape))
+    _write_grid(path, np.asarray(g.values))
+    path.chmod(0o644)
+    shipped.record(path, shipped.SUMS)
+    return path

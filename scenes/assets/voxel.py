@@ -63,6 +63,7 @@ from numba import prange
 from components.gravity import G, Polyhedron, VoxelField
 from ecs.errors import InputError
 from ecs.kernels import cpu_jit
+from scenes.assets import shipped
 from scenes.assets.sdf_build import cache_dir as field_cache_root
 from systems.gravity.kernels import acceleration, eval_point_mass_points, eval_polyhedron_points
 from systems.terrain.sdf import closest_point_triangle
@@ -77,9 +78,9 @@ FORMAT_VERSION = "tumble-voxel-gravity-1"
 BLOCK_NODES = 16384
 
 
-#: Fields shipped with the package (module docstring), and their checksums.
-SHIPPED_DIR = pathlib.Path(__file__).resolve().parent / "data"
-SHIPPED_SUMS = SHIPPED_DIR / "SHA256SUMS"
+#: Fields shipped with the package (module docstring, :mod:`scenes.assets.shipped`), and their checksums.
+SHIPPED_DIR = shipped.DATA_DIR
+SHIPPED_SUMS = shipped.SUMS
 
 
 def cache_dir() -> pathlib.Path:
@@ -90,19 +91,12 @@ def cache_dir() -> pathlib.Path:
 
 
 def _file_sha256(path: pathlib.Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return shipped.file_sha256(path)
 
 
 def shipped_sums() -> dict[str, str]:
     """``{file name: SHA-256}`` of the shipped fields (``SHA256SUMS``, ``sha256sum``'s format)."""
-    if not SHIPPED_SUMS.exists():
-        return {}
-    out = {}
-    for line in SHIPPED_SUMS.read_text().splitlines():
-        if line.strip():
-            digest, name = line.split(maxsplit=1)
-            out[name.strip().lstrip("*")] = digest
-    return out
+    return shipped.read_sums(SHIPPED_SUMS)
 
 
 def _load(path: pathlib.Path, key: str, shape) -> tuple[np.ndarray, dict] | None:
@@ -121,14 +115,7 @@ def _load(path: pathlib.Path, key: str, shape) -> tuple[np.ndarray, dict] | None
 def _shipped(name: str, key: str, shape) -> tuple[np.ndarray, dict] | None:
     """The shipped field ``name`` if there is one, its bytes match ``SHA256SUMS`` and it holds ``key``."""
     path = SHIPPED_DIR / name
-    if not path.exists():
-        return None
-    want = shipped_sums().get(name)
-    if want is None or _file_sha256(path) != want:
-        import warnings
-
-        warnings.warn(f"shipped voxel field {path} does not match its checksum in {SHIPPED_SUMS}: not used, "
-                      "building the field instead", RuntimeWarning, stacklevel=3)
+    if not shipped.verified(path, SHIPPED_SUMS, what="voxel field"):
         return None
     return _load(path, key, shape)
 
@@ -348,9 +335,7 @@ def write_shipped(poly: Polyhedron, spacing: float, **kw) -> pathlib.Path:
     path = SHIPPED_DIR / f"voxel-{meta['key'][:40]}.npz"
     _save(path, np.asarray(vox.values), meta)
     path.chmod(0o644)
-    sums = shipped_sums()
-    sums[path.name] = _file_sha256(path)
-    SHIPPED_SUMS.write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
+    shipped.record(path, SHIPPED_SUMS)
     return path
 
 
