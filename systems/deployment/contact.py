@@ -473,9 +473,9 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                 hh = max(rest_since[i] + settle_hold - t, 1e-9)
             w[T0] = t
             if rec_dt > 0.0:
-                _snaps(i, w, t, hh, cs, target, body, tt, rtol,
+                _snaps(i, w, t, hh, cs, None, target, body, tt, rtol,
                        atol, rec_dt, snap, save, _PHASE_CONTACT)
-            err = _dp(i, w, hh, cs, target, body, tt, rtol,
+            err = _dp(i, w, hh, cs, None, target, body, tt, rtol,
                       atol)
             n += 1
             if not (err <= 1.0) and hh > h_min:
@@ -501,7 +501,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     # docstring); lowered as in flight, so that sinking a further contact_gap is an event
                     thr = g0 - contact_gap
                 if g1 <= thr:
-                    a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_CONTACT, cs, target, body,
+                    a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_CONTACT, cs, None, target, body,
                                     (v0, v1, shape_radius[s]), cs, tt, rtol, atol, event_tol, contact_gap)
                     t += a
                     _drop_snaps(i, t, rec_dt, snap)

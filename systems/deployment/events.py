@@ -417,7 +417,7 @@ _dsetup = dense_setup.cpu
 _dstate = dense_state.cpu
 
 
-def _locate_event(i, w, hh, bracket, which, contact, target, body, verts, cs, tt, rtol, atol, event_tol, gap):
+def _locate_event(i, w, hh, bracket, which, contact, fly, target, body, verts, cs, tt, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (``bracket = (fa, fb, thr)``: event
     values − thr, fa > 0 ≥ fb), for the row's ``body`` (:data:`~systems.deployment.records.ProbeBody`)
     and its vertices ``verts = (v0, v1, bound_r)`` (:data:`event_track`).
@@ -472,7 +472,7 @@ def _locate_event(i, w, hh, bracket, which, contact, target, body, verts, cs, tt
             if tau > hi:
                 tau = hi
         if contact is None:
-            _dpa(i, w, tau, contact, target, body, tt, rtol, atol)
+            _dpa(i, w, tau, contact, fly, target, body, tt, rtol, atol)
         else:
             _dstate(w, tau / hh)
         gt, st, dt, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
@@ -508,7 +508,7 @@ def _locate_event(i, w, hh, bracket, which, contact, target, body, verts, cs, tt
     return a, fa
 
 
-def _record_snapshots(i, w, t, hh, contact, target, body, tt, rtol, atol, rec_dt, snap, save, phase_code):
+def _record_snapshots(i, w, t, hh, contact, fly, target, body, tt, rtol, atol, rec_dt, snap, save, phase_code):
     """Dense output for recording: the state at every record time τ_k = k·rec_dt in (t, t + hh].
 
     Called before the attempt [t, t + hh] from Y0 (at time w[T0] = t). Each τ_k gets a fresh
@@ -535,7 +535,7 @@ def _record_snapshots(i, w, t, hh, contact, target, body, tt, rtol, atol, rec_dt
                 for c in range(n):
                     save[i, c] = w[Y1 + c]
                 saved = True
-            _dpa(i, w, tau - t, contact, target, body, tt, rtol, atol)
+            _dpa(i, w, tau - t, contact, fly, target, body, tt, rtol, atol)
             snap[i, slot, 0] = k
             snap[i, slot, 1] = phase_code
             snap[i, slot, 15] = t

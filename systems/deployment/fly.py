@@ -45,7 +45,7 @@ from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
 from systems.deployment.records import S_V, S_W, ProbeBody
 from systems.deployment.geometry import clearance
-from systems.deployment.physics import (G0, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends, commit_step,
+from systems.deployment.physics import (FLIGHT, G0, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends, commit_step,
                                         dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs, smooth_step,
                                         state_finite, step_size)
 from systems.deployment.events import drop_snapshots_after, escaping, record_snapshots, trace_step, locate_event
@@ -123,9 +123,9 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             hh = hs
             w[T0] = t
             if rec_dt > 0.0:
-                _snaps(i, w, t, hh, None, target, body, tt, rtol, atol,
+                _snaps(i, w, t, hh, None, FLIGHT, target, body, tt, rtol, atol,
                        rec_dt, snap, save, _PHASE_FLY)
-            err = _dp(i, w, hh, None, target, body, tt, rtol, atol)
+            err = _dp(i, w, hh, None, FLIGHT, target, body, tt, rtol, atol)
             n += 1
             if not (err <= 1.0):
                 if not math.isfinite(err) or hh < 1e-12 * max(1.0, abs(t)):
@@ -143,7 +143,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
             if g1 <= thr:
                 x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
-                a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_ALL, None, target, body,
+                a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_ALL, None, FLIGHT, target, body,
                                 (v0, v1, bound_r), cs, tt, rtol, atol, event_tol, contact_gap)
                 dx = w[Y0] - x0
                 dy = w[Y0 + 1] - y0

@@ -428,6 +428,8 @@ def _probe_rhs(i, w, ys, kout, contact, target, body, tt):
     return _rates(w, ys, kout, ga, ox, oy, oz, mass[i], inertia[i], jinv[i], fx, fy, fz, lx, ly, lz)
 
 
+#: :data:`dp_attempt`'s ``fly`` argument in flight (None in contact motion: its docstring).
+FLIGHT = np.int64(1)
 #: Most attitude sub-steps one flight step may take (a guard; a step needing more fails the row).
 ATTITUDE_MAX_SUBSTEPS = 100_000
 #: Largest rotation [rad] of one attitude sub-step (keeps dexp⁻¹ far from its singularity at 2π).
@@ -570,7 +572,7 @@ def _advance_attitude(w, h, ox, oy, oz, inertia, jinv, rtol, atol):
     return True
 
 
-def _dp_attempt(i, w, h, contact, target, body, tt, rtol, atol):
+def _dp_attempt(i, w, h, contact, fly, target, body, tt, rtol, atol):
     """One Dormand–Prince 5(4) attempt of length h from w[Y0] at time w[T0] (with K_1 = f(Y0) at w[K0],
     FSAL).
 
@@ -586,11 +588,16 @@ def _dp_attempt(i, w, h, contact, target, body, tt, rtol, atol):
     gravity evaluation pay for the attitude's step size. When a row term reads the attitude or
     applies a torque (ecs.terms), the split does not hold and flight steps all 13 numbers too.
     ``body``: the row's :data:`~systems.deployment.records.ProbeBody`.
+
+    ``fly`` is :data:`FLIGHT` in flight and None in contact motion: numba prunes a branch on a None
+    argument before typing (:data:`probe_rhs`), not one on a record's, so without it every contact
+    kernel compiled the multirate branch and its attitude sub-steps, which it never runs (~3 s of
+    the contact kernel's cold compile, measured).
     """
     ga, ta, ox, oy, oz = target
     mass, inertia, jinv = body.mass, body.inertia, body.jinv
     t0 = w[T0]
-    if contact is None and not _couple():
+    if fly is not None and not _couple():
         m = mass[i]
         fx = fy = fz = 0.0
         _stage_c(w, Y0, K0, _N13, _N6, YS, h, A21, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -672,7 +679,7 @@ _errn = error_norm.cpu
 _next_h = step_size.cpu
 advance_attitude = dual_call(_advance_attitude)
 _advance_att = advance_attitude.cpu
-dp_attempt = dual(_dp_attempt, gpu_inline=False)
+dp_attempt = dual_call(_dp_attempt)
 _dpa = dp_attempt.cpu
 accept = dual_call(_accept)
 
