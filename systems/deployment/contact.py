@@ -133,7 +133,7 @@ def _sinking(i, w, ta, vpos, sphere_r, act, slot_vertex):
     return worst
 
 
-sinking = dual_call(_sinking)
+sinking = dual(_sinking, gpu_inline=False)
 _sinking_c = sinking.cpu
 
 
@@ -209,7 +209,7 @@ def _active_set(i, w, ta, vpos, v0, v1, act, slot_vertex, sel, gap):
     return na
 
 
-active_set = dual_call(_active_set)
+active_set = dual(_active_set, gpu_inline=False)
 _active = active_set.cpu
 
 
@@ -349,7 +349,7 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
     return reach <= slide * a
 
 
-rest_certain = dual(_rest_certain, inline=False, gpu_inline=False)
+rest_certain = dual(_rest_certain, gpu_inline=False)
 _certain = rest_certain.cpu
 
 
@@ -367,7 +367,7 @@ def _rest_held(i, w, cs, target, body, tt, slide):
     return _certain(i, w, K0 + 13, cs, body.mass, body.inertia, slide)
 
 
-rest_held = dual_call(_rest_held)
+rest_held = dual(_rest_held, gpu_inline=False)
 _held_rest = rest_held.cpu
 
 
