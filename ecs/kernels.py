@@ -396,8 +396,10 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: 
     3.8 s compile for one caller, measured) for little run-time gain. ``nogil=True``: a span
     kernel that CPU worker threads call from Python (:func:`launch_span`). ``gpu_inline`` (default:
     as ``inline``) decides the same for the GPU twin (:data:`GPU_INLINE`): ``False`` for a large
-    kernel called from several places of a phase kernel (a whole DP5(4) attempt), which the CPU
-    inlines with profit but which would be compiled once per call site on the GPU.
+    kernel called from several places of a phase kernel (the deployment's event location and
+    snapshots), which the CPU inlines with profit but which would be compiled once per call site on
+    the GPU. An inlined body's arguments are locals: a ``None`` mode argument prunes nothing in it
+    (docs/design.md §2), so a kernel that relies on that pruning stays a call (:func:`dual_call`).
     """
     opts = {"inline": "always"} if inline else {}
     if nogil:

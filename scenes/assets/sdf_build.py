@@ -25,8 +25,11 @@ Caching caveat (docs/design.md §2): the cached kernels here inline
 :data:`systems.terrain.sdf.closest_point_triangle`; numba's cache does not notice edits to that other file, so
 after changing it delete ``scenes/assets/__pycache__/sdf_build*``.
 
+Analytic shapes' grids (:func:`grid_from_shape`) are cached too, keyed by the shape, the grid and
+the engine's source digest, and the default scene's is shipped (:mod:`scenes.assets.shipped`).
+
 Public API: :func:`sdf_from_mesh`, :func:`mesh_signed_distance`, :func:`grid_from_shape`,
-:func:`grid_for_bounds`, :func:`build_bvh`, :func:`cache_dir`.
+:func:`write_shipped_shape_grid`, :func:`grid_for_bounds`, :func:`build_bvh`, :func:`cache_dir`.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from scenes.assets import shipped
 from systems.terrain.sdf import closest_point_triangle, eval_shape_grid
 
 __all__ = ["BVH", "build_bvh", "cache_dir", "grid_for_bounds", "grid_from_shape", "mesh_signed_distance",
-           "sdf_from_mesh"]
+           "sdf_from_mesh", "write_shipped_shape_grid"]
 
 #: Bump when the algorithm's output changes: part of every cache key.
 CACHE_VERSION = "sdf-1"

@@ -589,10 +589,12 @@ def _dp_attempt(i, w, h, contact, fly, target, body, tt, rtol, atol):
     applies a torque (ecs.terms), the split does not hold and flight steps all 13 numbers too.
     ``body``: the row's :data:`~systems.deployment.records.ProbeBody`.
 
-    ``fly`` is :data:`FLIGHT` in flight and None in contact motion: numba prunes a branch on a None
-    argument before typing (:data:`probe_rhs`), not one on a record's, so without it every contact
-    kernel compiled the multirate branch and its attitude sub-steps, which it never runs (~3 s of
-    the contact kernel's cold compile, measured).
+    ``fly`` is :data:`FLIGHT` in flight and None in contact motion (which passes ``contact = cs``):
+    numba prunes a branch on a None argument before typing (:data:`probe_rhs`), never on a record's,
+    so without it every contact kernel compiled the multirate branch and its attitude sub-steps,
+    which it never runs (1.5–2.3 s of the contact kernel's cold compile, measured). The attempt is
+    a plain call, not inlined at numba-IR level: an inlined body's arguments are locals, and nothing
+    in it is pruned.
     """
     ga, ta, ox, oy, oz = target
     mass, inertia, jinv = body.mass, body.inertia, body.jinv
