@@ -752,20 +752,13 @@ def sdf_from_mesh(vertices, faces, *, spacing: float | None = None, resolution: 
     path = None
     if cache:
         path = cache_dir() / "sdf" / f"{_cache_key(v, f, o, sp, shp, band)}.npy"
-        if path.exists():
-            try:
-                vals = np.load(path)
-                if vals.shape == shp:
-                    return SDFGrid(origin=o, spacing=sp, values=vals)
-            except (OSError, ValueError):
-                pass  # unreadable cache entry: rebuild it
+        vals = _read_grid(path, shp) if path.exists() else None
+        if vals is not None:
+            return SDFGrid(origin=o, spacing=sp, values=vals)
     out = _build_grid(v, f, o, sp, shp, band)
     if path is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, out)
-            os.replace(tmp, path)
+            _write_grid(path, out)
         except OSError:  # pragma: no cover - read-only home: the grid is still returned
             pass
     return SDFGrid(origin=o, spacing=sp, values=out)
@@ -816,6 +809,7 @@ def shipped_shape_grid_name(key: str) -> str:
 
 
 def _read_grid(path: Path, shp) -> np.ndarray | None:
+    """The grid file at ``path`` when it holds float64 values of shape ``shp``, else None."""
     try:
         vals = np.load(path)
     except (OSError, ValueError):
