@@ -69,7 +69,7 @@ from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, c
 from systems.deployment.contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deployment.fly import FlyProbes, fly_rows
 from systems.deployment.physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args
-from systems.deployment.geometry import terrain_at, terrain_at_grid
+from systems.deployment.geometry import normal_and_rate, normal_and_rate_grid, terrain_at, terrain_at_grid
 from systems.deployment.events import escaping
 from systems.deployment.records import Limits, Output, Probes, Shapes, Target
 
@@ -531,7 +531,8 @@ class DeploymentLoop(ModeLoop):
 
         The kernels are specialised to what the target uses (:func:`ecs.terms.specialise`): its
         gravity source's field replaces the dispatch over every kind, and on a bare grid terrain
-        the grid sampler replaces the general terrain evaluation. Every
+        the grid sampler replaces the general terrain evaluation (and the grid's own Hessian the
+        central difference of the contact normal's rate). Every
         DERIVATIVE system must contribute a row term (:mod:`ecs.terms`); one that has only a
         ``process`` cannot take part and is refused (:func:`ecs.system.check_derivatives`).
 
@@ -556,6 +557,7 @@ class DeploymentLoop(ModeLoop):
             swap[restitution_law_none] = law.kernel
         if is_bare_grid(target.terrain):
             swap[terrain_at.cpu] = terrain_at_grid.cpu
+            swap[normal_and_rate.cpu] = normal_and_rate_grid.cpu
         defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,
                                "collide_rows": collide_rows.cpu, "end_rows": end_rows, "end_row": end_row.cpu},
                               swap)
