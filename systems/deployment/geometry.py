@@ -126,7 +126,8 @@ grad_at = dual(_grad_at)
 _gradf = grad_at.cpu
 
 #: Step of the central difference that gives the normal's rate Ṅ = |∇d|⁻¹ [T] (∇∇d v) (eq 2.104)
-#: from two gradients along v [m]: one source for grids, analytic shapes, noise and rocks.
+#: from two gradients along v [m]: one source for analytic shapes, noise, rocks and grids under them
+#: (a bare grid has its Hessian in closed form: :data:`normal_and_rate_grid`).
 NORMAL_RATE_STEP = 1e-3
 
 
