@@ -462,8 +462,9 @@ def test_grid_normal_rate_matches_central_differences_of_an_independent_trilinea
     trilinear interpolation of the same nodes: N from central differences of d (exact for d linear
     along an axis inside a cell, round-off ~1e-16/1e-6 of d), Ṅ from a central difference of N along
     v (error O(ε²) for ε = 1e-4 m of a field varying on the cell scale, ~1e-8 of |Ṅ|). Points keep
-    1e-3 m from every cell face so no difference crosses one. The general kernel (three gradient
-    queries) agrees to round-off inside a cell (its central difference is exact for a quadratic)."""
+    5 % of a cell (≥ 2.5 cm) from every face, so no difference (1e-4 m here, the general kernel's
+    1e-3 m) crosses one. The general kernel (three gradient queries) agrees to round-off inside a
+    cell (its central difference is exact for a quadratic)."""
     from scipy.interpolate import RegularGridInterpolator
 
     from components.terrain import SDFGrid, TerrainSDF
