@@ -15,17 +15,21 @@ from numba import prange
 from components.multibody import FREE, QD_SLOTS, REVOLUTE
 from ecs.kernels import cpu_parallel, dual
 from systems.multibody.spatial import (MDI, MIA, ML, MS, MT, MU, MW, VA, VC, VPA, VQD, VQDD, VT, VU, VV, bias_add,
-                                       cholesky, cholesky_solve, congruence_rt_add, force_out, from_parent, matvec,
-                                       mul_sub, nv_of, project, spd_inverse, to_parent_add)
+                                       cholesky, cholesky_solve, congruence_rt_add, congruence_rt_add_sym, force_out,
+                                       from_parent, matvec, motion_in, mul_sub, nv_of, project, set6, spd_inverse,
+                                       to_parent_add)
 from systems.multibody.joints import qdd_out, tau_internal, velocities
 
 _bias = bias_add.cpu
 _chol = cholesky.cpu
 _chol_solve = cholesky_solve.cpu
 _cong = congruence_rt_add.cpu
+_cong_sym = congruence_rt_add_sym.cpu
 _from_parent_ = from_parent.cpu
 _mulsub = mul_sub.cpu
 _mv = matvec.cpu
+_xm = motion_in.cpu
+_put6 = set6.cpu
 _nv = nv_of.cpu
 _proj = project.cpu
 _qddout = qdd_out.cpu
@@ -64,24 +68,65 @@ def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
         if nv == 1:                              # U = I^A s, D = sᵀ U, u = τ − sᵀ p^A (scalars)
             o = 0 if kind[r] == REVOLUTE else 3  # s = [axis; 0] (revolute) or [0; axis] (prismatic)
             s0, s1, s2 = S[o, 0], S[o + 1, 0], S[o + 2, 0]
-            for i in range(6):
-                U[i, 0] = IA[i, o] * s0 + IA[i, o + 1] * s1 + IA[i, o + 2] * s2
-            d = s0 * U[o, 0] + s1 * U[o + 1, 0] + s2 * U[o + 2, 0]
+            U0 = IA[0, o] * s0 + IA[0, o + 1] * s1 + IA[0, o + 2] * s2
+            U1 = IA[1, o] * s0 + IA[1, o + 1] * s1 + IA[1, o + 2] * s2
+            U2 = IA[2, o] * s0 + IA[2, o + 1] * s1 + IA[2, o + 2] * s2
+            U3 = IA[3, o] * s0 + IA[3, o + 1] * s1 + IA[3, o + 2] * s2
+            U4 = IA[4, o] * s0 + IA[4, o + 1] * s1 + IA[4, o + 2] * s2
+            U5 = IA[5, o] * s0 + IA[5, o + 1] * s1 + IA[5, o + 2] * s2
+            Ut = (U0, U1, U2, U3, U4, U5)
+            d = s0 * Ut[o] + s1 * Ut[o + 1] + s2 * Ut[o + 2]
             uu = tau[r, 0] - (s0 * pA[o] + s1 * pA[o + 1] + s2 * pA[o + 2])
             di = 1.0 / d if d > 0.0 else math.nan   # (a non-positive pivot: NaN, the row fails)
+            for i in range(6):
+                U[i, 0] = Ut[i]
             Di[0, 0] = di
             u[0] = uu
-            if p >= 0:                           # Ia = IA − U Uᵀ/D (in place), pa = pA + Ia c + U u/D
-                ud = uu * di
-                for i in range(6):
-                    ui = U[i, 0] * di
-                    for j in range(6):
-                        IA[i, j] -= ui * U[j, 0]
-                for i in range(6):
-                    acc = pA[i] + U[i, 0] * ud
-                    for j in range(6):
-                        acc += IA[i, j] * V[r, VC, j]
-                    V[r, VT, i] = acc
+            if p >= 0:                           # Ia = IA − U Uᵀ/D, pa = pA + Ia c + U u/D, to the parent
+                ud = uu * di                     # (Ia's upper triangle in registers: spatial._congruence_rt_add_sym)
+                c0, c1, c2, c3, c4, c5 = V[r, VC, 0], V[r, VC, 1], V[r, VC, 2], V[r, VC, 3], V[r, VC, 4], V[r, VC, 5]
+                w0 = U0 * di
+                w1 = U1 * di
+                w2 = U2 * di
+                w3 = U3 * di
+                w4 = U4 * di
+                w5 = U5 * di
+                a00 = IA[0, 0] - w0 * U0
+                a01 = IA[0, 1] - w0 * U1
+                a02 = IA[0, 2] - w0 * U2
+                a03 = IA[0, 3] - w0 * U3
+                a04 = IA[0, 4] - w0 * U4
+                a05 = IA[0, 5] - w0 * U5
+                a11 = IA[1, 1] - w1 * U1
+                a12 = IA[1, 2] - w1 * U2
+                a13 = IA[1, 3] - w1 * U3
+                a14 = IA[1, 4] - w1 * U4
+                a15 = IA[1, 5] - w1 * U5
+                a22 = IA[2, 2] - w2 * U2
+                a23 = IA[2, 3] - w2 * U3
+                a24 = IA[2, 4] - w2 * U4
+                a25 = IA[2, 5] - w2 * U5
+                a33 = IA[3, 3] - w3 * U3
+                a34 = IA[3, 4] - w3 * U4
+                a35 = IA[3, 5] - w3 * U5
+                a44 = IA[4, 4] - w4 * U4
+                a45 = IA[4, 5] - w4 * U5
+                a55 = IA[5, 5] - w5 * U5
+                t0 = pA[0] + U0 * ud + a00 * c0 + a01 * c1 + a02 * c2 + a03 * c3 + a04 * c4 + a05 * c5
+                t1 = pA[1] + U1 * ud + a01 * c0 + a11 * c1 + a12 * c2 + a13 * c3 + a14 * c4 + a15 * c5
+                t2 = pA[2] + U2 * ud + a02 * c0 + a12 * c1 + a22 * c2 + a23 * c3 + a24 * c4 + a25 * c5
+                t3 = pA[3] + U3 * ud + a03 * c0 + a13 * c1 + a23 * c2 + a33 * c3 + a34 * c4 + a35 * c5
+                t4 = pA[4] + U4 * ud + a04 * c0 + a14 * c1 + a24 * c2 + a34 * c3 + a44 * c4 + a45 * c5
+                t5 = pA[5] + U5 * ud + a05 * c0 + a15 * c1 + a25 * c2 + a35 * c3 + a45 * c4 + a55 * c5
+                _cong_sym(M[r, MW], a00, a01, a02, a03, a04, a05, a11, a12, a13, a14, a15, a22, a23, a24, a25, a33, a34,
+                          a35, a44, a45, a55, M[p, MIA])
+                f0, f1, f2, f3, f4, f5 = _xtf(M[r, MW], t0, t1, t2, t3, t4, t5)
+                V[p, VPA, 0] += f0
+                V[p, VPA, 1] += f1
+                V[p, VPA, 2] += f2
+                V[p, VPA, 3] += f3
+                V[p, VPA, 4] += f4
+                V[p, VPA, 5] += f5
         elif nv == 6 and kind[r] == FREE:        # S swaps the halves (u = (v_b, ω)): U and D are I^A's blocks
             for i in range(6):
                 for j in range(3):
@@ -131,8 +176,8 @@ def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
                 for j in range(6):
                     acc += IA[i, j] * V[r, VC, j]
                 V[r, VT, i] = acc
-        if p >= 0:
-            _cong(M[r, MW], IA, T, M[p, MIA])
+        if p >= 0 and nv != 1:
+            _cong(M[r, MW], IA, M[p, MIA])
             _to_parent_add_(M[r, MW], V[r, VT], V[p, VPA])
     for k in range(n):
         r = b + k
@@ -142,30 +187,47 @@ def _aba_solve(b, n, parent, kind, locked, mass, com, tau, fext, a0, qdd, M, V):
         Di = M[r, MDI]
         a = V[r, VA]
         if p >= 0:
-            _from_parent_(M[r, MW], V[p, VA], V[r, VC], a)
+            x0, x1, x2, x3, x4, x5 = _xm(M[r, MW], V[p, VA, 0], V[p, VA, 1], V[p, VA, 2], V[p, VA, 3], V[p, VA, 4],
+                                         V[p, VA, 5])
         else:
-            _from_parent_(M[r, MW], a0, V[r, VC], a)
+            x0, x1, x2, x3, x4, x5 = _xm(M[r, MW], a0[0], a0[1], a0[2], a0[3], a0[4], a0[5])
+        x0 += V[r, VC, 0]                         # a' = X a_parent + c
+        x1 += V[r, VC, 1]
+        x2 += V[r, VC, 2]
+        x3 += V[r, VC, 3]
+        x4 += V[r, VC, 4]
+        x5 += V[r, VC, 5]
         nv = _nv(kind[r], locked[r])
-        for i in range(nv):                       # u − Uᵀ a into the tmp vector
-            acc = V[r, VU, i]
-            for l in range(6):
-                acc -= U[l, i] * a[l]
-            V[r, VT, i] = acc
-        if nv == 1:
-            V[r, VQDD, 0] = Di[0, 0] * V[r, VT, 0]
-        elif nv > 0 and p < 0:
-            _chol_solve(M[r, ML], nv, V[r, VT], V[r, VQDD])
-        else:
-            for i in range(nv):
+        if nv == 1:                               # (the scalar form in registers, docs/design.md §8.24)
+            w = Di[0, 0] * (V[r, VU, 0] - (U[0, 0] * x0 + U[1, 0] * x1 + U[2, 0] * x2 + U[3, 0] * x3
+                                           + U[4, 0] * x4 + U[5, 0] * x5))
+            V[r, VQDD, 0] = w
+            x0 += S[0, 0] * w                     # a = a' + S q̈
+            x1 += S[1, 0] * w
+            x2 += S[2, 0] * w
+            x3 += S[3, 0] * w
+            x4 += S[4, 0] * w
+            x5 += S[5, 0] * w
+        _put6(a, x0, x1, x2, x3, x4, x5)
+        if nv > 1:
+            for i in range(nv):                   # u − Uᵀ a into the tmp vector
+                acc = V[r, VU, i]
+                for l in range(6):
+                    acc -= U[l, i] * a[l]
+                V[r, VT, i] = acc
+            if p < 0:
+                _chol_solve(M[r, ML], nv, V[r, VT], V[r, VQDD])
+            else:
+                for i in range(nv):
+                    acc = 0.0
+                    for j in range(nv):
+                        acc += Di[i, j] * V[r, VT, j]
+                    V[r, VQDD, i] = acc
+            for i in range(6):
                 acc = 0.0
                 for j in range(nv):
-                    acc += Di[i, j] * V[r, VT, j]
-                V[r, VQDD, i] = acc
-        for i in range(6):
-            acc = 0.0
-            for j in range(nv):
-                acc += S[i, j] * V[r, VQDD, j]
-            a[i] += acc
+                    acc += S[i, j] * V[r, VQDD, j]
+                a[i] += acc
         _qddout(r, kind, nv, M, V, qdd)
 
 
@@ -280,7 +342,7 @@ def _crba(b, n, tree, H, M, V):
         r = b + k
         p = parent[r]
         if p >= 0:
-            _cong(M[r, MW], M[r, MIA], M[r, MT], M[p, MIA])
+            _cong(M[r, MW], M[r, MIA], M[p, MIA])
     for k in range(n):
         r = b + k
         nv = _nv(kind[r], locked[r])
@@ -343,15 +405,22 @@ def _world_pose(b, n, parent, M, Rw, pw):
         r = b + k
         p = parent[r]
         W = M[r, MW]
-        for i in range(3):
-            if p < 0:
-                for j in range(3):
-                    Rw[r, i, j] = W[i, j]
+        w00, w01, w02, w03 = W[0, 0], W[0, 1], W[0, 2], W[0, 3]
+        w10, w11, w12, w13 = W[1, 0], W[1, 1], W[1, 2], W[1, 3]
+        w20, w21, w22, w23 = W[2, 0], W[2, 1], W[2, 2], W[2, 3]
+        if p < 0:
+            Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2] = w00, w01, w02
+            Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2] = w10, w11, w12
+            Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2] = w20, w21, w22
+            for i in range(3):
                 pw[r, i] = W[i, 3] - M[b, MW, i, 3] if k > 0 else 0.0
-            else:
-                for j in range(3):
-                    Rw[r, i, j] = Rw[p, i, 0] * W[0, j] + Rw[p, i, 1] * W[1, j] + Rw[p, i, 2] * W[2, j]
-                pw[r, i] = pw[p, i] + Rw[p, i, 0] * W[0, 3] + Rw[p, i, 1] * W[1, 3] + Rw[p, i, 2] * W[2, 3]
+        else:                                # R_w = R_w,parent R, p_w = p_w,parent + R_w,parent p (in registers)
+            for i in range(3):
+                q0, q1, q2 = Rw[p, i, 0], Rw[p, i, 1], Rw[p, i, 2]
+                Rw[r, i, 0] = q0 * w00 + q1 * w10 + q2 * w20
+                Rw[r, i, 1] = q0 * w01 + q1 * w11 + q2 * w21
+                Rw[r, i, 2] = q0 * w02 + q1 * w12 + q2 * w22
+                pw[r, i] = pw[p, i] + q0 * w03 + q1 * w13 + q2 * w23
 
 
 world_pose = dual(_world_pose)

@@ -11,11 +11,12 @@ import math
 
 from components.multibody import FREE, PRISMATIC, QD_SLOTS, REVOLUTE, SPHERICAL
 from ecs.kernels import dual
-from systems.multibody.spatial import (MIA, MS, MT, MW, VC, VQD, VQDD, VT, VV, crm, dcm_into, from_parent, nv_of,
-                                       spatial_inertia)
+from systems.multibody.spatial import (MIA, MS, MT, MW, VC, VQD, VQDD, VV, cross_motion, dcm_into, motion_in, nv_of,
+                                       set6, spatial_inertia)
 
-_crm_ = crm.cpu
-_from_parent_ = from_parent.cpu
+_crossm = cross_motion.cpu
+_xm = motion_in.cpu
+_put6 = set6.cpu
 _nv = nv_of.cpu
 _q2m = dcm_into.cpu
 _sinertia = spatial_inertia.cpu
@@ -75,8 +76,8 @@ def _joint_setup(r, kind, axis, offset, rotation, q, qd, locked, M, V):
     # S and the internal velocity: the joint's own nv columns and slots (every reader stops at nv)
     nv = _nv(k, locked[r])
     S = M[r, MS]
-    for i in range(6):
-        for j in range(nv):
+    for j in range(nv):          # (column by column: row by row, LLVM made it six memset calls per link)
+        for i in range(6):
             S[i, j] = 0.0
     if nv == 0:
         return 0
@@ -133,21 +134,30 @@ def _velocities(b, n, tree, M, V):
         nv = _setup(r, kind, axis, offset, rotation, q, qd, locked, M, V)
         p = parent[r]
         S = M[r, MS]
-        for i in range(6):                   # v_J = S q̇ (tmp vector), v = X v_parent + v_J
-            vj = 0.0
-            for j in range(nv):
-                vj += S[i, j] * V[r, VQD, j]
-            V[r, VT, i] = vj
-        if p >= 0:
-            _from_parent_(M[r, MW], V[p, VV], V[r, VT], V[r, VV])
-        else:
-            for i in range(6):
-                V[r, VV, i] = V[r, VT, i]
-        if p >= 0:
-            _crm_(V[r, VV], V[r, VT], V[r, VC])
-        else:                            # a root: v = v_J, so c = v_J ×m v_J = 0 (exactly, not by round-off)
-            for i in range(6):
-                V[r, VC, i] = 0.0
+        j0 = 0.0                             # v_J = S q̇, v and c in registers (docs/design.md §8.24)
+        j1 = 0.0
+        j2 = 0.0
+        j3 = 0.0
+        j4 = 0.0
+        j5 = 0.0
+        for j in range(nv):
+            w = V[r, VQD, j]
+            j0 += S[0, j] * w
+            j1 += S[1, j] * w
+            j2 += S[2, j] * w
+            j3 += S[3, j] * w
+            j4 += S[4, j] * w
+            j5 += S[5, j] * w
+        if p >= 0:                           # v = X v_parent + v_J, c = v ×m v_J
+            x0, x1, x2, x3, x4, x5 = _xm(M[r, MW], V[p, VV, 0], V[p, VV, 1], V[p, VV, 2], V[p, VV, 3], V[p, VV, 4],
+                                         V[p, VV, 5])
+            v0, v1, v2, v3, v4, v5 = x0 + j0, x1 + j1, x2 + j2, x3 + j3, x4 + j4, x5 + j5
+            c0, c1, c2, c3, c4, c5 = _crossm(v0, v1, v2, v3, v4, v5, j0, j1, j2, j3, j4, j5)
+        else:                                # a root: v = v_J, so c = v_J ×m v_J = 0 (exactly, not by round-off)
+            v0, v1, v2, v3, v4, v5 = j0, j1, j2, j3, j4, j5
+            c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+        _put6(V[r, VV], v0, v1, v2, v3, v4, v5)
+        _put6(V[r, VC], c0, c1, c2, c3, c4, c5)
         _sinertia(mass[r], com[r], inertia[r], M[r, MIA])
 
 

@@ -132,6 +132,9 @@ def _link_forces(b, n, gmode, tree, load, work, time, mode, env, tt):
     for k in range(n):
         r = b + k
         c0, c1, c2 = com[r, 0], com[r, 1], com[r, 2]
+        R00, R01, R02 = Rw[r, 0, 0], Rw[r, 0, 1], Rw[r, 0, 2]     # (in registers: fext's stores do not reload them)
+        R10, R11, R12 = Rw[r, 1, 0], Rw[r, 1, 1], Rw[r, 1, 2]
+        R20, R21, R22 = Rw[r, 2, 0], Rw[r, 2, 1], Rw[r, 2, 2]
         F0, F1, F2 = force[r, 0], force[r, 1], force[r, 2]
         t0, t1, t2 = torque[r, 0], torque[r, 1], torque[r, 2]
         if _terms_on():
@@ -153,9 +156,9 @@ def _link_forces(b, n, gmode, tree, load, work, time, mode, env, tt):
             t1 += e4
             t2 += e5
         # CoM offset d from the system CoM (differential) or from P (full), then the position x
-        d0 = pw[r, 0] + Rw[r, 0, 0] * c0 + Rw[r, 0, 1] * c1 + Rw[r, 0, 2] * c2 - sx
-        d1 = pw[r, 1] + Rw[r, 1, 0] * c0 + Rw[r, 1, 1] * c1 + Rw[r, 1, 2] * c2 - sy
-        d2 = pw[r, 2] + Rw[r, 2, 0] * c0 + Rw[r, 2, 1] * c1 + Rw[r, 2, 2] * c2 - sz
+        d0 = pw[r, 0] + R00 * c0 + R01 * c1 + R02 * c2 - sx
+        d1 = pw[r, 1] + R10 * c0 + R11 * c1 + R12 * c2 - sy
+        d2 = pw[r, 2] + R20 * c0 + R21 * c1 + R22 * c2 - sz
         x0 = xs0 + d0
         x1 = xs1 + d1
         x2 = xs2 + d2
@@ -183,16 +186,16 @@ def _link_forces(b, n, gmode, tree, load, work, time, mode, env, tt):
                 F0 += g * x0
                 F1 += g * x1
                 F2 += g * x2
-            rb0 = Rw[r, 0, 0] * x0 + Rw[r, 1, 0] * x1 + Rw[r, 2, 0] * x2
-            rb1 = Rw[r, 0, 1] * x0 + Rw[r, 1, 1] * x1 + Rw[r, 2, 1] * x2
-            rb2 = Rw[r, 0, 2] * x0 + Rw[r, 1, 2] * x1 + Rw[r, 2, 2] * x2
+            rb0 = R00 * x0 + R10 * x1 + R20 * x2
+            rb1 = R01 * x0 + R11 * x1 + R21 * x2
+            rb2 = R02 * x0 + R12 * x1 + R22 * x2
             g0, g1, g2 = _gg_torque(mu, rr2, rr, rb0, rb1, rb2, inertia, r)
             t0 += g0
             t1 += g1
             t2 += g2
-        fb0 = Rw[r, 0, 0] * F0 + Rw[r, 1, 0] * F1 + Rw[r, 2, 0] * F2
-        fb1 = Rw[r, 0, 1] * F0 + Rw[r, 1, 1] * F1 + Rw[r, 2, 1] * F2
-        fb2 = Rw[r, 0, 2] * F0 + Rw[r, 1, 2] * F1 + Rw[r, 2, 2] * F2
+        fb0 = R00 * F0 + R10 * F1 + R20 * F2
+        fb1 = R01 * F0 + R11 * F1 + R21 * F2
+        fb2 = R02 * F0 + R12 * F1 + R22 * F2
         fext[r, 0] = t0 + c1 * fb2 - c2 * fb1
         fext[r, 1] = t1 + c2 * fb0 - c0 * fb2
         fext[r, 2] = t2 + c0 * fb1 - c1 * fb0
