@@ -12,6 +12,8 @@ What is timed (wall time of the stepping only; models, tables and warm-ups untim
 * **tumble**: ``World.run`` of ``--samples`` samples for ``--steps`` RK4 steps of ``--dt`` s
   (:class:`systems.multibody.dynamics.MultibodyDynamics`, one frame of all steps), in orbit: each link
   feels the point-mass Earth at its own CoM and its gravity-gradient torque. All numba threads.
+* **tumble-no-gravity**: the same, without the orbital environment: the peers' problem, step for
+  step the same work as theirs.
 * **MuJoCo** (``mujoco.rollout``): the same chain from the same states, RK4 at the same step,
   *without* the orbital environment (no gravity: MuJoCo has none of the orbital kind), contacts
   off, one ``MjData`` per thread, as many threads as tumble has.
@@ -34,7 +36,7 @@ What is timed (wall time of the stepping only; models, tables and warm-ups untim
   ``-O3 -march=native -DNDEBUG -std=c++17``. ``--pin-cpp-joints``: ``JointModelRevoluteUnaligned`` as the
   Python peer (default), or ``JointModelRX/RY/RZ``.
 
-``--repeat`` interleaved rounds (tumble, MuJoCo, Pinocchio, Pinocchio C++, tumble, ...) share the
+``--repeat`` interleaved rounds (tumble, tumble-no-gravity, MuJoCo, Pinocchio, Pinocchio C++, tumble, ...) share the
 machine's drift; reported: steps/s per machine and per core (steps/s divided by the threads used) of
 each, medians over the rounds, the ratios per core, the load average,
 :func:`benchmarks._common.machine_info`.
@@ -397,14 +399,17 @@ def main(argv: list[str] | None = None) -> dict:
         line += (f", vs Pinocchio C++ {check['tumble_vs_pinocchio_cpp_rad']:.1e} rad (Pinocchio C++ vs Python "
                  f"{check['pinocchio_cpp_vs_pinocchio_rad']:.1e} rad)")
     print(line)
-    codes = {"tumble": Tumble(a.samples, a.steps, a.dt), "mujoco": MuJoCo(a.samples, a.steps, a.dt, threads),
-             "pinocchio": Pinocchio(a.pin_samples, a.steps, a.dt)}
-    cores = {"tumble": min(threads, a.samples), "mujoco": min(threads, a.samples), "pinocchio": 1}
-    steps = {"tumble": a.samples * a.steps, "mujoco": a.samples * a.steps, "pinocchio": a.pin_samples * a.steps}
+    codes = {"tumble": Tumble(a.samples, a.steps, a.dt), "tumble-no-gravity": Tumble(a.samples, a.steps, a.dt, False),
+             "mujoco": MuJoCo(a.samples, a.steps, a.dt, threads), "pinocchio": Pinocchio(a.pin_samples, a.steps, a.dt)}
+    cores = {"tumble": min(threads, a.samples), "tumble-no-gravity": min(threads, a.samples),
+             "mujoco": min(threads, a.samples), "pinocchio": 1}
+    steps = {"tumble": a.samples * a.steps, "tumble-no-gravity": a.samples * a.steps, "mujoco": a.samples * a.steps,
+             "pinocchio": a.pin_samples * a.steps}
     if pin_cpp is not None:
         codes["pinocchio-cpp"] = PinocchioCpp(pin_cpp, a.pin_cpp_samples, a.steps, a.dt, aligned)
         cores["pinocchio-cpp"], steps["pinocchio-cpp"] = 1, a.pin_cpp_samples * a.steps
     codes["tumble"].run()                                   # warm-up: numba compile / cache load
+    codes["tumble-no-gravity"].run()
     rates = {k: [] for k in codes}
     loads = [_load()]
     for _ in range(a.repeat):
@@ -423,20 +428,22 @@ def main(argv: list[str] | None = None) -> dict:
         res["codes"][k] = {"steps_per_s": rates[k], "median_steps_per_s": med, "cores": cores[k],
                            "median_steps_per_s_per_core": med / cores[k]}
     per_core = {k: v["median_steps_per_s_per_core"] for k, v in res["codes"].items()}
-    res["ratio_per_core_tumble_over_mujoco"] = per_core["tumble"] / per_core["mujoco"]
-    res["ratio_per_core_tumble_over_pinocchio"] = per_core["tumble"] / per_core["pinocchio"]
-    if "pinocchio-cpp" in per_core:
-        res["ratio_per_core_tumble_over_pinocchio_cpp"] = per_core["tumble"] / per_core["pinocchio-cpp"]
+    for t, tag in (("tumble", ""), ("tumble-no-gravity", "_no_gravity")):
+        res[f"ratio_per_core_tumble{tag}_over_mujoco"] = per_core[t] / per_core["mujoco"]
+        res[f"ratio_per_core_tumble{tag}_over_pinocchio"] = per_core[t] / per_core["pinocchio"]
+        if "pinocchio-cpp" in per_core:
+            res[f"ratio_per_core_tumble{tag}_over_pinocchio_cpp"] = per_core[t] / per_core["pinocchio-cpp"]
     for k, v in res["codes"].items():
-        print(f"{k:13s}: {v['median_steps_per_s']:12.0f} steps/s on {v['cores']} core(s), "
+        print(f"{k:17s}: {v['median_steps_per_s']:12.0f} steps/s on {v['cores']} core(s), "
               f"{v['median_steps_per_s_per_core']:12.0f} per core (median of {a.repeat})")
-    cpp = ""
-    if "pinocchio-cpp" in per_core:
-        cpp = (f", tumble / Pinocchio C++ {res['ratio_per_core_tumble_over_pinocchio_cpp']:.2f} "
-               f"({a.pin_cpp_build} build, {a.pin_cpp_joints} joints)")
-    print(f"per core: tumble / MuJoCo {res['ratio_per_core_tumble_over_mujoco']:.2f}, tumble / Pinocchio "
-          f"{res['ratio_per_core_tumble_over_pinocchio']:.1f}{cpp} (tumble in orbit: per-link gravity and gradient "
-          f"torque; the peers without gravity)")
+    for tag, what in (("", "tumble in orbit (per-link gravity and gradient torque; the peers without gravity)"),
+                      ("_no_gravity", "tumble without gravity (the peers' problem)")):
+        cpp = ""
+        if "pinocchio-cpp" in per_core:
+            cpp = (f", tumble / Pinocchio C++ {res[f'ratio_per_core_tumble{tag}_over_pinocchio_cpp']:.2f} "
+                   f"({a.pin_cpp_build} build, {a.pin_cpp_joints} joints)")
+        print(f"per core: tumble / MuJoCo {res[f'ratio_per_core_tumble{tag}_over_mujoco']:.2f}, tumble / Pinocchio "
+              f"{res[f'ratio_per_core_tumble{tag}_over_pinocchio']:.1f}{cpp}: {what}")
     print("load average:", loads)
     info = machine_info()
     print("machine:", ", ".join(f"{k}={v}" for k, v in info.items()))

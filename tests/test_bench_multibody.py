@@ -33,7 +33,7 @@ def test_bench_stores_rates_per_core_and_the_check(tmp_path, capsys):
              "--out", str(out)])
     res = json.loads(out.read_text())
     assert res["check"]["tumble_vs_mujoco_rad"] <= 1e-9 and res["check"]["tumble_vs_pinocchio_rad"] <= 1e-7
-    for k in ("tumble", "mujoco", "pinocchio"):
+    for k in ("tumble", "tumble-no-gravity", "mujoco", "pinocchio"):
         c = res["codes"][k]
         assert len(c["steps_per_s"]) == 2 and c["median_steps_per_s_per_core"] > 0
     assert len(res["loadavg"]) == 3 and "numba_threads" in res["machine"]
