@@ -271,6 +271,27 @@ rot_congruence3 = dual(_rot_congruence3)
 _rac = rot_congruence3.cpu
 
 
+def _rot_congruence3_sym(r00, r01, r02, r10, r11, r12, r20, r21, r22, a00, a01, a02, a11, a12, a22):
+    """R A Rᵀ of a symmetric 3×3 A given by its upper triangle; returns the result's upper triangle
+    (00, 01, 02, 11, 12, 22)."""
+    t00 = a00 * r00 + a01 * r01 + a02 * r02      # T = A Rᵀ
+    t01 = a00 * r10 + a01 * r11 + a02 * r12
+    t02 = a00 * r20 + a01 * r21 + a02 * r22
+    t10 = a01 * r00 + a11 * r01 + a12 * r02
+    t11 = a01 * r10 + a11 * r11 + a12 * r12
+    t12 = a01 * r20 + a11 * r21 + a12 * r22
+    t20 = a02 * r00 + a12 * r01 + a22 * r02
+    t21 = a02 * r10 + a12 * r11 + a22 * r12
+    t22 = a02 * r20 + a12 * r21 + a22 * r22
+    return (r00 * t00 + r01 * t10 + r02 * t20, r00 * t01 + r01 * t11 + r02 * t21, r00 * t02 + r01 * t12 + r02 * t22,
+            r10 * t01 + r11 * t11 + r12 * t21, r10 * t02 + r11 * t12 + r12 * t22,
+            r20 * t02 + r21 * t12 + r22 * t22)
+
+
+rot_congruence3_sym = dual(_rot_congruence3_sym)
+_racs = rot_congruence3_sym.cpu
+
+
 def _congruence_rt_add_sym(W, a00, a01, a02, a03, a04, a05, a11, a12, a13, a14, a15, a22, a23, a24, a25, a33, a34,
                            a35, a44, a45, a55, out):
     """out += Xᵀ A X for the Plücker transform ``X = [Rᵀ 0; −Rᵀ[p×] Rᵀ]`` of a joint placement
@@ -284,30 +305,34 @@ def _congruence_rt_add_sym(W, a00, a01, a02, a03, a04, a05, a11, a12, a13, a14, 
     r10, r11, r12 = W[1, 0], W[1, 1], W[1, 2]
     r20, r21, r22 = W[2, 0], W[2, 1], W[2, 2]
     px, py, pz = W[0, 3], W[1, 3], W[2, 3]
-    b00, b01, b02, b10, b11, b12, b20, b21, b22 = _rac(r00, r01, r02, r10, r11, r12, r20, r21, r22,
-                                                        a00, a01, a02, a01, a11, a12, a02, a12, a22)
+    b00, b01, b02, b11, b12, b22 = _racs(r00, r01, r02, r10, r11, r12, r20, r21, r22, a00, a01, a02, a11, a12, a22)
     m00, m01, m02, m10, m11, m12, m20, m21, m22 = _rac(r00, r01, r02, r10, r11, r12, r20, r21, r22,
                                                         a03, a04, a05, a13, a14, a15, a23, a24, a25)
-    g00, g01, g02, g10, g11, g12, g20, g21, g22 = _rac(r00, r01, r02, r10, r11, r12, r20, r21, r22,
-                                                        a33, a34, a35, a34, a44, a45, a35, a45, a55)
+    g00, g01, g02, g11, g12, g22 = _racs(r00, r01, r02, r10, r11, r12, r20, r21, r22, a33, a34, a35, a44, a45, a55)
     c00, c01, c02 = m01 * pz - m02 * py, m02 * px - m00 * pz, m00 * py - m01 * px      # C = Ā12 P
     c10, c11, c12 = m11 * pz - m12 * py, m12 * px - m10 * pz, m10 * py - m11 * px
     c20, c21, c22 = m21 * pz - m22 * py, m22 * px - m20 * pz, m20 * py - m21 * px
-    d00, d01, d02 = py * g20 - pz * g10, py * g21 - pz * g11, py * g22 - pz * g12      # D = P Ā22
-    d10, d11, d12 = pz * g00 - px * g20, pz * g01 - px * g21, pz * g02 - px * g22
-    d20, d21, d22 = px * g10 - py * g00, px * g11 - py * g01, px * g12 - py * g02
-    e00, e01, e02 = d01 * pz - d02 * py, d02 * px - d00 * pz, d00 * py - d01 * px      # D P
-    e10, e11, e12 = d11 * pz - d12 * py, d12 * px - d10 * pz, d10 * py - d11 * px
-    e20, e21, e22 = d21 * pz - d22 * py, d22 * px - d20 * pz, d20 * py - d21 * px
-    out[0, 0] += b00 - c00 - c00 - e00
-    out[0, 1] += b01 - c01 - c10 - e01
-    out[0, 2] += b02 - c02 - c20 - e02
-    out[1, 0] += b10 - c10 - c01 - e10
-    out[1, 1] += b11 - c11 - c11 - e11
-    out[1, 2] += b12 - c12 - c21 - e12
-    out[2, 0] += b20 - c20 - c02 - e20
-    out[2, 1] += b21 - c21 - c12 - e21
-    out[2, 2] += b22 - c22 - c22 - e22
+    d00, d01, d02 = py * g02 - pz * g01, py * g12 - pz * g11, py * g22 - pz * g12      # D = P Ā22 (Ā22 symmetric)
+    d10, d11, d12 = pz * g00 - px * g02, pz * g01 - px * g12, pz * g02 - px * g22
+    d20, d21, d22 = px * g01 - py * g00, px * g11 - py * g01, px * g12 - py * g02
+    e00, e01, e02 = d01 * pz - d02 * py, d02 * px - d00 * pz, d00 * py - d01 * px      # D P (symmetric: its upper triangle)
+    e11, e12 = d12 * px - d10 * pz, d10 * py - d11 * px
+    e22 = d20 * py - d21 * px
+    u = b00 - c00 - c00 - e00                     # Ā11 − C − Cᵀ − D P, symmetric
+    out[0, 0] += u
+    u = b01 - c01 - c10 - e01
+    out[0, 1] += u
+    out[1, 0] += u
+    u = b02 - c02 - c20 - e02
+    out[0, 2] += u
+    out[2, 0] += u
+    u = b11 - c11 - c11 - e11
+    out[1, 1] += u
+    u = b12 - c12 - c21 - e12
+    out[1, 2] += u
+    out[2, 1] += u
+    u = b22 - c22 - c22 - e22
+    out[2, 2] += u
     u00, u01, u02 = m00 + d00, m01 + d01, m02 + d02                                   # Ā12 + D
     u10, u11, u12 = m10 + d10, m11 + d11, m12 + d12
     u20, u21, u22 = m20 + d20, m21 + d21, m22 + d22
@@ -332,11 +357,11 @@ def _congruence_rt_add_sym(W, a00, a01, a02, a03, a04, a05, a11, a12, a13, a14, 
     out[3, 3] += g00
     out[3, 4] += g01
     out[3, 5] += g02
-    out[4, 3] += g10
+    out[4, 3] += g01
     out[4, 4] += g11
     out[4, 5] += g12
-    out[5, 3] += g20
-    out[5, 4] += g21
+    out[5, 3] += g02
+    out[5, 4] += g12
     out[5, 5] += g22
 
 
