@@ -251,17 +251,21 @@ def _congruence_add(X, A, T, out):
 congruence_add = dual(_congruence_add)
 
 
+def _times_rt(r00, r01, r02, r10, r11, r12, r20, r21, r22, a00, a01, a02, a10, a11, a12, a20, a21, a22):
+    """A Rᵀ of 3×3 matrices given by their entries (row-major)."""
+    return (a00 * r00 + a01 * r01 + a02 * r02, a00 * r10 + a01 * r11 + a02 * r12, a00 * r20 + a01 * r21 + a02 * r22,
+            a10 * r00 + a11 * r01 + a12 * r02, a10 * r10 + a11 * r11 + a12 * r12, a10 * r20 + a11 * r21 + a12 * r22,
+            a20 * r00 + a21 * r01 + a22 * r02, a20 * r10 + a21 * r11 + a22 * r12, a20 * r20 + a21 * r21 + a22 * r22)
+
+
+times_rt = dual(_times_rt)
+_art = times_rt.cpu
+
+
 def _rot_congruence3(r00, r01, r02, r10, r11, r12, r20, r21, r22, a00, a01, a02, a10, a11, a12, a20, a21, a22):
     """R A Rᵀ of 3×3 matrices given by their entries (row-major)."""
-    t00 = a00 * r00 + a01 * r01 + a02 * r02      # T = A Rᵀ
-    t01 = a00 * r10 + a01 * r11 + a02 * r12
-    t02 = a00 * r20 + a01 * r21 + a02 * r22
-    t10 = a10 * r00 + a11 * r01 + a12 * r02
-    t11 = a10 * r10 + a11 * r11 + a12 * r12
-    t12 = a10 * r20 + a11 * r21 + a12 * r22
-    t20 = a20 * r00 + a21 * r01 + a22 * r02
-    t21 = a20 * r10 + a21 * r11 + a22 * r12
-    t22 = a20 * r20 + a21 * r21 + a22 * r22
+    t00, t01, t02, t10, t11, t12, t20, t21, t22 = _art(r00, r01, r02, r10, r11, r12, r20, r21, r22,
+                                                       a00, a01, a02, a10, a11, a12, a20, a21, a22)
     return (r00 * t00 + r01 * t10 + r02 * t20, r00 * t01 + r01 * t11 + r02 * t21, r00 * t02 + r01 * t12 + r02 * t22,
             r10 * t00 + r11 * t10 + r12 * t20, r10 * t01 + r11 * t11 + r12 * t21, r10 * t02 + r11 * t12 + r12 * t22,
             r20 * t00 + r21 * t10 + r22 * t20, r20 * t01 + r21 * t11 + r22 * t21, r20 * t02 + r21 * t12 + r22 * t22)
@@ -274,15 +278,8 @@ _rac = rot_congruence3.cpu
 def _rot_congruence3_sym(r00, r01, r02, r10, r11, r12, r20, r21, r22, a00, a01, a02, a11, a12, a22):
     """R A Rᵀ of a symmetric 3×3 A given by its upper triangle; returns the result's upper triangle
     (00, 01, 02, 11, 12, 22)."""
-    t00 = a00 * r00 + a01 * r01 + a02 * r02      # T = A Rᵀ
-    t01 = a00 * r10 + a01 * r11 + a02 * r12
-    t02 = a00 * r20 + a01 * r21 + a02 * r22
-    t10 = a01 * r00 + a11 * r01 + a12 * r02
-    t11 = a01 * r10 + a11 * r11 + a12 * r12
-    t12 = a01 * r20 + a11 * r21 + a12 * r22
-    t20 = a02 * r00 + a12 * r01 + a22 * r02
-    t21 = a02 * r10 + a12 * r11 + a22 * r12
-    t22 = a02 * r20 + a12 * r21 + a22 * r22
+    t00, t01, t02, t10, t11, t12, t20, t21, t22 = _art(r00, r01, r02, r10, r11, r12, r20, r21, r22,
+                                                       a00, a01, a02, a01, a11, a12, a02, a12, a22)
     return (r00 * t00 + r01 * t10 + r02 * t20, r00 * t01 + r01 * t11 + r02 * t21, r00 * t02 + r01 * t12 + r02 * t22,
             r10 * t01 + r11 * t11 + r12 * t21, r10 * t02 + r11 * t12 + r12 * t22,
             r20 * t02 + r21 * t12 + r22 * t22)
