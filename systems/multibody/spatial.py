@@ -97,16 +97,6 @@ cross_motion = dual(_cross_motion)
 _crossm = cross_motion.cpu
 
 
-def _crm(v, m, out):
-    """out <- v ×m m (:func:`_cross_motion` on arrays)."""
-    x0, x1, x2, x3, x4, x5 = _crossm(v[0], v[1], v[2], v[3], v[4], v[5], m[0], m[1], m[2], m[3], m[4], m[5])
-    _put6(out, x0, x1, x2, x3, x4, x5)
-
-
-crm = dual(_crm)
-_crm_ = crm.cpu
-
-
 def _motion_in(W, m0, m1, m2, m3, m4, m5):
     """X m, the motion vector m = [ω; v] (parent coordinates) in link coordinates: with R
     (link → parent) = ``W[0:3, 0:3]`` and p (link origin, parent axes) = ``W[0:3, 3]``
