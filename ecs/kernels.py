@@ -989,11 +989,18 @@ def relink(roots: dict, swap: dict, filename: str) -> dict:
     that file and never hands one term set's machine code to another (docs/design.md §2: a
     ``cache=True`` function goes stale silently when a callee in another file changes). Kernels
     that reach no swapped callee are shared, not copied.
+
+    A copy that is not a root is only ever called from compiled code (nothing outside holds it),
+    so it is compiled without numba's CPython and C entry points (``no_cpython_wrapper``,
+    ``no_cfunc_wrapper``): each was compiled, optimised and turned into machine code once per
+    copy, for nothing. They were 8.7 k of the 104 k LLVM instructions a cold ``deploy-cube`` contact
+    kernel compiles (docs/design.md §8.25). A copy passed as a root keeps them.
     """
     import types
 
     memo: dict[int, object] = {id(k): v for k, v in swap.items()}
     active: set[int] = set()
+    root_ids = {id(d) for d in roots.values()}
 
     def visit(d):
         key = id(d)
@@ -1024,6 +1031,8 @@ def relink(roots: dict, swap: dict, filename: str) -> dict:
         if hasattr(py, "_tumble_gpu_inline"):
             fn._tumble_gpu_inline = py._tumble_gpu_inline
         opts = {k: v for k, v in d.targetoptions.items() if k != "nopython"}   # njit implies it
+        internal = key not in root_ids
+        opts["no_cpython_wrapper"] = opts["no_cfunc_wrapper"] = internal
         new = numba.njit(cache=True, **opts)(fn)
         memo[key] = new
         return new

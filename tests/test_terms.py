@@ -430,6 +430,10 @@ def test_specialise_relinks_the_callers_of_a_swapped_kernel_and_no_others():
     assert "_narrow" in names and "_wide" not in names     # the copy (and its copied caller) call the narrow one
     assert _root(0, 1.0) == 4.5                            # the original still dispatches: 2 (1 + 1) + 0.5
     assert spec["root"](0, 1.0) == 20.5                    # the copy runs kind 1's kernel: 2 (10) + 0.5
+    middle = next(d for d in reachable_kernels(spec["root"]) if d.py_func.__qualname__ == "_middle")
+    assert middle is not _middle                           # copied: it calls the narrow kernel
+    assert middle.targetoptions["no_cpython_wrapper"] and middle.targetoptions["no_cfunc_wrapper"]  # only compiled code calls it
+    assert not spec["root"].targetoptions["no_cpython_wrapper"]   # a root keeps its Python entry (called above)
     assert specialise(roots, {_wide: _narrow}) == spec     # one copy per swap set and process
     home = Path(inspect.getsourcefile(spec["root"].py_func))
     assert home.name.startswith("tumble_spec_") and "_wide -> " in home.read_text()
