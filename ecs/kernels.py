@@ -116,7 +116,7 @@ def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: A
     lowering allocates (reduction arrays) and needs it."""
     if nrt is None:
         nrt = NRT or bool(options.get("parallel", False))
-    opts = {"cache": True, "fastmath": FASTMATH, "_nrt": nrt}
+    opts = {"cache": True, "fastmath": FASTMATH, "_nrt": nrt, "no_cfunc_wrapper": True}
     opts.update(options)
     if fn is None:
         return lambda f: numba.njit(**opts)(f)
@@ -406,7 +406,8 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: 
         opts["nogil"] = True
     gpu_inline = inline if gpu_inline is None else gpu_inline
     fn._tumble_gpu_inline = gpu_inline       # read by the GPU twin of a relinked copy (:func:`_gpu_twin`)
-    k = DualKernel(py=fn, cpu=numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, **opts)(fn), gpu_inline=gpu_inline)
+    k = DualKernel(py=fn, cpu=numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, no_cfunc_wrapper=True, **opts)(fn),
+                   gpu_inline=gpu_inline)
     _DUAL_BY_CPU[id(k.cpu)] = k
     return k
 
@@ -1031,8 +1032,10 @@ def relink(roots: dict, swap: dict, filename: str) -> dict:
         if hasattr(py, "_tumble_gpu_inline"):
             fn._tumble_gpu_inline = py._tumble_gpu_inline
         opts = {k: v for k, v in d.targetoptions.items() if k != "nopython"}   # njit implies it
-        internal = key not in root_ids
-        opts["no_cpython_wrapper"] = opts["no_cfunc_wrapper"] = internal
+        if key in root_ids:
+            opts.pop("no_cpython_wrapper", None)
+        else:
+            opts["no_cpython_wrapper"] = opts["no_cfunc_wrapper"] = True
         new = numba.njit(cache=True, **opts)(fn)
         memo[key] = new
         return new
