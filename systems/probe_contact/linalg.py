@@ -266,21 +266,20 @@ _pinv = sym_pinv_solve.cpu
 
 
 def _gram6(w, o_c, n3, o_s):
-    """w[o_s:] <- S = CᵀC (6×6, row-major) of C = w[o_c:] (n3×6, row-major). One pass over C's
-    rows, each adding its 21 products to S's upper triangle (each entry sums over the rows in
-    order, as a dot product would); a loop over the 21 entries with an inner loop over the rows
-    was unrolled by LLVM into ~4,900 instructions, compiled again in each of six callers."""
-    for k in range(36):
-        w[o_s + k] = 0.0
-    for r in range(n3):
-        o = o_c + 6 * r
-        for a in range(6):
-            ca = w[o + a]
-            for b in range(a, 6):
-                w[o_s + 6 * a + b] += ca * w[o + b]
-    for a in range(6):
-        for b in range(a + 1, 6):
-            w[o_s + 6 * b + a] = w[o_s + 6 * a + b]
+    """w[o_s:] <- S = CᵀC (6×6, row-major) of C = w[o_c:] (n3×6, row-major).
+
+    ``m`` is 6 (w holds S's 36 entries, so it is longer), written as a bound LLVM cannot see: a literal 6
+    unrolled the 21 entries' loop into ~4,900 instructions, which a cold contact kernel compiled
+    again in each of six libraries (docs/design.md §8.25); now 489. Each entry is a dot product over
+    the rows, summed in a register."""
+    m = min(6, w.shape[0])
+    for a in range(m):
+        for b in range(a, m):
+            s = 0.0
+            for r in range(n3):
+                s += w[o_c + 6 * r + a] * w[o_c + 6 * r + b]
+            w[o_s + 6 * a + b] = s
+            w[o_s + 6 * b + a] = s
 
 
 gram6 = dual_call(_gram6)
