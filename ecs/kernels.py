@@ -111,8 +111,9 @@ def gpu_backend_error() -> str | None:
 
 
 def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: Any):
-    """``njit`` with the project defaults (cache, no fast-math, no reference counting: :data:`NRT`).
-    Usable bare or with options. A ``parallel=True`` build keeps the runtime: numba's ``prange``
+    """``njit`` with the project defaults (cache, no fast-math, no reference counting: :data:`NRT`,
+    no C entry point: numba's cfunc wrapper serves a kernel passed as a function value, which none
+    is, and costs compile time, docs/design.md §8.25). Usable bare or with options. A ``parallel=True`` build keeps the runtime: numba's ``prange``
     lowering allocates (reduction arrays) and needs it."""
     if nrt is None:
         nrt = NRT or bool(options.get("parallel", False))
@@ -995,7 +996,7 @@ def relink(roots: dict, swap: dict, filename: str) -> dict:
     so it is compiled without numba's CPython and C entry points (``no_cpython_wrapper``,
     ``no_cfunc_wrapper``): each was compiled, optimised and turned into machine code once per
     copy, for nothing. They were 8.7 k of the 104 k LLVM instructions a cold ``deploy-cube`` contact
-    kernel compiles (docs/design.md §8.25). A copy passed as a root keeps them.
+    kernel compiles (docs/design.md §8.25). A root keeps its CPython entry point.
     """
     import types
 

@@ -268,10 +268,10 @@ _pinv = sym_pinv_solve.cpu
 def _gram6(w, o_c, n3, o_s):
     """w[o_s:] <- S = CᵀC (6×6, row-major) of C = w[o_c:] (n3×6, row-major).
 
-    ``m`` is 6 (w holds S's 36 entries, so it is longer), written as a bound LLVM cannot see: a literal 6
-    unrolled the 21 entries' loop into ~4,900 instructions, which a cold contact kernel compiled
-    again in each of six libraries (docs/design.md §8.25); now 489. Each entry is a dot product over
-    the rows, summed in a register."""
+    ``m`` is 6 (w holds S's 36 entries, so it is longer), written as a bound LLVM cannot see: a
+    literal 6 unrolled the 21 entries' loop into ~4,900 instructions, which a cold contact kernel
+    compiled again in each of six libraries (docs/design.md §8.25); now 489. Each entry is a dot
+    product over the rows, summed in a register."""
     m = min(6, w.shape[0])
     for a in range(m):
         for b in range(a, m):
