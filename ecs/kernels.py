@@ -110,6 +110,181 @@ def gpu_backend_error() -> str | None:
     return None
 
 
+# ------------------------------------------------------------------ call boundaries (CPU)
+def _call_boundary_setting() -> int:
+    raw = os.environ.get("TUMBLE_CALL_BOUNDARY", "400")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        from ecs.errors import InputError
+
+        raise InputError("TUMBLE_CALL_BOUNDARY", raw, "must be an integer >= 0: the LLVM instructions from which a "
+                                                      "callee is called by symbol (0: never)")
+    return n
+
+
+#: A kernel whose optimised body holds at least this many LLVM instructions is called by symbol
+#: from other kernels instead of being linked into each of them (``TUMBLE_CALL_BOUNDARY``, read at
+#: import; 0: link everything, as numba does). numba links every callee's module into each caller's
+#: and optimises and emits it again there, so a leaf eight calls deep was compiled eight times;
+#: LLVM inlines nothing this large (at ``-O3`` it stops near 250), so a call stays a call and only
+#: the repeated compile goes (docs/design.md §8.26).
+CALL_BOUNDARY = _call_boundary_setting()
+
+#: Kernels that may be called by symbol, by :func:`_boundary_key`: what a kernel loaded from the
+#: disk cache names when it needs its callee loaded first (:func:`_load_boundary`).
+_BOUNDARY_KERNELS: dict[str, Any] = {}
+#: Symbols defined in this process: name → address.
+_BOUNDARY_SYMBOLS: dict[str, int] = {}
+
+
+def _boundary_key(dispatcher) -> str | None:
+    """Where the kernel's source is, as a string the same in every process: its file, qualified
+    name and bytecode. ``None`` for a function defined inside another (not unique by name)."""
+    py = dispatcher.py_func
+    if "<locals>" in py.__qualname__:
+        return None
+    import hashlib
+
+    code = hashlib.sha1(py.__code__.co_code).hexdigest()[:16]
+    return f"{py.__code__.co_filename}:{py.__qualname__}:{code}"
+
+
+def call_boundary(dispatcher):
+    """Let callers reach the CPU ``dispatcher`` by symbol where its optimised body is large
+    (:data:`CALL_BOUNDARY`). Returns the dispatcher.
+
+    numba's own call links the callee's LLVM module into the caller's, where it is optimised and
+    turned into machine code again, once per caller and per level of the call tree. Here, once an
+    overload of the kernel is compiled or loaded (numba's ``add_overload``) and its body holds at
+    least :data:`CALL_BOUNDARY` instructions, the process gets a symbol for it (``tumble$`` and a
+    digest of :func:`_boundary_key` and the signature, the same in every process) and numba's
+    lowering of a call to it becomes a call of that symbol, with no module linked. A caller saved
+    in numba's disk cache keeps the symbol's name, and a reload step (numba's ``reload_init``)
+    that loads the callee before the caller's machine code is linked (:func:`_load_boundary`), so
+    a cached caller never runs before its callee is in the process. The machine code of each
+    function is what numba compiled (same arithmetic, same bits); only the caller's copy of a
+    callee LLVM would not have inlined is gone.
+    """
+    if not _is_dispatcher(dispatcher):
+        return dispatcher
+    key = _boundary_key(dispatcher)
+    if key is None:
+        return dispatcher
+    _keep_reload_steps()                 # also at a setting of 0: cached callers may call it by symbol
+    _BOUNDARY_KERNELS[key] = dispatcher
+    dispatcher._tumble_boundary = key
+    if CALL_BOUNDARY > 0:
+        dispatcher.add_overload = _BoundOverload(dispatcher)
+    return dispatcher
+
+
+class _BoundOverload:
+    """``dispatcher.add_overload`` (numba's, then :func:`_define_boundary` for a large body)."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+
+    def __call__(self, cres) -> None:
+        d = self.dispatcher
+        type(d).add_overload(d, cres)
+        if not cres.objectmode and _body_size(cres) >= CALL_BOUNDARY:
+            _define_boundary(d, cres)
+
+
+def _body_size(cres) -> int:
+    """Lines of LLVM IR of the compiled function itself, after numba's optimisation: its
+    instructions, its block labels and its signature. Printed in one call: walking the
+    instructions one by one through llvmlite took 0.8 s per warm start (measured)."""
+    lib = cres.library
+    mod = lib._shared_module if lib._shared_module is not None else lib._final_module
+    try:
+        fn = mod.get_function(cres.fndesc.llvm_func_name)
+    except NameError:
+        return 0
+    return str(fn).count("\n")
+
+
+def _boundary_symbol(key: str, args: tuple) -> str:
+    import hashlib
+
+    return "tumble$" + hashlib.sha1(f"{key}|{args}".encode()).hexdigest()[:32]
+
+
+def _define_boundary(d, cres) -> None:
+    """Name the compiled function ``cres`` of ``d`` by its symbol and make numba's lowering of a
+    call to it call that symbol (no linking), recording the reload step in each caller."""
+    import copy
+    import functools
+
+    import llvmlite.binding as ll
+    from numba.core.base import user_function
+
+    args = tuple(cres.signature.args)
+    name = _boundary_symbol(d._tumble_boundary, args)
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    if not addr:         # pragma: no cover - numba defines every compiled function
+        return
+    ll.add_symbol(name, addr)
+    _BOUNDARY_SYMBOLS[name] = addr
+    fd = copy.copy(cres.fndesc)
+    fd.mangled_name = name
+    call = user_function(fd, ())
+    reload = functools.partial(_load_boundary, d._tumble_boundary, args)
+
+    def lower_call(context, builder, sig, call_args):
+        context.active_code_library._reload_init.add(reload)
+        return call(context, builder, sig, call_args)
+
+    lower_call.signature = call.signature
+    lower_call.libs = ()
+    ctx = d.targetctx
+    ctx.remove_user_function(cres.entry_point)
+    ctx._defns[cres.entry_point].append(lower_call, lower_call.signature)
+
+
+def _keep_reload_steps() -> None:
+    """Give a kernel loaded from numba's disk cache the reload steps of its compile.
+
+    numba runs a cached kernel's reload steps (``reload_init``) when it loads it, but leaves them
+    off the loaded code library, and a kernel compiled later inherits the steps of the libraries
+    it links from those libraries. A kernel that links a cached one calling a callee by symbol
+    would then be saved without the step that loads that callee, and abort (LLVM: symbol not
+    found) when loaded from the cache in a later process. Installed once, with the first
+    :func:`call_boundary`."""
+    from numba.core.compiler import CompileResult
+
+    if getattr(CompileResult._rebuild, "_tumble", False):
+        return
+    base = CompileResult._rebuild.__func__
+
+    def _rebuild(cls, *args, **kwargs):
+        cres = base(cls, *args, **kwargs)
+        if cres.reload_init:
+            cres.library._reload_init.update(cres.reload_init)
+        return cres
+
+    _rebuild._tumble = True
+    CompileResult._rebuild = classmethod(_rebuild)
+
+
+def _load_boundary(key: str, args: tuple) -> None:
+    """numba's reload step of a cached kernel that calls ``key`` by symbol: compile or load that
+    callee for ``args`` and define its symbol, before the caller's machine code is linked."""
+    d = _BOUNDARY_KERNELS.get(key)
+    if d is None:
+        raise RuntimeError(f"a cached kernel calls {key} by symbol, but no such kernel was created in this "
+                           "process; clear numba's cache (TUMBLE_CACHE_DIR) and report this")
+    cres = d.overloads.get(args)
+    if cres is None:
+        d.compile(args)
+        cres = d.overloads[args]
+    if _boundary_symbol(key, args) not in _BOUNDARY_SYMBOLS:    # smaller than the setting now, or loaded
+        _define_boundary(d, cres)                              # while the setting was 0
+
+
 def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: Any):
     """``njit`` with the project defaults (cache, no fast-math, no reference counting: :data:`NRT`,
     no C entry point: numba's cfunc wrapper serves a kernel passed as a function value, which none
@@ -120,8 +295,8 @@ def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: A
     opts = {"cache": True, "fastmath": FASTMATH, "_nrt": nrt, "no_cfunc_wrapper": True}
     opts.update(options)
     if fn is None:
-        return lambda f: numba.njit(**opts)(f)
-    return numba.njit(**opts)(fn)
+        return lambda f: call_boundary(numba.njit(**opts)(f))
+    return call_boundary(numba.njit(**opts)(fn))
 
 
 #: Below this many rows a CPU driver runs its serial twin: a parallel launch costs ~10-50 µs.
@@ -407,7 +582,8 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: 
         opts["nogil"] = True
     gpu_inline = inline if gpu_inline is None else gpu_inline
     fn._tumble_gpu_inline = gpu_inline       # read by the GPU twin of a relinked copy (:func:`_gpu_twin`)
-    k = DualKernel(py=fn, cpu=numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, no_cfunc_wrapper=True, **opts)(fn),
+    k = DualKernel(py=fn, cpu=call_boundary(numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, no_cfunc_wrapper=True,
+                                                       **opts)(fn)),
                    gpu_inline=gpu_inline)
     _DUAL_BY_CPU[id(k.cpu)] = k
     return k
@@ -1037,7 +1213,7 @@ def relink(roots: dict, swap: dict, filename: str) -> dict:
             opts.pop("no_cpython_wrapper", None)
         else:
             opts["no_cpython_wrapper"] = opts["no_cfunc_wrapper"] = True
-        new = numba.njit(cache=True, **opts)(fn)
+        new = call_boundary(numba.njit(cache=True, **opts)(fn))
         memo[key] = new
         return new
 

@@ -491,21 +491,22 @@ class DeploymentLoop(ModeLoop):
     def compile_units(self) -> list:
         """The three phase kernels and the end rules with their launch argument types (no rows),
         heaviest first (:meth:`ecs.system.System.compile_units`). The costs are cold compiles of
-        deploy-cube's kernels, one process, 2 cores (2026-11-30): contact 33 s alone; fly 12 s,
-        then collide 12 s and end 1 s on the callees fly compiled (they share the terrain, gravity
-        and right-hand side; contact shares less: 28 s after the other three)."""
+        deploy-cube's kernels, one process, 2 cores, large callees called by symbol
+        (:func:`ecs.kernels.call_boundary`; 2026-12-01): contact 23 s alone; fly 11 s, then
+        collide 11 s and end 1.5 s on the callees fly compiled (they share the terrain, gravity and
+        right-hand side; contact shares less: 18 s after the other three)."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
         rows, ends = np.zeros(0, np.int64), np.zeros(ctx.table.row_count)
         return [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
-                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=33.0),
+                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=23.0),
                 CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
-                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=12.0),
+                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=11.0),
                 CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
-                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=12.0),
+                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=11.0),
                 CompileUnit("deployment.end", ctx.kernels["end_rows"], (rows, rows, *self.end.args(ctx, ends)),
-                            cost=1.0)]
+                            cost=1.5)]
 
     @staticmethod
     def _frame(world) -> RotatingFrame:
