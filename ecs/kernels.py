@@ -213,26 +213,36 @@ def _boundary_symbol(key: str, args: tuple) -> str:
     return "tumble$" + hashlib.sha1(f"{key}|{args}".encode()).hexdigest()[:32]
 
 
+def _define_symbol(name: str, cres) -> bool:
+    """Make ``name`` resolve to the compiled function of ``cres`` in this process."""
+    import llvmlite.binding as ll
+
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    if not addr:         # pragma: no cover - numba defines every function it compiled or loaded
+        return False
+    if _BOUNDARY_SYMBOLS.get(name) != addr:
+        ll.add_symbol(name, addr)
+        _BOUNDARY_SYMBOLS[name] = addr
+    return True
+
+
 def _define_boundary(d, cres) -> None:
     """Name the compiled function ``cres`` of ``d`` by its symbol and make numba's lowering of a
-    call to it call that symbol (no linking), recording the reload step in each caller."""
+    call to it call that symbol (no linking), recording the reload step in each caller. The step
+    carries the symbol's name as the caller's machine code has it."""
     import copy
     import functools
 
-    import llvmlite.binding as ll
     from numba.core.base import user_function
 
     args = tuple(cres.signature.args)
     name = _boundary_symbol(d._tumble_boundary, args)
-    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-    if not addr:         # pragma: no cover - numba defines every compiled function
+    if not _define_symbol(name, cres):
         return
-    ll.add_symbol(name, addr)
-    _BOUNDARY_SYMBOLS[name] = addr
     fd = copy.copy(cres.fndesc)
     fd.mangled_name = name
     call = user_function(fd, ())
-    reload = functools.partial(_load_boundary, d._tumble_boundary, args)
+    reload = functools.partial(_load_boundary, d._tumble_boundary, args, name)
 
     def lower_call(context, builder, sig, call_args):
         context.active_code_library._reload_init.add(reload)
@@ -270,9 +280,10 @@ def _keep_reload_steps() -> None:
     CompileResult._rebuild = classmethod(_rebuild)
 
 
-def _load_boundary(key: str, args: tuple) -> None:
-    """numba's reload step of a cached kernel that calls ``key`` by symbol: compile or load that
-    callee for ``args`` and define its symbol, before the caller's machine code is linked."""
+def _load_boundary(key: str, args: tuple, name: str) -> None:
+    """numba's reload step of a cached kernel that calls ``key`` by the symbol ``name``: compile or
+    load that callee for ``args`` and define ``name``, before the caller's machine code is linked
+    (whatever this process's setting, and whatever name it would give the callee itself)."""
     d = _BOUNDARY_KERNELS.get(key)
     if d is None:
         raise RuntimeError(f"a cached kernel calls {key} by symbol, but no such kernel was created in this "
@@ -281,8 +292,7 @@ def _load_boundary(key: str, args: tuple) -> None:
     if cres is None:
         d.compile(args)
         cres = d.overloads[args]
-    if _boundary_symbol(key, args) not in _BOUNDARY_SYMBOLS:    # smaller than the setting now, or loaded
-        _define_boundary(d, cres)                              # while the setting was 0
+    _define_symbol(name, cres)
 
 
 def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: Any):
