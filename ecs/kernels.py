@@ -120,12 +120,12 @@ def _call_boundary_setting() -> int:
     if n < 0:
         from ecs.errors import InputError
 
-        raise InputError("TUMBLE_CALL_BOUNDARY", raw, "must be an integer >= 0: the LLVM instructions from which a "
+        raise InputError("TUMBLE_CALL_BOUNDARY", raw, "must be an integer >= 0: the lines of LLVM IR from which a "
                                                       "callee is called by symbol (0: never)")
     return n
 
 
-#: A kernel whose optimised body holds at least this many LLVM instructions is called by symbol
+#: A kernel whose optimised body holds at least this many lines of LLVM IR is called by symbol
 #: from other kernels instead of being linked into each of them (``TUMBLE_CALL_BOUNDARY``, read at
 #: import; 0: link everything, as numba does). numba links every callee's module into each caller's
 #: and optimises and emits it again there, so a leaf eight calls deep was compiled eight times;
@@ -159,7 +159,7 @@ def call_boundary(dispatcher):
     numba's own call links the callee's LLVM module into the caller's, where it is optimised and
     turned into machine code again, once per caller and per level of the call tree. Here, once an
     overload of the kernel is compiled or loaded (numba's ``add_overload``) and its body holds at
-    least :data:`CALL_BOUNDARY` instructions, the process gets a symbol for it (``tumble$`` and a
+    least :data:`CALL_BOUNDARY` lines of LLVM IR, the process gets a symbol for it (``tumble$`` and a
     digest of :func:`_boundary_key` and the signature, the same in every process) and numba's
     lowering of a call to it becomes a call of that symbol, with no module linked. A caller saved
     in numba's disk cache keeps the symbol's name, and a reload step (numba's ``reload_init``)
@@ -298,8 +298,9 @@ def _load_boundary(key: str, args: tuple, name: str) -> None:
 def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: Any):
     """``njit`` with the project defaults (cache, no fast-math, no reference counting: :data:`NRT`,
     no C entry point: numba's cfunc wrapper serves a kernel passed as a function value, which none
-    is, and costs compile time, docs/design.md §8.25). Usable bare or with options. A ``parallel=True`` build keeps the runtime: numba's ``prange``
-    lowering allocates (reduction arrays) and needs it."""
+    is, and costs compile time, docs/design.md §8.25; large kernels called by symbol,
+    :func:`call_boundary`). Usable bare or with options. A ``parallel=True`` build keeps the
+    runtime: numba's ``prange`` lowering allocates (reduction arrays) and needs it."""
     if nrt is None:
         nrt = NRT or bool(options.get("parallel", False))
     opts = {"cache": True, "fastmath": FASTMATH, "_nrt": nrt, "no_cfunc_wrapper": True}
