@@ -349,7 +349,7 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
     return reach <= slide * a
 
 
-rest_certain = dual(_rest_certain, gpu_inline=False)
+rest_certain = dual_call(_rest_certain)
 _certain = rest_certain.cpu
 
 
@@ -367,7 +367,7 @@ def _rest_held(i, w, cs, target, body, tt, slide):
     return _certain(i, w, K0 + 13, cs, body.mass, body.inertia, slide)
 
 
-rest_held = dual(_rest_held, gpu_inline=False)
+rest_held = dual_call(_rest_held)
 _held_rest = rest_held.cpu
 
 

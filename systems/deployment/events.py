@@ -589,7 +589,7 @@ def _drop_snapshots_after(i, t, rec_dt, snap):
     for s in range(snap.shape[1]):
         if snap[i, s, 0] * rec_dt > t:
             snap[i, s, 0] = math.nan
-locate_event = dual(_locate_event, gpu_inline=False)
-record_snapshots = dual(_record_snapshots, gpu_inline=False)
+locate_event = dual_call(_locate_event)
+record_snapshots = dual_call(_record_snapshots)
 trace_step = dual_call(_trace_step)
 drop_snapshots_after = dual_call(_drop_snapshots_after)
