@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import os
 
+from numba.core import types as _types
+
 from .errors import InputError
 
 #: The patches applied in this process, by name.
@@ -51,9 +53,7 @@ def _flags_values(self):
 
 def _array_operator_generic(self, args, kws):
     """``NumpyRulesArrayOperator.generic``: None at once when no argument is an array."""
-    from numba.core import types
-
-    if not kws and not any(isinstance(a.type if isinstance(a, types.Optional) else a, types.ArrayCompatible)
+    if not kws and not any(isinstance(a.type if isinstance(a, _types.Optional) else a, _types.ArrayCompatible)
                            for a in args):
         return None
     return ORIGINAL["array_operator"](self, args, kws)

@@ -585,8 +585,8 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: 
     as ``inline``) decides the same for the GPU twin (:data:`GPU_INLINE`): ``False`` for a kernel
     the CPU inlines with profit but NVVM would compile once per call site (the deployment's contact
     wrench). A large kernel with one call site is not inlined on the CPU either: numba deep-copies
-    its IR block by block at the site, its whole scope once per block, and its own pipeline costs less (the rest certificate, event
-    location, snapshots; docs/design.md §8.27). An inlined body's arguments are locals: a ``None``
+    its IR block by block at the site, its whole scope once per block, and its own pipeline costs
+    less (the rest certificate, event location, snapshots; docs/design.md §8.27). An inlined body's arguments are locals: a ``None``
     mode argument prunes nothing in it (docs/design.md §2), so a kernel that relies on that pruning
     stays a call (:func:`dual_call`).
     """

@@ -491,22 +491,23 @@ class DeploymentLoop(ModeLoop):
     def compile_units(self) -> list:
         """The three phase kernels and the end rules with their launch argument types (no rows),
         heaviest first (:meth:`ecs.system.System.compile_units`). The costs are cold compiles of
-        deploy-cube's kernels, one process, 2 cores, large callees called by symbol
-        (:func:`ecs.kernels.call_boundary`; 2026-12-01): contact 23 s alone; fly 11 s, then
-        collide 11 s and end 1.5 s on the callees fly compiled (they share the terrain, gravity and
-        right-hand side; contact shares less: 18 s after the other three)."""
+        deploy-cube's kernels as a cold README run compiles them (2 cores, large callees called by
+        symbol and numba's overheads removed, docs/design.md §8.27; 2026-12-01): contact 18 s
+        and then the end rules 1.2 s in the batch; collide 12 s alone and then fly 5 s on the
+        callees collide compiled (they share the terrain, gravity and right-hand side) in the
+        helper."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
         rows, ends = np.zeros(0, np.int64), np.zeros(ctx.table.row_count)
         return [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
-                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=23.0),
+                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=18.0),
                 CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
-                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=11.0),
+                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=12.0),
                 CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
-                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=11.0),
+                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=5.0),
                 CompileUnit("deployment.end", ctx.kernels["end_rows"], (rows, rows, *self.end.args(ctx, ends)),
-                            cost=1.5)]
+                            cost=1.2)]
 
     @staticmethod
     def _frame(world) -> RotatingFrame:
