@@ -166,3 +166,31 @@ def test_every_platonic_shape_tessellates_to_levels_0_to_3(name):
         assert mesh.is_watertight and mesh.is_winding_consistent
         v0 = mesh.volume if v0 is None else v0
         assert mesh.volume == pytest.approx(0.01, rel=1e-12) and mesh.volume == pytest.approx(v0, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", pr.PLATONIC)
+def test_platonic_faces_are_the_convex_hull_of_the_vertices(name):
+    """The face table (no hull at run time) against scipy's convex hull of the same vertices: the
+    same faces (coplanar hull triangles grouped by plane), each a convex polygon wound
+    counter-clockwise seen from outside, in the hull's order (faces sorted by their sorted vertex
+    indices, as results depend on the vertex order the tessellation makes)."""
+    from scipy.spatial import ConvexHull
+
+    pts = pr._platonic_points(name)
+    hull = ConvexHull(pts)
+    planes: dict[tuple, set] = {}
+    for simplex, eq in zip(hull.simplices, hull.equations):
+        planes.setdefault(tuple(np.round(eq, 9)), set()).update(int(i) for i in simplex)
+    table = pr.PLATONIC_FACES[name]
+    assert sorted(map(frozenset, table), key=sorted) == sorted(map(frozenset, planes.values()), key=sorted)
+    assert table == sorted(table, key=lambda f: tuple(sorted(f)))
+    normal = {frozenset(idx): np.array(key[:3]) for key, idx in planes.items()}
+    for face in table:
+        n = normal[frozenset(face)]
+        p = pts[face]
+        for k in range(len(face)):         # every corner turns left about the outward normal
+            assert np.cross(p[(k + 1) % len(p)] - p[k], p[(k + 2) % len(p)] - p[(k + 1) % len(p)]) @ n > 1e-9
+    # each face starts where the hull's merge started it (the vertices sorted by their angle about
+    # the centroid in (-pi, pi], measured from the smallest index): the smallest index sits at
+    # (n - 1) // 2, which fixes the tessellation's vertex numbering (and so the results' bits)
+    assert all(face.index(min(face)) == (len(face) - 1) // 2 for face in table)

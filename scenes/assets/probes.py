@@ -120,27 +120,23 @@ def _platonic_points(name: str) -> np.ndarray:
     raise InputError("platonic.name", name, f"must be one of {', '.join(PLATONIC)}")
 
 
-def _polygons_of_hull(points: np.ndarray) -> list[list[int]]:
-    """Faces of a convex polytope: hull triangles merged by plane, ordered counter-clockwise outside."""
-    from scipy.spatial import ConvexHull
-
-    hull = ConvexHull(points)
-    planes: dict[tuple, set] = {}
-    for simplex, eq in zip(hull.simplices, hull.equations):
-        key = tuple(np.round(eq, 9))
-        planes.setdefault(key, set()).update(int(i) for i in simplex)
-    polys = []
-    for key, idx in planes.items():
-        n = np.array(key[:3])
-        idx = sorted(idx)
-        c = points[idx].mean(axis=0)
-        e1 = points[idx[0]] - c
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(n, e1)
-        ang = [math.atan2(float((points[i] - c) @ e2), float((points[i] - c) @ e1)) for i in idx]
-        polys.append([idx[k] for k in np.argsort(ang)])
-    polys.sort(key=lambda p: tuple(sorted(p)))
-    return polys
+#: Each platonic solid's faces, as :func:`_platonic_points` numbers its vertices: counter-clockwise
+#: seen from outside, each face's first vertex and the faces' order as the convex hull gives them
+#: (scipy's ``ConvexHull``, its coplanar triangles merged by plane, the faces sorted by their sorted
+#: vertex indices). A table rather than the hull at run time: importing ``scipy.spatial`` took
+#: 0.22-0.37 s of every run's scene build (2026-12-01). ``tests/test_probes.py`` derives
+#: every face from the hull again.
+PLATONIC_FACES = {
+    "dodecahedron": [[16, 10, 0, 9, 1], [14, 8, 0, 10, 2], [15, 9, 0, 8, 4], [3, 16, 1, 11, 17], [5, 11, 1, 9, 15],
+                     [3, 12, 2, 10, 16], [6, 14, 2, 12, 18], [18, 12, 3, 17, 7], [5, 15, 4, 13, 19],
+                     [6, 13, 4, 8, 14], [17, 11, 5, 19, 7], [19, 13, 6, 18, 7]],
+    "icosahedron": [[2, 0, 1], [1, 0, 7], [6, 0, 2], [5, 0, 6], [7, 0, 5], [2, 1, 8], [3, 1, 7], [8, 1, 3],
+                    [6, 2, 4], [4, 2, 8], [11, 3, 7], [8, 3, 9], [9, 3, 11], [6, 4, 10], [9, 4, 8], [10, 4, 9],
+                    [10, 5, 6], [7, 5, 11], [11, 5, 10], [10, 9, 11]],
+    "cube": [[2, 0, 1, 3], [1, 0, 4, 5], [4, 0, 2, 6], [3, 1, 5, 7], [6, 2, 3, 7], [5, 4, 6, 7]],
+    "octahedron": [[4, 0, 2], [2, 0, 5], [3, 0, 4], [5, 0, 3], [2, 1, 4], [5, 1, 2], [4, 1, 3], [3, 1, 5]],
+    "tetrahedron": [[2, 0, 1], [1, 0, 3], [3, 0, 2], [2, 1, 3]],
+}
 
 
 def platonic(name: str, *, edge: float | None = None, mass: float | None = None, density: float | None = None,
@@ -150,7 +146,7 @@ def platonic(name: str, *, edge: float | None = None, mass: float | None = None,
     Size: give ``edge`` [m], or ``mass`` [kg] and ``density`` [kg/m³] (eq 4.8), or nothing (unit edge).
     """
     pts = _platonic_points(name)
-    polys = _polygons_of_hull(pts)
+    polys = [list(p) for p in PLATONIC_FACES[name]]
     pts = pts - pts.mean(axis=0)
     pts = pts / np.linalg.norm(pts[polys[0][1]] - pts[polys[0][0]])  # unit edge
     if edge is not None and (mass is not None or density is not None):
