@@ -78,10 +78,28 @@ def use_versioned_numba_cache() -> str | None:
     """Point numba's cache at the directory of this source digest (module docstring); returns it,
     or ``None`` when ``NUMBA_CACHE_DIR`` is set by the user or no directory is writable (numba's
     own default then applies)."""
+    global _VERSIONED_DIR
     if os.environ.get("NUMBA_CACHE_DIR"):
         return None
     d = cache_dir(os.path.join("numba", source_digest()))
     if d is not None:
-        numba.config.CACHE_DIR = str(d)
+        numba.config.CACHE_DIR = _VERSIONED_DIR = str(d)
         return str(d)
     return None
+
+
+_VERSIONED_DIR: str | None = None
+
+
+def versioned_cache_is_empty() -> bool:
+    """True when tumble's numba cache for these sources (:func:`use_versioned_numba_cache`) holds
+    nothing yet: the first run of this code on this machine, whose every kernel compiles. False
+    when it holds anything, or when numba caches elsewhere (the user's ``NUMBA_CACHE_DIR``, or
+    numba's own default: tumble cannot tell what is cold there)."""
+    if _VERSIONED_DIR is None or numba.config.CACHE_DIR != _VERSIONED_DIR:
+        return False
+    # numba makes a module's folder when a cached kernel is defined, and its files when one compiles
+    for _, _, files in os.walk(_VERSIONED_DIR):
+        if files:
+            return False
+    return True

@@ -66,6 +66,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from . import store as zstore
+from ._cache import versioned_cache_is_empty
 from .errors import InputError, TumbleError
 from .scene import Scene, coerce_params
 from .system import check_derivatives, check_events
@@ -324,6 +325,15 @@ def _count(report: BlockReport, status: np.ndarray) -> None:
 #: of a cold compile on the machine the costs were measured on): 1.5 s measured for deploy-cube
 #: (2 cores, 2026-11-30), plus the start of the process and its pickled scene.
 WARM_HELPER_START = 2.0
+#: The same when :func:`run_batch` starts the helper before its input checks and store
+#: (:class:`WarmStart`): the helper's start-up less the batch's own work before its first compile
+#: (deploy-cube, 300 samples, cold: the helper compiled 1.45 s after it was spawned, the batch
+#: 1.3 s after; 2026-12-01), with a margin.
+WARM_HELPER_START_EARLY = 0.5
+#: The same when the helper is started before the batch builds its scene (the first run of the
+#: code, :func:`ecs._cache.versioned_cache_is_empty`): it starts compiling first, while the batch
+#: checks its inputs and creates the store (deploy-cube, 300 samples: ~0.8 s first; 2026-12-01).
+WARM_HELPER_START_FIRST = -0.5
 #: Seconds the batch waits for the helper after its own share before it compiles the rest itself.
 WARM_HELPER_TIMEOUT = 600.0
 
@@ -369,84 +379,168 @@ def warm_kernels(world, source: _SceneSource | None = None, *, processes: int | 
     before its first frame, and on a cold numba cache share them with a helper process.
 
     numba compiles one function at a time per process (its compiler lock, and Python's), and a
-    deployment's three phase kernels take ~70 s cold on a 2-core machine. When two or more of the
-    listed compiles are missing from the disk cache, at least two cores are free, ``processes``
-    allows it (default: :func:`warm_processes`) and the scene can be rebuilt
-    (``source``), one helper process rebuilds the world and compiles its share into the same
-    disk cache while this process compiles the rest (:func:`_split_units`); this process then
-    loads the helper's kernels from the cache. The machine code is the same wherever it was
-    compiled, so results are too. A helper that fails costs time only: its share is compiled here
-    and its error is reported (``helper_error``).
+    deployment's four kernels take ~32 s of compile cold on a 2-core machine. When two or more of
+    the listed compiles are missing from the disk cache, at least two cores are free, ``processes``
+    allows it (default: :func:`warm_processes`) and the scene can be rebuilt (``source``), one
+    helper process rebuilds the world and compiles its share into the same disk cache while this
+    process compiles the rest (:func:`_split_units`); this process then loads the helper's kernels
+    from the cache. The machine code is the same wherever it was compiled, so results are too. A
+    helper that fails costs time only: its share is compiled here and its error is reported
+    (``helper_error``). :class:`WarmStart` does the same in two steps (the helper starts before
+    the batch checks its inputs and creates its store).
 
     Returns a report: units listed, compiled (cold), ``here`` and ``helper`` (unit names),
     ``helper_error`` and the wall ``seconds``.
     """
-    t0 = time.perf_counter()
-    if processes is None:
-        processes = warm_processes()
-    units = world.compile_units()
-    cold = [u for u in units if not u.ready()]
-    here, helper = cold, []
-    if len(cold) >= 2 and processes >= 2 and _usable_cpus() >= 2 and source is not None and source.rebuildable:
-        here, helper = _split_units(cold, WARM_HELPER_START)
-    report: dict[str, Any] = {"units": len(units), "compiled": len(cold), "here": [u.name for u in here],
-                              "helper": [u.name for u in helper], "helper_error": None}
-    proc = blob = None
-    if helper:
+    with WarmStart() as warm:
+        warm.start(world, source, processes=processes)
+        return warm.finish()
+
+
+class WarmStart:
+    """:func:`warm_kernels` in steps, so that the helper process builds its scene while this
+    process builds its own, checks every sample's inputs and creates the store (:func:`run_batch`;
+    2.5 s of a cold deploy-cube run, during which the second core was idle).
+
+    :meth:`spawn` starts the helper before this process has built the scene (it builds its own and
+    then waits for its share); :meth:`start` finds the cold units, decides the split, and sends the
+    helper its share (starting the helper now if :meth:`spawn` did not); :meth:`finish` compiles
+    this process's share, waits for the helper and loads its kernels, and returns
+    :func:`warm_kernels`' report. Leaving the context (or :meth:`close`) kills a helper that is
+    still running, so an input error raised between the steps leaves no process behind.
+    """
+
+    def __init__(self) -> None:
+        self.here: list = []
+        self.helper: list = []
+        self.report: dict[str, Any] | None = None
+        self._proc = None
+        self._out = None
+        self._t0 = 0.0
+
+    def spawn(self, source: _SceneSource) -> bool:
+        """Start the helper on ``source`` now, before this process builds the scene; False (and no
+        process) when the scene cannot travel to it."""
+        import pickle
+
+        try:
+            payload = pickle.dumps(source.task_payload())
+        except Exception:   # a builder pickle cannot name: start() reports it
+            return False
+        self._popen(payload)
+        return True
+
+    def _popen(self, payload: bytes) -> None:
         import pickle
         import subprocess
         import tempfile
 
-        try:
-            blob = pickle.dumps((list(sys.path), pickle.dumps((source.task_payload(), [u.name for u in helper]))))
-        except Exception as exc:   # a builder pickle cannot name (a lambda, a local function): no helper
-            report["helper_error"] = f"the scene cannot be sent to a helper process: {exc}"
-            report["helper"] = []
-    if blob is not None:
-        out = tempfile.TemporaryFile()
+        self._out = tempfile.TemporaryFile()
         boot = ("import sys, pickle; path, blob = pickle.load(sys.stdin.buffer); "
                 "sys.path[:0] = [p for p in path if p not in sys.path]; "
-                "from ecs.batch import _warm_helper; _warm_helper(blob)")
-        proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=out,
-                                stderr=subprocess.STDOUT)
-        proc.stdin.write(blob)
-        proc.stdin.close()
-    try:
-        for u in here:
-            u.compile()
-        if proc is not None:
+                "from ecs.batch import _warm_helper; _warm_helper(blob, sys.stdin.buffer)")
+        self._proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE, stdout=self._out,
+                                      stderr=subprocess.STDOUT)
+        pickle.dump((list(sys.path), payload), self._proc.stdin)
+        self._proc.stdin.flush()
+
+    def _send(self, names: list[str]) -> None:
+        """The helper's share."""
+        import pickle
+
+        try:
+            pickle.dump(names, self._proc.stdin)
+            self._proc.stdin.close()
+        except OSError:     # it ended already (its scene build failed): finish() reports its exit
+            pass
+
+    def start(self, world, source: _SceneSource | None = None, *, processes: int | None = None,
+              helper_start: float = WARM_HELPER_START) -> "WarmStart":
+        """Find the cold units and give the helper its share. ``helper_start``: how much later than
+        this process's first compile the helper starts compiling (cost units; negative when it
+        starts first)."""
+        import pickle
+
+        self._t0 = time.perf_counter()
+        if processes is None:
+            processes = warm_processes()
+        units = world.compile_units()
+        cold = [u for u in units if not u.ready()]
+        here, helper = cold, []
+        if len(cold) >= 2 and processes >= 2 and _usable_cpus() >= 2 and source is not None and source.rebuildable:
+            here, helper = _split_units(cold, helper_start)
+        report: dict[str, Any] = {"units": len(units), "compiled": len(cold), "here": [u.name for u in here],
+                                  "helper": [u.name for u in helper], "helper_error": None}
+        if helper and self._proc is None:
             try:
-                rc = proc.wait(timeout=WARM_HELPER_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = proc.wait()
-                report["helper_error"] = f"no answer within {WARM_HELPER_TIMEOUT:.0f} s (killed)"
-            if rc != 0 and report["helper_error"] is None:
-                out.seek(0)
-                lines = out.read().decode(errors="replace").strip().splitlines()
-                report["helper_error"] = f"exit {rc}: {lines[-1] if lines else 'no output'}"
-        for u in helper:              # loads what the helper compiled; compiles what it did not
-            if not u.ready():
+                self._popen(pickle.dumps(source.task_payload()))
+            except Exception as exc:   # a builder pickle cannot name (a lambda, a local function): no helper
+                report["helper_error"] = f"the scene cannot be sent to a helper process: {exc}"
+                report["helper"] = []        # its share is compiled here, after this process's
+        if self._proc is not None:
+            if helper:
+                self._send([u.name for u in helper])
+            else:                     # spawned, but nothing to share: not waited for
+                self.close()
+        self.here, self.helper, self.report = here, helper, report
+        return self
+
+    def finish(self) -> dict[str, Any]:
+        """Compile this process's share, wait for the helper, load (or compile) its share."""
+        import subprocess
+
+        report, proc = self.report, self._proc
+        if report is None:
+            raise RuntimeError("WarmStart.finish() before start()")
+        try:
+            for u in self.here:
                 u.compile()
-                report["here"].append(u.name)
-    finally:
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            out.close()
-    report["seconds"] = time.perf_counter() - t0
-    return report
+            if proc is not None:
+                try:
+                    rc = proc.wait(timeout=WARM_HELPER_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    rc = proc.wait()
+                    report["helper_error"] = f"no answer within {WARM_HELPER_TIMEOUT:.0f} s (killed)"
+                if rc != 0 and report["helper_error"] is None:
+                    self._out.seek(0)
+                    lines = self._out.read().decode(errors="replace").strip().splitlines()
+                    report["helper_error"] = f"exit {rc}: {lines[-1] if lines else 'no output'}"
+            for u in self.helper:         # loads what the helper compiled; compiles what it did not
+                if not u.ready():
+                    u.compile()
+                    report["here"].append(u.name)
+        finally:
+            self.close()
+        report["seconds"] = time.perf_counter() - self._t0
+        return report
+
+    def close(self) -> None:
+        """Kill the helper if it is still running and release its output file."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def __enter__(self) -> "WarmStart":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def _warm_helper(blob: bytes) -> None:
-    """The helper process of :func:`warm_kernels`: rebuild the scene, compile the named units."""
+def _warm_helper(blob: bytes, stream) -> None:
+    """The helper process of :class:`WarmStart`: rebuild the scene, read the names of its share
+    from ``stream``, compile them."""
     import pickle
 
-    payload, names = pickle.loads(blob)
-    scene = _SceneSource(*payload).build()
+    scene = _SceneSource(*pickle.loads(blob)).build()
     scene.world.compile(samples=1, backend="cpu", layout_only=True)
     units = {u.name: u for u in scene.world.compile_units()}
+    names = pickle.load(stream)
     missing = [n for n in names if n not in units]
     if missing:
         raise SystemExit(f"the rebuilt world lists no compile units {missing}")
@@ -673,17 +767,21 @@ def run_batch(scene_or_builder, *, samples: int | None = None, out, seed: int = 
         command_line = list(sys.argv)
     cmd = command_line if isinstance(command_line, str) else " ".join(map(str, command_line))
     # one writer at a time, from before the store is looked at until it is consolidated
-    with zstore.StoreLock(path, cmd) as lock:
+    # a helper process started early (:class:`WarmStart`) does not outlive an error raised before
+    # the batch uses it
+    with zstore.StoreLock(path, cmd) as lock, WarmStart() as warm_start:
         return _drive(scene_or_builder, samples=samples, path=path, seed=seed, backend=backend, block=block,
                       resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler, progress=progress,
                       command_line=cmd, params=params, shard_samples=shard_samples, t0=t0, lock=lock,
-                      loader=loader, event_capacity=event_capacity, active=active or default_active(backend))
+                      loader=loader, event_capacity=event_capacity, active=active or default_active(backend),
+                      warm_start=warm_start)
 
 
 def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: int, backend: str, block: int | None,
            resume: bool, overwrite: bool, workers: int | None, scheduler: str | None, progress, command_line: str,
            params: dict[str, Any], shard_samples: int | None, t0: float, lock: zstore.StoreLock,
-           loader: Callable[..., Scene] | None, event_capacity: int | None, active: int) -> pathlib.Path:
+           loader: Callable[..., Scene] | None, event_capacity: int | None, active: int,
+           warm_start: WarmStart) -> pathlib.Path:
     """:func:`run_batch` under the store's writer lock."""
     exists = path.exists()
     if exists and not (resume or overwrite):
@@ -708,6 +806,14 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
     source = _SceneSource(scene_or_builder, params, loader, event_capacity)
     if workers is not None or scheduler is not None:
         source.task_payload()  # a built Scene cannot travel to workers: refuse before any work
+    distributed = workers is not None or scheduler is not None
+    # a new run compiles the kernels its blocks will launch on two cores (a resume may have nothing
+    # left to run, and Dask's workers compile their own). On the first run of this code (numba's
+    # cache for it empty: every kernel is cold) the helper starts now and builds its scene while
+    # this process builds its own; otherwise it starts once the scene shows which kernels are cold
+    early = not resume and not distributed and backend == "cpu"
+    spawned = (early and processes >= 2 and _usable_cpus() >= 2 and source.rebuildable
+               and versioned_cache_is_empty() and warm_start.spawn(source))
     scene = source.build()
     if samples is None:
         samples = scene.samples_when_not_told
@@ -715,8 +821,10 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
     # schedule errors once, here, not as every sample failing with 'raised' after the store exists
     check_derivatives(scene.world, scene.world.systems)
     check_events(scene.world, scene.world.systems)
+    if early:     # before the input checks and the store, so that the helper works meanwhile
+        warm_start.start(scene.world, source, processes=processes,
+                         helper_start=WARM_HELPER_START_FIRST if spawned else WARM_HELPER_START_EARLY)
     layout = zstore.Layout.from_world(scene, scene.world, samples, shard_samples)
-    distributed = workers is not None or scheduler is not None
     check_memory(scene.world, layout, samples,
                  _default_block(layout, samples, block, distributed, workers or 1, backend), workers or 1,
                  active=active)
@@ -797,7 +905,7 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
         already = int(done.sum())
         # a cold start compiles the kernels the blocks will launch first, on two cores (not for a
         # resume with nothing left to run, nor for Dask, whose workers compile their own)
-        warm = (warm_kernels(scene.world, source, processes=processes)
+        warm = (warm_start.finish() if early else warm_kernels(scene.world, source, processes=processes)
                 if todo and not distributed and backend == "cpu" else None)
         invocation = {"command_line": command_line,
                       "block": int(blk), "active": int(active), "executor": (f"dask LocalCluster, {workers} workers" if workers else

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from ecs import InputError, Phase, System, World
-from ecs.batch import WARM_HELPER_START, _SceneSource, _split_units, _usable_cpus, warm_kernels
+import ecs.batch as batch
+from ecs.batch import WARM_HELPER_START, WarmStart, _SceneSource, _split_units, _usable_cpus, warm_kernels
 from ecs.kernels import CompileUnit
 from ecs.scene import Scene
 
@@ -54,14 +55,21 @@ class ListsCompiles(System):
         pass
 
 
-def warm_scene(module: str, fail_in_helper: bool = False) -> Scene:
+class RefusesInputs(ListsCompiles):
+    """The same, refusing every sample's inputs (an input error raised after the scene is built)."""
+
+    def check_inputs(self, world, overrides: dict, start: int, count: int) -> None:
+        raise InputError("release", start, "refused by this test")
+
+
+def warm_scene(module: str, fail_in_helper: bool = False, refuse: bool = False) -> Scene:
     """The scene builder the helper process rebuilds (by name: it is importable there)."""
     # the helper process builds the scene inside ecs.batch._warm_helper (a test process of
     # pytest-xdist also runs as `python -c`, so the command line cannot tell them apart)
     if fail_in_helper and any(f.function == "_warm_helper" for f in inspect.stack()):
         raise RuntimeError("this builder refuses to run in the helper")
     world = World()
-    world.add_system(ListsCompiles(module))
+    world.add_system((RefusesInputs if refuse else ListsCompiles)(module))
     return Scene(name="warm", description="compile units only", world=world, t_end=1.0, dt=1.0)
 
 
@@ -108,6 +116,62 @@ def test_a_cold_start_compiles_one_share_in_a_helper_process(cold_module):
     assert (m.k0(np.zeros(3)), m.k1(np.ones(3)), m.k2(np.zeros(3))) == (1.0, 2.0, -3.0)
     again = warm_kernels(world, source, processes=2)
     assert again["compiled"] == 0 and again["helper"] == []
+
+
+@pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
+def test_a_helper_started_before_the_build_gets_its_share_once_the_split_is_known(cold_module):
+    """WarmStart.spawn starts the helper on the scene alone (the first run of the code); it builds
+    its own scene, then compiles the share start() sends it. Starting first, it gets two of three."""
+    source = _SceneSource(warm_scene, {"module": cold_module})
+    with WarmStart() as warm:
+        assert warm.spawn(source)
+        world = _compiled_world(source)
+        report = warm.start(world, source, processes=2, helper_start=-0.5).finish()
+    assert report["helper_error"] is None and len(report["helper"]) == 2
+    assert sorted(report["here"] + report["helper"]) == ["k0", "k1", "k2"]
+    for u in world.compile_units():
+        hits = sum(u.dispatcher.stats.cache_hits.values())
+        assert hits == (1 if u.name in report["helper"] else 0)      # the helper's share: loaded here
+        assert u.signature() in u.dispatcher.overloads
+
+
+@pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
+def test_an_input_error_leaves_no_helper_started_before_the_build(cold_module, tmp_path, monkeypatch):
+    """run_batch on an empty numba cache starts the helper before it builds the scene; an input
+    error raised after that (every sample's checks) kills it, and no store is written."""
+    from tumble import run_batch
+
+    started = []
+    popen = WarmStart._popen
+
+    def record(self, payload):
+        popen(self, payload)
+        started.append(self._proc)
+
+    monkeypatch.setattr(WarmStart, "_popen", record)
+    monkeypatch.setattr(batch, "versioned_cache_is_empty", lambda: True)
+    with pytest.raises(InputError, match="refused by this test"):
+        run_batch(warm_scene, params={"module": cold_module, "refuse": True}, samples=2, out=tmp_path / "s.zarr")
+    assert len(started) == 1 and started[0].poll() is not None
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_an_empty_versioned_cache_is_told_from_one_with_a_kernel(tmp_path, monkeypatch):
+    """numba makes a module's folder when a cached kernel is defined: only files mean compiles."""
+    import numba
+
+    from ecs import _cache
+
+    d = tmp_path / "numba" / "digest"
+    (d / "ecs_module").mkdir(parents=True)
+    monkeypatch.setattr(_cache, "_VERSIONED_DIR", str(d))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(d))
+    assert _cache.versioned_cache_is_empty()
+    (d / "ecs_module" / "k.nbi").write_bytes(b"")
+    assert not _cache.versioned_cache_is_empty()
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "elsewhere"))   # the user's NUMBA_CACHE_DIR
+    (d / "ecs_module" / "k.nbi").unlink()
+    assert not _cache.versioned_cache_is_empty()
 
 
 @pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")

@@ -492,16 +492,18 @@ class DeploymentLoop(ModeLoop):
         """The three phase kernels and the end rules with their launch argument types (no rows),
         heaviest first (:meth:`ecs.system.System.compile_units`). The costs are cold compiles of
         deploy-cube's kernels as a cold README run compiles them (2 cores, large callees called by
-        symbol and numba's overheads removed, docs/design.md §8.27; 2026-12-01): contact 18 s
-        and then the end rules 1.2 s in the batch; collide 12 s alone and then fly 5 s on the
-        callees collide compiled (they share the terrain, gravity and right-hand side) in the
-        helper."""
+        symbol and numba's overheads removed, docs/design.md §8.28; 2026-12-01): collide 11-12 s
+        and then fly 5 s on the callees collide compiled (they share the terrain, gravity and
+        right-hand side) in one process; contact 14-17 s and then the end rules 1.2 s in the
+        other, contact loading some of the callees it shares with collide from the cache as the
+        first process writes them (its 18 s alone is 16 here: the split then gives each process
+        one of these pairs whichever starts first)."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
         rows, ends = np.zeros(0, np.int64), np.zeros(ctx.table.row_count)
         return [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
-                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=18.0),
+                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=16.0),
                 CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
                             (0, 0, *self.collide.launch_args(ctx, rows)), cost=12.0),
                 CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
