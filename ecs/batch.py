@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import hashlib
 import math
 import os
@@ -67,6 +68,7 @@ from numba.core.errors import NumbaError
 
 from . import store as zstore
 from ._cache import versioned_cache_is_empty
+from .kernels import gc_frozen
 from .errors import InputError, TumbleError
 from .scene import Scene, coerce_params
 from .system import check_derivatives, check_events
@@ -546,6 +548,9 @@ def _warm_helper(blob: bytes, stream) -> None:
         raise SystemExit(f"the rebuilt world lists no compile units {missing}")
     for n in names:
         units[n].compile()
+    # the batch waits for this process to end: its interpreter's last garbage collection walked every
+    # object numba's compile left (0.3 s), for nothing (docs/design.md §8.28)
+    gc.freeze()
 
 
 # ---------------------------------------------------------------------- Dask task
@@ -925,22 +930,25 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
         if distributed:
             reports = _run_dask(client, source, path, layout, samples, seed, backend, todo, progress, already, active)
         else:
-            runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=os.fspath(path), scene=scene,
-                                  active=active)
-            finished = float(already)
-            for a, b in (run for runs in todo for run in runs):
-                n = b - a
-                on_frame = None
-                if progress is not None:
-                    def on_frame(i, nf, _base=finished, _n=n, _last=[0.0]):
-                        # i of nf: frames, or (streaming) samples finished; ~50 updates per block
-                        if nf and (i == nf or i - _last[0] >= nf / 50):
-                            _last[0] = i
-                            progress(_base + _n * i / nf, samples)
-                reports.append(runner.run_block(a, b, on_frame))
-                finished += n
-                if progress is not None:
-                    progress(finished, samples)
+            # the blocks' full garbage collections skip what exists now (the imports, the scene,
+            # numba's compiled state: 0.2-0.3 s a walk after a cold compile, docs/design.md §8.28)
+            with gc_frozen():
+                runner = _BlockRunner(source, layout, seed=seed, backend=backend, path=os.fspath(path), scene=scene,
+                                      active=active)
+                finished = float(already)
+                for a, b in (run for runs in todo for run in runs):
+                    n = b - a
+                    on_frame = None
+                    if progress is not None:
+                        def on_frame(i, nf, _base=finished, _n=n, _last=[0.0]):
+                            # i of nf: frames, or (streaming) samples finished; ~50 updates per block
+                            if nf and (i == nf or i - _last[0] >= nf / 50):
+                                _last[0] = i
+                                progress(_base + _n * i / nf, samples)
+                    reports.append(runner.run_block(a, b, on_frame))
+                    finished += n
+                    if progress is not None:
+                        progress(finished, samples)
 
     raised = sum(r.raised for r in reports)
     first = next((r.first_error for r in reports if r.first_error), None)

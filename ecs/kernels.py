@@ -27,6 +27,8 @@ particular must never come back: per-sample work stays in one thread.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import threading
 from dataclasses import dataclass, field
@@ -617,6 +619,32 @@ def dual_call(fn: Callable) -> DualKernel:
     return dual(fn, inline=False)
 
 
+_GC_FROZEN = 0
+_GC_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def gc_frozen():
+    """Python's cyclic garbage collector ignores the objects that exist when the block starts, until
+    the outermost such block ends (``gc.freeze``, then ``gc.unfreeze``). A full collection walks
+    every object the process holds; after a numba compile that is millions (its registries, types
+    and compiled functions), and a batch run triggered several walks of 0.2-0.3 s while it wrote
+    its results (docs/design.md §8.28). Objects made inside the block are collected as usual;
+    garbage that existed at its start is collected after it. Nested blocks freeze what was made
+    since, and only the outermost unfreezes."""
+    global _GC_FROZEN
+    with _GC_LOCK:
+        gc.freeze()
+        _GC_FROZEN += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_FROZEN -= 1
+            if _GC_FROZEN == 0:
+                gc.unfreeze()
+
+
 @dataclass(frozen=True)
 class CompileUnit:
     """One CPU kernel compile a bound system knows it will need: ``kernel`` (an ``njit``
@@ -656,8 +684,16 @@ class CompileUnit:
         return True
 
     def compile(self) -> None:
-        """Compile (or load from the disk cache) the kernel for :meth:`signature`."""
-        self.dispatcher.compile(self.signature())
+        """Compile (or load from the disk cache) the kernel for :meth:`signature`.
+
+        Python's cyclic garbage collector ignores the objects that exist when the compile starts
+        (:func:`gc_frozen`): numba's compile makes millions of objects, and each full collection
+        it triggers traversed every object of the process again (numba's registries, the imports,
+        the scene): 15 such passes of 0.1-0.25 s each in a cold deploy-cube run's batch, as many in
+        its helper (docs/design.md §8.28)."""
+        sig = self.signature()
+        with gc_frozen():
+            self.dispatcher.compile(sig)
 
 
 def gpu_grid(n: int) -> tuple[int, int]:

@@ -275,3 +275,36 @@ def test_a_layout_only_compile_skips_bind_work_and_is_not_run():
     world.compile(samples=2)
     assert s.worked == 1
     world.run(t_end=1.0, dt=1.0)
+
+
+class _Node:
+    def __init__(self):
+        self.me = self          # a reference cycle: only the cyclic collector frees it
+
+
+def test_gc_frozen_skips_what_existed_nests_and_leaves_the_collector_as_it_was():
+    """ecs.kernels.gc_frozen: garbage made inside the block is collected inside it; garbage that
+    existed before waits for the block's end; an inner block does not unfreeze the outer's objects."""
+    import gc
+    import weakref
+
+    from ecs.kernels import gc_frozen
+
+    assert gc.get_freeze_count() == 0
+    before = _Node()
+    old = weakref.ref(before)
+    del before
+    with gc_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with gc_frozen():
+            inside = _Node()
+            new = weakref.ref(inside)
+            del inside
+        assert gc.get_freeze_count() >= frozen          # still frozen after the inner block
+        gc.collect()
+        assert old() is not None                         # frozen: not collected inside the block
+        assert new() is None                             # made inside the block: collected as usual
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert old() is None
