@@ -308,3 +308,46 @@ def test_gc_frozen_skips_what_existed_nests_and_leaves_the_collector_as_it_was()
     assert gc.get_freeze_count() == 0
     gc.collect()
     assert old() is None
+
+
+NESTED = '''
+import numba
+
+
+@numba.njit(cache=True)
+def inner(x):
+    return x[0] * 2.0
+
+
+@numba.njit(cache=True)
+def outer(x):
+    return inner(x) + 1.0
+'''
+
+
+def test_a_unit_compile_freezes_the_collector_at_each_function_and_unfreezes_after(tmp_path, monkeypatch):
+    """CompileUnit.compile: a function numba compiles inside the unit starts with what its caller
+    made so far frozen (a full collection walks only its own objects); afterwards nothing is."""
+    import gc
+
+    from numba.core import event
+
+    name = "nested_" + uuid.uuid4().hex[:12]
+    (tmp_path / f"{name}.py").write_text(NESTED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    m = importlib.import_module(name)
+    seen = {}
+
+    class Counts(event.Listener):
+        def on_start(self, ev):
+            seen.setdefault(ev.data["dispatcher"].py_func.__name__ + " start", gc.get_freeze_count())
+
+        def on_end(self, ev):
+            seen.setdefault(ev.data["dispatcher"].py_func.__name__ + " end", gc.get_freeze_count())
+
+    with event.install_listener("numba:compile", Counts()):
+        CompileUnit("outer", m.outer, (np.ones(1),)).compile()
+    assert seen["outer start"] > 0                         # the unit's own freeze
+    assert seen["inner end"] > seen["outer start"]         # frozen again when inner started
+    assert gc.get_freeze_count() == 0
+    assert m.outer(np.ones(1)) == 3.0
