@@ -40,6 +40,12 @@ import numpy as np
 #: Fast-math flags of every kernel: none (module docstring: determinism across drivers).
 FASTMATH: set[str] = set()
 
+#: numba's error model of every CPU kernel: "numpy", IEEE arithmetic as on the GPU, where a
+#: division by zero gives ±inf or NaN (which the kernels' finite-state checks flag, so the row
+#: fails with a reason and the batch goes on) instead of raising ZeroDivisionError out of a
+#: launch (numba's default, "python", tests every divisor and keeps an exception path from each).
+ERROR_MODEL = "numpy"
+
 #: Compile kernels without numba's reference-counting runtime (``_nrt=False``; kernels allocate
 #: nothing, docs/design.md §2). With it, every array view a kernel takes (``M[r, slot]``) and every
 #: array passed to a non-inlined callee costs an atomic increment and decrement of the buffer's
@@ -305,7 +311,7 @@ def cpu_jit(fn: Callable | None = None, *, nrt: bool | None = None, **options: A
     runtime: numba's ``prange`` lowering allocates (reduction arrays) and needs it."""
     if nrt is None:
         nrt = NRT or bool(options.get("parallel", False))
-    opts = {"cache": True, "fastmath": FASTMATH, "_nrt": nrt, "no_cfunc_wrapper": True}
+    opts = {"cache": True, "fastmath": FASTMATH, "_nrt": nrt, "no_cfunc_wrapper": True, "error_model": ERROR_MODEL}
     opts.update(options)
     if fn is None:
         return lambda f: call_boundary(numba.njit(**opts)(f))
@@ -598,7 +604,7 @@ def dual(fn: Callable, *, inline: bool = True, nogil: bool = False, gpu_inline: 
     gpu_inline = inline if gpu_inline is None else gpu_inline
     fn._tumble_gpu_inline = gpu_inline       # read by the GPU twin of a relinked copy (:func:`_gpu_twin`)
     k = DualKernel(py=fn, cpu=call_boundary(numba.njit(cache=True, fastmath=FASTMATH, _nrt=NRT, no_cfunc_wrapper=True,
-                                                       **opts)(fn)),
+                                                       error_model=ERROR_MODEL, **opts)(fn)),
                    gpu_inline=gpu_inline)
     _DUAL_BY_CPU[id(k.cpu)] = k
     return k

@@ -106,3 +106,25 @@ def test_reasons_of_raised_and_unexplained_failures_in_cli_and_store(tmp_path):
     insp = subprocess.run([sys.executable, "-m", "tumble.cli", "inspect", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert insp.returncode == 0 and f"failed   {n_failed} samples by reason:" in insp.stdout
+
+
+def test_a_kernel_division_by_zero_gives_ieee_values_not_an_exception():
+    """Every CPU kernel is compiled with numba's "numpy" error model (ecs.kernels.ERROR_MODEL): a
+    division by zero gives ±inf or NaN, as the GPU twin does, which a row's finite-state check then
+    flags (NONFINITE_STATE), instead of raising ZeroDivisionError out of the launch of a whole
+    group of rows (numba's default). Both kernel decorators, dual and cpu_jit."""
+    import math
+
+    from ecs.kernels import cpu_jit, dual
+
+    def ratio(a, b):
+        return a / b
+
+    def remainder(a, b):
+        return a % b
+
+    for make in (dual(ratio).cpu, cpu_jit(ratio)):
+        assert make(1.0, 0.0) == math.inf
+        assert make(-1.0, 0.0) == -math.inf
+        assert math.isnan(make(0.0, 0.0))
+    assert math.isnan(cpu_jit(remainder)(1.0, 0.0))
