@@ -410,62 +410,10 @@ def _contact_forces_row(i, mass, inertia, c):
         if na == 0:
             break
         n3 = 3 * na
-        # ---- stick: Σ_l M_kl F_l = −(b_k + N_k (v_k·Ṅ_k))   (eqs 2.93, 2.56), minimum-norm solution.
-        # M_kl = B_k W B_lᵀ with B_k = [1, −[r_k]×] (the acceleration of point k from the CoM's
-        # and the angular acceleration) and W = diag(1/m, I⁻¹): M has rank ≤ 6, and M⁺ is taken
-        # through the 6×6 Gram matrix of C = B L (W = L Lᵀ), :data:`low_rank_pinv_solve`.
-        for a in range(na):
-            ka = int(w[o_idx + a])
-            rx, ry, rz = points[i, ka, 0], points[i, ka, 1], points[i, ka, 2]
-            # rows 3a..3a+2 of C: [1/√m · 1 | −[r]× L]
-            for c in range(3):
-                lx = l00 if c == 0 else 0.0                    # column c of L
-                ly = l10 if c == 0 else (l11 if c == 1 else 0.0)
-                lz = l20 if c == 0 else (l21 if c == 1 else l22)
-                cx, cy, cz = _cross(rx, ry, rz, lx, ly, lz)      # [r]× L e_c
-                w[o_c + 6 * (3 * a) + c] = sm if c == 0 else 0.0
-                w[o_c + 6 * (3 * a + 1) + c] = sm if c == 1 else 0.0
-                w[o_c + 6 * (3 * a + 2) + c] = sm if c == 2 else 0.0
-                w[o_c + 6 * (3 * a) + 3 + c] = -cx
-                w[o_c + 6 * (3 * a + 1) + 3 + c] = -cy
-                w[o_c + 6 * (3 * a + 2) + 3 + c] = -cz
-            for c in range(3):
-                w[o_rhs + 3 * a + c] = -(w[o_b + 3 * ka + c] + w[o_n + 3 * ka + c] * w[o_nd + ka])
-        edge = False
-        if na == 2:     # an edge: equal and opposite forces along it are CCᵀ's null space
-            ka = int(w[o_idx])
-            kb = int(w[o_idx + 1])
-            ex = points[i, kb, 0] - points[i, ka, 0]
-            ey = points[i, kb, 1] - points[i, ka, 1]
-            ez = points[i, kb, 2] - points[i, ka, 2]
-            el = math.sqrt(ex * ex + ey * ey + ez * ez)
-            if el > 0.0:
-                el = 1.0 / (math.sqrt(2.0) * el)
-                w[o_u6], w[o_u6 + 1], w[o_u6 + 2] = ex * el, ey * el, ez * el
-                w[o_u6 + 3], w[o_u6 + 4], w[o_u6 + 5] = -ex * el, -ey * el, -ez * el
-                edge = True
-        ok = _lr_pinv(w, o_c, n3, o_rhs, o_s6, o_v6, o_t6, o_u6, 1e-10, edge) > 0
-        fn_sum = 0.0
-        ft_sum = 0.0
-        fnf_sum = 0.0
-        worst = -1
-        worst_fn = 0.0
-        for a in range(na):
-            ka = int(w[o_idx + a])
-            fx, fy, fz = w[o_rhs + 3 * a], w[o_rhs + 3 * a + 1], w[o_rhs + 3 * a + 2]
-            w[o_fs + 3 * ka], w[o_fs + 3 * ka + 1], w[o_fs + 3 * ka + 2] = fx, fy, fz
-            nx, ny, nz = w[o_n + 3 * ka], w[o_n + 3 * ka + 1], w[o_n + 3 * ka + 2]
-            fn = fx * nx + fy * ny + fz * nz
-            ftx, fty, ftz = fx - fn * nx, fy - fn * ny, fz - fn * nz
-            fn_sum += abs(fn)
-            ft_sum += math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
-            fnf_sum += friction[i, ka] * fn
-            if fn < worst_fn:
-                worst_fn = fn
-                worst = ka
-        if not ok:
-            break
-        # does the stick solution matter (a contact slower than v*)?
+        # ---- does the stick solution matter (a contact slower than v*)? When every contact slides
+        # faster, nothing below reads it (the blend of eq 2.106 takes the slip forces whole, and the
+        # slip directions their velocities), so it is not solved: two thirds of deploy-cube's force
+        # evaluations (docs/design.md §8.29)
         stick_matters = False
         for a in range(na):
             ka = int(w[o_idx + a])
@@ -475,11 +423,72 @@ def _contact_forces_row(i, mass, inertia, c):
             ux, uy, uz = ux - un * nx, uy - un * ny, uz - un * nz
             if ux * ux + uy * uy + uz * uz < vstar * vstar:
                 stick_matters = True
-        if stick_matters and worst >= 0 and worst_fn < -1e-9 * fn_sum:
-            w[o_on + worst] = 0.0      # leaving: holding this contact would need a pull
-            out_state[i, worst] = 2
-            continue
-        stick_ok = stick_matters and ft_sum <= fnf_sum * (1.0 + 1e-12) + 1e-300
+        if not stick_matters:
+            for a in range(na):
+                ka = int(w[o_idx + a])
+                w[o_fs + 3 * ka], w[o_fs + 3 * ka + 1], w[o_fs + 3 * ka + 2] = 0.0, 0.0, 0.0
+        stick_ok = False
+        if stick_matters:
+            # ---- stick: Σ_l M_kl F_l = −(b_k + N_k (v_k·Ṅ_k))   (eqs 2.93, 2.56), minimum-norm solution.
+            # M_kl = B_k W B_lᵀ with B_k = [1, −[r_k]×] (the acceleration of point k from the CoM's
+            # and the angular acceleration) and W = diag(1/m, I⁻¹): M has rank ≤ 6, and M⁺ is taken
+            # through the 6×6 Gram matrix of C = B L (W = L Lᵀ), :data:`low_rank_pinv_solve`.
+            for a in range(na):
+                ka = int(w[o_idx + a])
+                rx, ry, rz = points[i, ka, 0], points[i, ka, 1], points[i, ka, 2]
+                # rows 3a..3a+2 of C: [1/√m · 1 | −[r]× L]
+                for c in range(3):
+                    lx = l00 if c == 0 else 0.0                    # column c of L
+                    ly = l10 if c == 0 else (l11 if c == 1 else 0.0)
+                    lz = l20 if c == 0 else (l21 if c == 1 else l22)
+                    cx, cy, cz = _cross(rx, ry, rz, lx, ly, lz)      # [r]× L e_c
+                    w[o_c + 6 * (3 * a) + c] = sm if c == 0 else 0.0
+                    w[o_c + 6 * (3 * a + 1) + c] = sm if c == 1 else 0.0
+                    w[o_c + 6 * (3 * a + 2) + c] = sm if c == 2 else 0.0
+                    w[o_c + 6 * (3 * a) + 3 + c] = -cx
+                    w[o_c + 6 * (3 * a + 1) + 3 + c] = -cy
+                    w[o_c + 6 * (3 * a + 2) + 3 + c] = -cz
+                for c in range(3):
+                    w[o_rhs + 3 * a + c] = -(w[o_b + 3 * ka + c] + w[o_n + 3 * ka + c] * w[o_nd + ka])
+            edge = False
+            if na == 2:     # an edge: equal and opposite forces along it are CCᵀ's null space
+                ka = int(w[o_idx])
+                kb = int(w[o_idx + 1])
+                ex = points[i, kb, 0] - points[i, ka, 0]
+                ey = points[i, kb, 1] - points[i, ka, 1]
+                ez = points[i, kb, 2] - points[i, ka, 2]
+                el = math.sqrt(ex * ex + ey * ey + ez * ez)
+                if el > 0.0:
+                    el = 1.0 / (math.sqrt(2.0) * el)
+                    w[o_u6], w[o_u6 + 1], w[o_u6 + 2] = ex * el, ey * el, ez * el
+                    w[o_u6 + 3], w[o_u6 + 4], w[o_u6 + 5] = -ex * el, -ey * el, -ez * el
+                    edge = True
+            ok = _lr_pinv(w, o_c, n3, o_rhs, o_s6, o_v6, o_t6, o_u6, 1e-10, edge) > 0
+            fn_sum = 0.0
+            ft_sum = 0.0
+            fnf_sum = 0.0
+            worst = -1
+            worst_fn = 0.0
+            for a in range(na):
+                ka = int(w[o_idx + a])
+                fx, fy, fz = w[o_rhs + 3 * a], w[o_rhs + 3 * a + 1], w[o_rhs + 3 * a + 2]
+                w[o_fs + 3 * ka], w[o_fs + 3 * ka + 1], w[o_fs + 3 * ka + 2] = fx, fy, fz
+                nx, ny, nz = w[o_n + 3 * ka], w[o_n + 3 * ka + 1], w[o_n + 3 * ka + 2]
+                fn = fx * nx + fy * ny + fz * nz
+                ftx, fty, ftz = fx - fn * nx, fy - fn * ny, fz - fn * nz
+                fn_sum += abs(fn)
+                ft_sum += math.sqrt(ftx * ftx + fty * fty + ftz * ftz)
+                fnf_sum += friction[i, ka] * fn
+                if fn < worst_fn:
+                    worst_fn = fn
+                    worst = ka
+            if not ok:
+                break
+            if worst >= 0 and worst_fn < -1e-9 * fn_sum:
+                w[o_on + worst] = 0.0      # leaving: holding this contact would need a pull
+                out_state[i, worst] = 2
+                continue
+            stick_ok = ft_sum <= fnf_sum * (1.0 + 1e-12) + 1e-300
         # ---- slip directions
         anyslip = False
         for a in range(na):
