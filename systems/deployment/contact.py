@@ -223,6 +223,10 @@ REST_ENERGY_MARGIN = 0.25
 #: below this fraction of the free acceleration (and the same for ω̇ times the radius of gyration).
 #: The stick solve's Tikhonov regularisation leaves ~1e-12 (systems.probe_contact.contact_motion).
 REST_ACCEL_TOL = 1e-8
+#: ... on at least this many active contacts (a support polygon with an area). The contact kernel
+#: tries the certificate only where the step's active set has as many: with fewer it cannot hold,
+#: and its right-hand side at zero velocity would be evaluated for nothing.
+REST_CONTACTS = 3
 
 
 def _rest_certain(i, w, kd, cs, mass, inertia, slide):
@@ -284,7 +288,7 @@ def _rest_certain(i, w, kd, cs, mass, inertia, slide):
         tz = out_force[i, k, 2] - fn * normals[i, k, 2]
         ft_sum += math.sqrt(tx * tx + ty * ty + tz * tz)
         cap += fric[i, k] * fn
-    if na < 3 or not (ft_sum <= REST_FRICTION_MARGIN * cap):
+    if na < REST_CONTACTS or not (ft_sum <= REST_FRICTION_MARGIN * cap):
         return False
     # support polygon in the plane normal to g_e, the CoM at its origin
     barrier = math.inf
@@ -453,7 +457,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                         rest_since[i] = t
                     elif t - rest_since[i] >= settle_hold:
                         break
-                    if slide_tol > 0.0 and rest_since[i] + settle_hold <= t_cap and _held_rest(
+                    if slide_tol > 0.0 and na >= REST_CONTACTS and rest_since[i] + settle_hold <= t_cap and _held_rest(
                             i, w, cs, target, body, tt, slide_tol):
                         # certain to stay: held at rest, velocity and rate zero, to the hold's end
                         for c in (3, 4, 5, 10, 11, 12):
