@@ -31,7 +31,10 @@ def _walk(g, pre=""):
 
 def test_trajectories_every_10_s_leave_finals_and_events_byte_identical(tmp_path):
     """deploy-cube with no trajectories (300 s frames) and with trajectories every 10 s and every
-    21 s (7 s frames, every 3rd recorded): every final/ and events/ array is the same bytes."""
+    21 s (7 s frames, every 3rd recorded): every final/ and events/ array is the same bytes. This
+    also holds the contact kernel's FSAL to the bit: a frame end ends a launch, and the next one
+    evaluates K₁ = f(Y0) where a continuing launch reuses the last step's K₇ (it fails when the
+    attempt does not normalise Y1's attitude before K₇)."""
     runs = {"none": {}, "10s": {"frame": 10.0, "record_every": 1}, "21s": {"frame": 7.0, "record_every": 3}}
     stores = {}
     for name, params in runs.items():

@@ -45,9 +45,9 @@ from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
 from systems.deployment.records import S_V, S_W, ProbeBody
 from systems.deployment.geometry import clearance
-from systems.deployment.physics import (FLIGHT, G0, K0, T0, THR, TS, WARM, Y0, Y1, frame_ends, commit_step,
-                                        dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs, smooth_step,
-                                        state_finite, step_size)
+from systems.deployment.physics import (FLIGHT, G0, K0, RENORMALISE, T0, THR, TS, WARM, Y0, Y1, frame_ends,
+                                        commit_step, dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs,
+                                        smooth_step, state_finite, step_size)
 from systems.deployment.events import drop_snapshots_after, escaping, record_snapshots, trace_step, locate_event
 
 _clear = clearance.cpu
@@ -158,7 +158,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
                     max_pen[i] = pen
                 phase[i] = DeployPhase.COLLIDE
                 break
-            t, dist = _commit(w, t, hh, t_cap, dist)
+            t, dist = _commit(w, t, hh, t_cap, dist, RENORMALISE)
             if trace.shape[1] > 0:
                 _trace(i, t, hh, _PHASE_FLY, w, Y0, trace, trace_n)
             g0 = g1

@@ -651,6 +651,11 @@ def _dp_attempt(i, w, h, contact, fly, target, body, tt, rtol, atol):
     w[TS] = t0 + h
     _rhs(i, w, YS, K0 + 65, contact, target, body, tt)
     _stage_c(w, Y0, K0, _N13, _N13, Y1, h, B1, 0.0, B3, B4, B5, B6)
+    if contact is not None:
+        # contact motion normalises the end's attitude (seed §2.7.1) before K_7 = f(Y1), not when
+        # the step is accepted: K_7 is then f of the next step's Y0 to the bit, which the contact
+        # kernel reuses as its K_1 when nothing moved Y0 (systems.deployment.contact, "FSAL")
+        _normq(w, Y1)
     _rhs(i, w, Y1, KFSAL, contact, target, body, tt)
     I = inertia[i]
     gyration = math.sqrt((I[0, 0] + I[1, 1] + I[2, 2]) / (2.0 * mass[i]))   # radius of gyration [m]
@@ -658,10 +663,18 @@ def _dp_attempt(i, w, h, contact, fly, target, body, tt, rtol, atol):
     return _errn(w, Y0, Y1, K0, _N13, _N13, h, rtol, atol, lscale, gyration)
 
 
-def _accept(w):
-    """Y0 <- Y1 with the quaternion renormalised (seed §2.7.1), K_1 <- K_7 (FSAL)."""
-    q0, q1, q2, q3 = _qnorm(w[Y1 + S_Q], w[Y1 + S_Q + 1], w[Y1 + S_Q + 2], w[Y1 + S_Q + 3])
-    w[Y1 + S_Q], w[Y1 + S_Q + 1], w[Y1 + S_Q + 2], w[Y1 + S_Q + 3] = q0, q1, q2, q3
+def _normalise_quaternion(w, off):
+    """The attitude quaternion of the state at w[off:] <- itself normalised (seed §2.7.1)."""
+    q0, q1, q2, q3 = _qnorm(w[off + S_Q], w[off + S_Q + 1], w[off + S_Q + 2], w[off + S_Q + 3])
+    w[off + S_Q], w[off + S_Q + 1], w[off + S_Q + 2], w[off + S_Q + 3] = q0, q1, q2, q3
+
+
+def _accept(w, normalise):
+    """Y0 <- Y1, with the quaternion renormalised (seed §2.7.1) when ``normalise`` (contact
+    motion's attempt normalised it already: a second normalisation moves a third of unit
+    quaternions by an ulp), K_1 <- K_7 (FSAL)."""
+    if normalise:
+        _normq(w, Y1)
     for c in range(STATE):
         w[Y0 + c] = w[Y1 + c]
         w[K0 + c] = w[KFSAL + c]
@@ -683,17 +696,25 @@ advance_attitude = dual_call(_advance_attitude)
 _advance_att = advance_attitude.cpu
 dp_attempt = dual_call(_dp_attempt)
 _dpa = dp_attempt.cpu
+#: :func:`commit_step`'s ``normalise``: flight's attempts leave Y1's attitude to be normalised,
+#: contact motion's normalise it themselves (:func:`_dp_attempt`). Typed constants: a Python bool
+#: literal argument compiles a specialisation of its own.
+RENORMALISE = np.bool_(True)
+NORMALISED = np.bool_(False)
+normalise_quaternion = dual_call(_normalise_quaternion)
+_normq = normalise_quaternion.cpu
 accept = dual_call(_accept)
 
 
-def _commit_step(w, t, hh, t_end, dist):
-    """Accept the step Y0 -> Y1 of length hh: returns the new time (snapped onto t_end, the time
-    cap, within round-off) and the path length plus the step's chord."""
+def _commit_step(w, t, hh, t_end, dist, normalise):
+    """Accept the step Y0 -> Y1 of length hh (``normalise``: :func:`_accept`'s): returns the new
+    time (snapped onto t_end, the time cap, within round-off) and the path length plus the step's
+    chord."""
     dx = w[Y1] - w[Y0]
     dy = w[Y1 + 1] - w[Y0 + 1]
     dz = w[Y1 + 2] - w[Y0 + 2]
     dist += math.sqrt(dx * dx + dy * dy + dz * dz)
-    _accept_c(w)
+    _accept_c(w, normalise)
     t += hh
     if t_end - t < 1e-12 * max(1.0, abs(t_end)):
         t = t_end
