@@ -63,3 +63,37 @@ def test_continuous_extension_is_fourth_order_inside_the_step():
         # O(h^5): 32 per halving (measured 35-46 here, where h|λ| reaches ~1); 20 leaves room for the
         # next terms of the expansion, and a third-order extension (8 per halving) fails it
         assert errs[0] / errs[1] > 20.0 and errs[1] / errs[2] > 20.0, errs
+
+
+def test_hermite_root_is_a_root_of_the_cubic_that_numpy_finds():
+    """Event location's trial time (systems.deployment.events.hermite_root: safeguarded Newton on the
+    cubic Hermite interpolant of the event values and rates at a bracket's ends) against the real
+    roots in (0, 1) of the same cubic from numpy.roots (its companion matrix's eigenvalues), on
+    5,000 random brackets (one, two or three roots inside; grazing ends with a zero value): the
+    returned time is one of them to 1e-9 of the width (numpy's roots of a near-double root are good
+    to ~1e-8 only; there the interpolant must change sign within 1e-12 of the width), and the
+    interpolant is positive just before it."""
+    from systems.deployment.events import hermite_root
+
+    root = hermite_root.cpu
+    rng = np.random.default_rng(11)
+    for _ in range(5000):
+        ga = rng.exponential()
+        gb = 0.0 if rng.random() < 0.05 else -rng.exponential()
+        da, db = 3.0 * rng.normal(size=2)
+        width = 10.0 ** rng.uniform(-4.0, 3.0)
+        ma, mb = da * width, db * width
+        # H(s) = (2s³ − 3s² + 1) ga + (s³ − 2s² + s) ma + (−2s³ + 3s²) gb + (s³ − s²) mb
+        coef = [2 * ga + ma - 2 * gb + mb, -3 * ga - 2 * ma + 3 * gb - mb, ma, ga]
+
+        def h(s):
+            return np.polyval(coef, s)
+
+        s = root(ga, da, gb, db, width) / width
+        assert 0.0 < s <= 1.0
+        real = [r.real for r in np.roots(coef) if abs(r.imag) < 1e-7 and -1e-9 <= r.real <= 1.0 + 1e-9]
+        scale = abs(ga) + abs(gb) + abs(ma) + abs(mb)
+        near = min(abs(s - r) for r in real)
+        assert near < 1e-9 or (h(max(s - 1e-12, 0.0)) > 0.0 >= h(min(s + 1e-12, 1.0)) - 1e-15 * scale), (
+            ga, da, gb, db, width, s, real)
+        assert h(max(s - 1e-6, 0.0)) > -1e-12 * scale

@@ -357,14 +357,20 @@ _etrack = event_track.cpu
 
 def _hermite_root(ga, da, gb, db, width):
     """Root in (0, width) of the cubic Hermite interpolant of values ga > 0 ≥ gb and rates da, db at
-    the ends of an interval of that width (bisection to 1e-14 of the width: ~47 cubic evaluations,
-    nothing next to a DP5(4) trial step)."""
+    the ends of an interval of that width.
+
+    Newton's method on the cubic from the secant's root, kept inside the bracket of the sign changes
+    seen so far: a Newton step that would leave it, or that did not halve the step before, bisects
+    instead (Press et al., *Numerical Recipes* §9.4, ``rtsafe``). Stops when the step or the bracket
+    is below 1e-14 of the width: 4-6 cubic evaluations where bisection to that width took 47."""
     lo = 0.0
     hi = 1.0
     ma = da * width
     mb = db * width
-    for _ in range(47):
-        s = 0.5 * (lo + hi)
+    s = ga / (ga - gb)
+    step = 1.0
+    step_before = 1.0
+    for _ in range(100):
         s2 = s * s
         s3 = s2 * s
         hval = ((2.0 * s3 - 3.0 * s2 + 1.0) * ga + (s3 - 2.0 * s2 + s) * ma + (-2.0 * s3 + 3.0 * s2) * gb
@@ -373,7 +379,16 @@ def _hermite_root(ga, da, gb, db, width):
             lo = s
         else:
             hi = s
-    return 0.5 * (lo + hi) * width
+        slope = (6.0 * s2 - 6.0 * s) * (ga - gb) + (3.0 * s2 - 4.0 * s + 1.0) * ma + (3.0 * s2 - 2.0 * s) * mb
+        newton = s - hval / slope if slope != 0.0 else math.nan
+        step_before, step = step, s - newton
+        if not (lo < newton < hi) or abs(step) > 0.5 * abs(step_before):
+            step = 0.5 * (hi - lo)
+            newton = lo + step
+        s = newton
+        if abs(step) < 1e-14 or hi - lo < 1e-14:
+            break
+    return s * width
 
 
 hermite_root = dual_call(_hermite_root)
