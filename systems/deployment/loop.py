@@ -140,18 +140,20 @@ class DeployContext:
     backend: str = "cpu"
     #: the loop's index lists on the device (GPU backend: :class:`systems.deployment.modes.DeviceLists`)
     lists: object = None
-    #: the phase kernels' records that hold device views on the GPU, built on first use
+    #: the phase kernels' records, built on first use (with numba views of the device arrays on the GPU)
     _views: dict = field(default_factory=dict, repr=False)
 
     def _on_device(self, key, make):
-        """``make()``'s record, with numba views of its device arrays on the GPU (kept under ``key``:
-        building views at every launch would cost more than the launch)."""
-        if self.backend != "gpu":
-            return make()
+        """``make()``'s record, with numba views of its device arrays on the GPU, kept under ``key``
+        (a table's columns and the context's arrays live from bind to the end of the run; a key
+        names what may be replaced). Building views at every launch would cost more than the
+        launch on the GPU; on the CPU, gathering the probes' 22 columns at each of a 2,000-sample
+        batch's ~2,800 launches took 20 µs each."""
         if key not in self._views:
-            if len(self._views) > 8:            # outputs replaced after bind: drop the stale views
+            if len(self._views) > 8:            # outputs replaced after bind: drop the stale records
                 self._views.clear()
-            self._views[key] = kernel_tuple(make())
+            rec = make()
+            self._views[key] = kernel_tuple(rec) if self.backend == "gpu" else rec
         return self._views[key]
 
     def probes(self) -> Probes:
@@ -160,7 +162,11 @@ class DeployContext:
 
     def target_record(self) -> Target:
         """The target's record (:data:`systems.deployment.records.Target`)."""
-        return Target(self.ga, self.ta, *self.rotation)
+        key = ("target", id(self.ga), id(self.ta), self.rotation)
+        rec = self._views.get(key)
+        if rec is None:
+            rec = self._views[key] = Target(self.ga, self.ta, *self.rotation)
+        return rec
 
     def limits(self) -> Limits:
         """The settings the phase kernels read (:data:`systems.deployment.records.Limits`), as floats
