@@ -22,7 +22,10 @@ For each such row, at its current state:
    and did so again every 1.8 s without ever resting 60 s (TIMED_OUT after 20,000 collisions).
 3. **Resolution**: the multi-vertex policy of :data:`systems.probe_contact.collision.vertex_impacts_row`
    (most-approaching vertex first, repeat; each single impact Stronge's, so kinetic energy never
-   rises). A bounce takes each vertex's impact normal by type (eq 2.33: the surface normal at a
+   rises). A bounce's slip is integrated to :data:`BOUNCE_RTOL` (1e-10) of the contact speed, as
+   flight is; a contact entry's to ``contact_rtol`` (1e-5), the tolerance of the contact motion
+   that steps on from what it leaves (at the 2 mm/s an entry is slower than, 2e-8 m/s, below
+   contact motion's ``contact_atol``). A bounce takes each vertex's impact normal by type (eq 2.33: the surface normal at a
    corner, the surface normal less its component along the edge at an edge vertex, the negated face
    normal at a face vertex). The final e = 0 collision of a contact entry takes the surface normal
    ``N = ∇d/|∇d|`` at every touching vertex instead: §2.5.3 performs it "such that the normal
@@ -92,6 +95,11 @@ APPROACH_TOL = 1e-8
 #: icosahedron corner, measured 17,333); beyond the cap the impact fails and the row is FAILED.
 IMPACT_MAX_STEPS = np.int64(100_000)
 
+#: Relative tolerance of a bounce's slip integration (of the contact speed |v_c|, as flight's
+#: DP5(4) steps at seed §2.7.1's 1e-10). A contact entry's final e = 0 collision is integrated to
+#: the contact motion's ``contact_rtol`` instead: what it leaves is stepped on at that tolerance.
+BOUNCE_RTOL = 1e-10
+
 def declare_collision_events(events) -> None:
     """Declare :data:`COLLISION_EVENT_FIELDS` on a world's :class:`ecs.events.EventLog`."""
     for name, (shape, dtype, unit, doc, *flags) in COLLISION_EVENT_FIELDS.items():
@@ -111,7 +119,10 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
     touch, normal, cpair, sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount = scratch
     contact_gap, contact_speed, wstar, max_iter = lim.contact_gap, lim.contact_speed, lim.wstar, lim.max_iter
     ev, ev_count, ev_overflow = log
-    settings = (wstar, 1e-10, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)     # of the impacts (vertex_impacts_row)
+    # of the impacts (vertex_impacts_row): a bounce's slip integrated to 1e-10 of the contact speed, a
+    # contact entry's to contact motion's own relative tolerance (module docstring, item 3)
+    bounce_settings = (wstar, BOUNCE_RTOL, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)
+    entry_settings = (wstar, lim.contact_rtol, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)
     mout = (mstatus, mcount)
     for j in range(j0, j1):
         i = rows[j]
@@ -190,6 +201,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
             cpair[i, PAIR_E] = 0.0
             cpair[i, PAIR_REGOLITH] = 0.0
         e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
+        settings = entry_settings if enter else bounce_settings
         if sphere_r > 0.0:
             _impacts(i, iwork, mass, inertia, att, vel, om, (sphere_vert[i], sphere_type, sphere_dir), normal, touch,
                      cpair, (ones3, rolling_radius[i]), settings, mout)
