@@ -184,12 +184,12 @@ def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(t
         assert r.returncode == 0, (line, r.stderr[-2000:])
         out = r.stdout
     # the figures the README quotes, as printed
-    assert "effective sample size 51.7" in out, out
-    assert re.search(r"restitution\s+0\.1173 ± 0\.0903\s+\[0\.01312, 0\.3397\]", out), out
-    assert re.search(r"friction\s+0\.6258 ± 0\.237\s+\[0\.3241, 1\.148\]", out), out
-    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[334\.1, 2056\]", out), out
-    for quoted in ("effective sample size 51.7", "**0.117 ± 0.090**", "0.013–0.340", "0.63 ± 0.24", "0.32–1.15",
-                   "334–2,056 s"):
+    assert "effective sample size 52.1" in out, out
+    assert re.search(r"restitution\s+0\.117 ± 0\.09\s+\[0\.01313, 0\.3397\]", out), out
+    assert re.search(r"friction\s+0\.6289 ± 0\.239\s+\[0\.3241, 1\.148\]", out), out
+    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[334\.7, 2066\]", out), out
+    for quoted in ("effective sample size 52.1", "**0.117 ± 0.090**", "0.013–0.340", "0.63 ± 0.24", "0.32–1.15",
+                   "335–2,066 s"):
         assert quoted in readme, quoted
     assert (tmp_path / "runs" / "mascot-calibration" / "calibration.json").exists()
 
