@@ -119,10 +119,7 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
     touch, normal, cpair, sphere_vert, sphere_type, sphere_dir, surface_type, ones3, mstatus, mcount = scratch
     contact_gap, contact_speed, wstar, max_iter = lim.contact_gap, lim.contact_speed, lim.wstar, lim.max_iter
     ev, ev_count, ev_overflow = log
-    # of the impacts (vertex_impacts_row): a bounce's slip integrated to 1e-10 of the contact speed, a
-    # contact entry's to contact motion's own relative tolerance (module docstring, item 3)
-    bounce_settings = (wstar, BOUNCE_RTOL, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)
-    entry_settings = (wstar, lim.contact_rtol, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)
+    entry_rtol = lim.contact_rtol
     mout = (mstatus, mcount)
     for j in range(j0, j1):
         i = rows[j]
@@ -201,7 +198,9 @@ def _collide_rows(j0, j1, rows, work, probes, geo, target, cs, tt, iwork, scratc
             cpair[i, PAIR_E] = 0.0
             cpair[i, PAIR_REGOLITH] = 0.0
         e0 = _kin(mass[i], inertia[i], vx, vy, vz, wx, wy, wz)
-        settings = entry_settings if enter else bounce_settings
+        # of the impacts (vertex_impacts_row): a bounce's slip integrated to 1e-10 of the contact speed,
+        # a contact entry's to contact motion's own relative tolerance (module docstring, item 3)
+        settings = (wstar, entry_rtol if enter else BOUNCE_RTOL, IMPACT_MAX_STEPS, max_iter, APPROACH_TOL)
         if sphere_r > 0.0:
             _impacts(i, iwork, mass, inertia, att, vel, om, (sphere_vert[i], sphere_type, sphere_dir), normal, touch,
                      cpair, (ones3, rolling_radius[i]), settings, mout)
