@@ -17,13 +17,14 @@ from ecs.attitude import cross_call, quat_normalize, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from ecs.stepping import DP54_DENSE
 from systems.deployment.physics import (AUX, K0, KFSAL, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1,
-                                        dp_attempt)
+                                        dp_attempt, normalise_quaternion)
 from systems.deployment.geometry import clearance, terrain_at, vertex_distance, vertex_world
 from systems.deployment.records import S_Q, S_V, S_W
 
 _cross = cross_call.cpu
 _dpa = dp_attempt.cpu
 _qnorm = quat_normalize.cpu
+_normq = normalise_quaternion.cpu
 _rot = quat_rotate_call.cpu
 _tat = terrain_at.cpu
 _vdist = vertex_distance.cpu
@@ -518,9 +519,7 @@ def _locate_event(i, w, hh, bracket, which, contact, fly, target, body, verts, c
         it += 1
     for c in range(13):
         w[Y0 + c] = w[AUX + c]
-    # a trial step's end: renormalise
-    q0, q1, q2, q3 = _qnorm(w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3])
-    w[Y0 + S_Q], w[Y0 + S_Q + 1], w[Y0 + S_Q + 2], w[Y0 + S_Q + 3] = q0, q1, q2, q3
+    _normq(w, Y0)       # a trial step's end, or the continuous extension's state: renormalise
     return a, fa
 
 
