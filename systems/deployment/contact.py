@@ -77,7 +77,7 @@ from systems.probe_contact.contact_motion import CONTACT_ACTIVE
 from systems.deployment.physics import (AUX, CONTACT_ATTEMPTS, DEPLOY_ROW, K0, NORMALISED, T0, THR, TS, WARM, Y0,
                                         Y1, YS, frame_ends, commit_step, dp_attempt, finish_row, load_state,
                                         probe_rhs, state_finite, step_size)
-from systems.deployment.geometry import terrain_at, vertex_distance, vertex_world
+from systems.deployment.geometry import terrain_at, terrain_distance, vertex_distance, vertex_world
 from systems.deployment.events import (drop_snapshots_after, record_snapshots, trace_step, contact_clearance,
                                        locate_event, lift_out)
 
@@ -91,6 +91,7 @@ _fin = state_finite.cpu
 _rhs = probe_rhs.cpu
 _next = step_size.cpu
 _tat = terrain_at.cpu
+_tdist = terrain_distance.cpu
 _lift = lift_out.cpu
 _vworld = vertex_world.cpu
 _vdist = vertex_distance.cpu
@@ -441,7 +442,7 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                 for k in range(nslot):
                     act[i, k] = 0
                 if sphere_r > 0.0:
-                    if _tat(ta, w[Y0], w[Y0 + 1], w[Y0 + 2])[0] - sphere_r <= contact_gap:
+                    if _tdist(ta, w[Y0], w[Y0 + 1], w[Y0 + 2]) - sphere_r <= contact_gap:
                         act[i, 0] = 1
                         na = 1
                 else:

@@ -18,7 +18,7 @@ from ecs.kernels import dual, dual_call
 from ecs.stepping import DP54_DENSE
 from systems.deployment.physics import (AUX, K0, KFSAL, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1,
                                         dp_attempt, normalise_quaternion)
-from systems.deployment.geometry import clearance, terrain_at, vertex_distance, vertex_world
+from systems.deployment.geometry import clearance, terrain_at, terrain_distance, vertex_distance, vertex_world
 from systems.deployment.records import S_Q, S_V, S_W
 
 _cross = cross_call.cpu
@@ -27,6 +27,7 @@ _qnorm = quat_normalize.cpu
 _normq = normalise_quaternion.cpu
 _rot = quat_rotate_call.cpu
 _tat = terrain_at.cpu
+_tdist = terrain_distance.cpu
 _vdist = vertex_distance.cpu
 _vworld = vertex_world.cpu
 _i = np.int64
@@ -66,7 +67,7 @@ def _contact_clearance(w, ys, ta, vpos, v0, v1, sphere_r, act, slot_vertex, touc
     (a concave kink of the terrain passed within a step, or a vertex without a slot left unsupported).
     A vertex's term is only resolved where it can be the minimum (same value as evaluating all)."""
     if sphere_r > 0.0:
-        return _tat(ta, w[ys], w[ys + 1], w[ys + 2])[0] - sphere_r + gap
+        return _tdist(ta, w[ys], w[ys + 1], w[ys + 2]) - sphere_r + gap
     best = math.inf
     v = v0
     while v < v1:

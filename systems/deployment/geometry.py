@@ -18,13 +18,14 @@ import math
 
 from ecs.attitude import quat_rotate_call
 from ecs.kernels import dual, dual_call
-from systems.terrain.sdf import eval_terrain_point, sample_sdf_grid, sample_sdf_grid_full
+from systems.terrain.sdf import eval_terrain_point, sample_sdf_grid, sample_sdf_grid_full, sample_sdf_grid_value
 from systems.deployment.records import S_Q
 
 _rot = quat_rotate_call.cpu
 _terrain = eval_terrain_point.cpu
 _grid = sample_sdf_grid.cpu
 _grid_full = sample_sdf_grid_full.cpu
+_grid_value = sample_sdf_grid_value.cpu
 
 
 # ------------------------------------------------------------------------------------ terrain and vertices
@@ -69,6 +70,27 @@ def _terrain_at_grid(ta, x, y, z):
 terrain_at_grid = dual(_terrain_at_grid)
 
 
+def _terrain_distance(ta, x, y, z):
+    """Terrain distance [m] at (x, y, z): :data:`terrain_at`'s first number to the bit. A bare grid
+    is sampled without the gradient (:data:`systems.terrain.sdf.sample_sdf_grid_value`: 17.6
+    against 28.8 ns a query), what the clearances of flight and contact motion ask of every vertex."""
+    if ta.base_kind == 0 and ta.fbm_octaves == 0 and ta.psr_on == 0 and ta.rock_on == 0:
+        return _grid_value(ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, x, y, z)
+    return _tat_any(ta, x, y, z)[0]
+
+
+terrain_distance = dual(_terrain_distance)
+_tdist = terrain_distance.cpu
+
+
+def _terrain_distance_grid(ta, x, y, z):
+    """:data:`terrain_distance` of a bare grid terrain, swapped in as :data:`terrain_at_grid` is."""
+    return _grid_value(ta.grid, ta.ox, ta.oy, ta.oz, ta.hx, ta.hy, ta.hz, x, y, z)
+
+
+terrain_distance_grid = dual(_terrain_distance_grid)
+
+
 def _vertex_world(w, ys, vpos, v):
     """Target-frame position of vertex v (body frame about the CoM) at the state w[ys:]."""
     q0, q1, q2, q3 = w[ys + S_Q], w[ys + S_Q + 1], w[ys + S_Q + 2], w[ys + S_Q + 3]
@@ -84,7 +106,7 @@ _vworld = vertex_world.cpu
 def _vertex_distance(w, ys, ta, vpos, v):
     """Terrain distance [m] of vertex v at the state w[ys:]."""
     px, py, pz = _vworld(w, ys, vpos, v)
-    return _tat(ta, px, py, pz)[0]
+    return _tdist(ta, px, py, pz)
 
 
 vertex_distance = dual_call(_vertex_distance)
@@ -99,7 +121,7 @@ def _clearance(w, ys, ta, vpos, v0, v1, sphere_r, bound_r):
     distance field (1-Lipschitz), never zero there — without touching the vertices. A sphere probe
     (``sphere_r > 0``) is its centre's distance minus its radius.
     """
-    dc = _tat(ta, w[ys], w[ys + 1], w[ys + 2])[0]
+    dc = _tdist(ta, w[ys], w[ys + 1], w[ys + 2])
     if sphere_r > 0.0:
         return dc - sphere_r
     if dc > 2.0 * bound_r + 1.0:

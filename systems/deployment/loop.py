@@ -69,7 +69,8 @@ from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, c
 from systems.deployment.contact import CONTACT_SLOTS, ContactProbes, contact_rows
 from systems.deployment.fly import FlyProbes, fly_rows
 from systems.deployment.physics import SNAP_SAVE_END, WORK_SIZE, Y1, contact_scratch, gravity_args
-from systems.deployment.geometry import normal_and_rate, normal_and_rate_grid, terrain_at, terrain_at_grid
+from systems.deployment.geometry import (normal_and_rate, normal_and_rate_grid, terrain_at, terrain_at_grid,
+                                         terrain_distance, terrain_distance_grid)
 from systems.deployment.events import escaping
 from systems.deployment.records import Limits, Output, Probes, Shapes, Target
 
@@ -567,6 +568,7 @@ class DeploymentLoop(ModeLoop):
             swap[restitution_law_none] = law.kernel
         if is_bare_grid(target.terrain):
             swap[terrain_at.cpu] = terrain_at_grid.cpu
+            swap[terrain_distance.cpu] = terrain_distance_grid.cpu
             swap[normal_and_rate.cpu] = normal_and_rate_grid.cpu
         defaults = specialise({"fly_rows": fly_rows.cpu, "contact_rows": contact_rows.cpu,
                                "collide_rows": collide_rows.cpu, "end_rows": end_rows, "end_row": end_row.cpu},

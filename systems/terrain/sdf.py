@@ -238,6 +238,20 @@ sample_sdf_grid = dual(_sample_sdf_grid, inline=False)
 _grid = sample_sdf_grid.cpu
 
 
+def _sample_sdf_grid_value(values, ox, oy, oz, hx, hy, hz, x, y, z):
+    """Trilinear SDF value [m] (eq 2.17): the first number of :data:`sample_sdf_grid` to the bit,
+    without the gradient's arithmetic. A clearance, the event function of flight and of contact
+    motion, asks every vertex for its distance alone."""
+    _ex, _ey, _ez, e, _tx, _ty, _tz, d, _gx, _gy, _gz, _k4, _k5, _k6, _k7 = _cell(values, ox, oy, oz, hx, hy, hz,
+                                                                               x, y, z)
+    if e > 0.0:
+        d += e
+    return d
+
+
+sample_sdf_grid_value = dual(_sample_sdf_grid_value, inline=False)
+
+
 _norm3 = normalize3.cpu
 
 
