@@ -129,6 +129,26 @@ def test_gradient_and_hessian_match_finite_differences():
     assert np.max(np.abs(np.diagonal(H[:300], axis1=1, axis2=2))) == 0.0
 
 
+def test_value_sampler_is_the_gradient_samplers_value_to_the_bit():
+    """The clearances' value-only sampler (flight and contact motion ask every vertex for its
+    distance alone) must give the gradient sampler's value bit for bit, inside the grid, on its
+    faces and nodes, and outside it (the continuation d(p) + |x - p|): the deployment's results
+    do not depend on which of the two a kernel calls."""
+    rng = np.random.default_rng(7)
+    g = SDFGrid(origin=(-1.0, 0.5, 2.0), spacing=(0.3, 0.2, 0.4), values=rng.normal(size=(7, 6, 5)))
+    hi = g.origin + g.spacing * (np.array(g.values.shape) - 1)
+    pts = np.vstack([g.origin + (hi - g.origin) * rng.uniform(-0.3, 1.3, size=(400, 3)),
+                     g.nodes().reshape(-1, 3)[::7]])
+    d, _ = sdf.sample_grid(g, pts)
+    vals = np.ascontiguousarray(g.values)
+    (ox, oy, oz), (hx, hy, hz) = g.origin, g.spacing
+    v = np.array([sdf.sample_sdf_grid_value.cpu(vals, ox, oy, oz, hx, hy, hz, *p) for p in pts])
+    assert np.array_equal(v, d)
+    nodes = g.nodes().reshape(-1, 3)
+    vn = np.array([sdf.sample_sdf_grid_value.cpu(vals, ox, oy, oz, hx, hy, hz, *p) for p in nodes])
+    assert np.max(np.abs(vn - g.values.reshape(-1))) < EXACT
+
+
 def test_normal_and_surface_point_on_a_sphere_grid():
     R = 1.0
     g = sb.grid_from_shape(sdf_sphere(R), lower=(-1.3,) * 3, upper=(1.3,) * 3, spacing=0.05)
