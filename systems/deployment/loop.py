@@ -61,7 +61,7 @@ from components.status import Status
 from ecs import InputError, Phase, System
 from ecs.system import check_derivatives
 from ecs.kernels import (CompileUnit, DeviceRows, compact_rows, copy_into, cpu_jit, device_array, dual,
-                         kernel_tuple, launch_span, set_rows, to_backend, to_host)
+                         kernel_tuple, PreparedSpan, set_rows, to_backend, to_host)
 from ecs.attitude import quat_multiply, quat_rotate
 from ecs.terms import TermArgs, fuse_terms, no_terms_args, specialise
 from systems.deployment.collide import (COLLISION_EVENT_FIELDS, CollideProbes, collide_rows,
@@ -143,6 +143,8 @@ class DeployContext:
     lists: object = None
     #: the phase kernels' records, built on first use (with numba views of the device arrays on the GPU)
     _views: dict = field(default_factory=dict, repr=False)
+    #: each phase kernel's launcher (:class:`ecs.kernels.PreparedSpan`), built on its first launch
+    _launchers: dict = field(default_factory=dict, repr=False)
 
     def _on_device(self, key, make):
         """``make()``'s record, with numba views of its device arrays on the GPU, kept under ``key``
@@ -189,10 +191,12 @@ class DeployContext:
     def launch(self, phase: str, rows, *args) -> None:
         """Run phase ``phase``'s kernel ("fly", "contact", "collide") over ``rows`` (the index array
         its arguments list, or on the GPU a :class:`ecs.kernels.DeviceRows`): on the CPU one call
-        for them all (the calling worker thread's group), on the GPU one thread per listed row
-        (:func:`ecs.kernels.launch_span`)."""
-        launch_span(self.backend, self.kernels[phase + "_rows"], rows if isinstance(rows, DeviceRows) else len(rows),
-                    *args)
+        for them all (the calling worker thread's group) through the compiled entry point once the
+        first launch resolved it, on the GPU one thread per listed row (:class:`ecs.kernels.PreparedSpan`)."""
+        go = self._launchers.get(phase)
+        if go is None:
+            go = self._launchers[phase] = PreparedSpan(self.backend, self.kernels[phase + "_rows"])
+        go(rows if isinstance(rows, DeviceRows) else len(rows), *args)
 
     def row_args(self) -> tuple:
         """The arguments every phase kernel takes after its row list (and end time): the work rows,
