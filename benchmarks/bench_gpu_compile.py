@@ -2,7 +2,7 @@
 
 No device is needed. Each scene runs a few frames on the CPU while every
 :func:`ecs.kernels.launch_rows` / :func:`ecs.kernels.launch_span` call and every
-:class:`ecs.kernels.PreparedRows` launch is recorded; the mode loop's
+X
 device-only launches (its compaction kernels and a span over a device list) are added from its
 bound context. The CUDA driver of each recorded kernel (:func:`ecs.kernels.gpu_row_kernel`,
 :func:`ecs.kernels.gpu_span_kernel`, ..., its callees' GPU twins linked in) is then compiled for
@@ -97,10 +97,19 @@ def record_launches(specs: list[str]) -> dict:
             calls.setdefault(key, (K.gpu_row_kernel, self.row, n, args, len(args)))
         return prepared_call(self, n, *tail)
 
+    span_call = K.PreparedSpan.__call__
+
+    def rec_prepared_span(self, n, *args):   # a span launch resolved once (the deployment's phases)
+        if not isinstance(n, K.DeviceRows) and n:
+            key = getattr(self.span, "py", getattr(self.span, "py_func", None)).__qualname__
+            calls.setdefault(key, (K.gpu_span_kernel, self.span, n, args, len(args)))
+        return span_call(self, n, *args)
+
     import importlib
     import pkgutil
 
     K.PreparedRows.__call__ = rec_prepared
+    K.PreparedSpan.__call__ = rec_prepared_span
     patched = []
     for m in pkgutil.walk_packages(systems.__path__, "systems."):
         mod = importlib.import_module(m.name)
@@ -134,6 +143,7 @@ def record_launches(specs: list[str]) -> dict:
                                                               np.zeros(1, np.int64), args, len(args)))
     finally:
         K.PreparedRows.__call__ = prepared_call
+        K.PreparedSpan.__call__ = span_call
         for mod, attr in patched:
             setattr(mod, attr, launch if attr == "launch_rows" else launch_span)
     return calls
