@@ -2,7 +2,7 @@
 
 No device is needed. Each scene runs a few frames on the CPU while every
 :func:`ecs.kernels.launch_rows` / :func:`ecs.kernels.launch_span` call and every
-X
+:class:`ecs.kernels.PreparedRows` / :class:`ecs.kernels.PreparedSpan` launch is recorded; the mode loop's
 device-only launches (its compaction kernels and a span over a device list) are added from its
 bound context. The CUDA driver of each recorded kernel (:func:`ecs.kernels.gpu_row_kernel`,
 :func:`ecs.kernels.gpu_span_kernel`, ..., its callees' GPU twins linked in) is then compiled for

@@ -1209,8 +1209,8 @@ class PreparedSpan:
     straight to the compiled build's entry point once the dispatcher has resolved it (first call),
     as :class:`PreparedRows` does for row launches. numba's dispatcher types every argument at
     every call, and a deployment phase kernel's records (tuples of arrays in named tuples) cost it
-    13.6 µs a launch against 2.2 µs through the entry point (~3,100 launches per 2,000
-    ``deploy-cube`` landings). Every argument must keep its numba type from call to call (the
+    13.3–18.2 µs a launch against 2.1–2.2 µs through the entry point (each phase kernel, no rows;
+    ~3,100 launches per 2,000 ``deploy-cube`` landings). Every argument must keep its numba type from call to call (the
     caller's records, and index and time arrays built by the same code at every launch), which
     :data:`CHECK_LAUNCHES` verifies at every call in the test suite. On the GPU backend, or with a
     :class:`DeviceRows` list, it is :func:`launch_span`.
