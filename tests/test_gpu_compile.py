@@ -46,10 +46,14 @@ DEFAULT_BUDGET = (128, 0)
 #: an idle machine (`python -m benchmarks.bench_gpu_compile`). Held in CPU seconds: NVVM runs in the
 #: bench's process and ptxas in a child, one thread each, one kernel after the other, so on an idle
 #: machine the wall time is the same figure. Beside the other test process the CPU seconds still grow
-#: (shared caches): the same code measured 55.8 and 57.5 s idle and 60.5 s in a CI run (2026-11-30),
-#: so the guard allows a fifth more. It catches the failure it exists for (minutes of JIT, issue 33).
+#: (shared caches): the same code measured 55.8 and 57.5 s idle and 60.5 s in a CI run (2026-11-30).
+#: The machine drifts too: on 2026-12-01, idle and interleaved, d91a2ba took 60.2 and 67.7 s and the
+#: next code (the same PTX within 1 %) 71.9 and 57.9 s, and a CI run of it 75.1 s, where a fifth more
+#: (72 s) had been allowed. So the guard allows half more: 90 s still catches the failure it exists
+#: for (minutes of JIT, issue 33), and the registers and spills above (:data:`BUDGETS`) catch a
+#: kernel's cost on the chip without the drift.
 DEPLOY_COMPILE_IDLE_S = 60.0
-DEPLOY_COMPILE_BUDGET_S = 1.2 * DEPLOY_COMPILE_IDLE_S
+DEPLOY_COMPILE_BUDGET_S = 1.5 * DEPLOY_COMPILE_IDLE_S
 
 
 def budget(kernel: str) -> tuple[int, int]:
@@ -105,7 +109,7 @@ def test_deploy_cube_device_loop_compiles_within_budget(tmp_path):
     """deploy-cube's whole device loop: the fly, collide and contact phase kernels (the run reaches
     contact motion), the collide span over a device list, the mode loop's compaction kernels and its
     end rules with the voxel field and grid terrain; registers and spills per kernel and their
-    total compile time within budget (NVVM + ptxas <= 60 CPU s on 2 cores when idle; 72 s here, where
+    total compile time within budget (NVVM + ptxas <= 60 CPU s on 2 cores when idle; 90 s here, where
     another test process shares the cores: :data:`DEPLOY_COMPILE_BUDGET_S`)."""
     r = _compile(tmp_path, "deploy-cube@20000")
     names = {k["kernel"] for k in r["kernels"]}
