@@ -37,6 +37,8 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
+from ._numba_speed import native_only
+
 #: Fast-math flags of every kernel: none (module docstring: determinism across drivers).
 FASTMATH: set[str] = set()
 
@@ -298,7 +300,8 @@ def _load_boundary(key: str, args: tuple, name: str) -> None:
                            "process; clear numba's cache (TUMBLE_CACHE_DIR) and report this")
     cres = d.overloads.get(args)
     if cres is None:
-        d.compile(args)
+        with native_only():         # called by symbol: no Python wrapper needed (ecs._numba_speed)
+            d.compile(args)
         cres = d.overloads[args]
     _define_symbol(name, cres)
 

@@ -1,7 +1,12 @@
 """``ecs._numba_speed``: each patch of numba's compiler decides what numba's own function decides."""
 
 import itertools
+import math
+import operator
 import os
+import subprocess
+import sys
+import textwrap
 
 import numba
 import numpy as np
@@ -18,10 +23,10 @@ from ecs.errors import InputError
 
 def test_every_patch_applies_on_the_installed_numba():
     """Fails when numba's internals moved so that a patch no longer finds what it replaces (the
-    compile would then be slower, not wrong): ``APPLIED`` names all three."""
+    compile would then be slower, not wrong): ``APPLIED`` names all six."""
     assert ecs is not None
     markup = not os.environ.get("NUMBA_COLOR_SCHEME") and not os.environ.get("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING")
-    want = ["flags_values", "array_operator"] + ["plain_messages"] * markup
+    want = ["flags_values", "array_operator", "list_vars", "call_types", "callee_wrappers"] + ["plain_messages"] * markup
     assert speed.APPLIED == (want if os.environ.get("TUMBLE_NUMBA_SPEEDUPS", "1") == "1" else [])
 
 
@@ -130,3 +135,169 @@ def test_a_bad_setting_is_refused_by_name(monkeypatch):
         speed.enabled()
     monkeypatch.setenv("TUMBLE_NUMBA_SPEEDUPS", "0")
     assert speed.enabled() is False
+
+
+# ------------------------------------------------------------------ list_vars
+def _statements(fn):
+    """Every statement of ``fn``'s numba IR, before and after SSA reconstruction (phi nodes)."""
+    from numba.core import compiler
+    from numba.core.ssa import reconstruct_ssa
+
+    fir = compiler.run_frontend(fn)
+    out = [st for blk in fir.blocks.values() for st in blk.body]
+    fir = reconstruct_ssa(fir)
+    out += [st for blk in fir.blocks.values() for st in blk.body]
+    return out
+
+
+def _kwargs_and_containers(a, b, *rest, k=2.0):
+    t = (a, b, [a, b])
+    d = {"x": a, "y": b}
+    s = {a, b}
+    c = a if b > 0 else b
+    for i in range(len(rest)):
+        c += rest[i] * k
+    try:
+        c += max(a, b, key=abs)
+    except ValueError:
+        c -= 1.0
+    x = np.array([a, b, c])
+    x[0:2] = [b, a]
+    del d["x"]
+    return t, d, s, c, sorted(rest, reverse=True), x[1:]
+
+
+@_off
+def test_statement_variables_are_numbas_in_content_and_order():
+    """Every statement of three functions' IR (the deployment's contact force law, a kernel of
+    the event locator and a function of calls with keywords, containers, slices, deletes and a
+    ``try``), before and after SSA reconstruction: the patched walk gives the very variables
+    numba's gives, in the same order."""
+    from numba.core import ir
+
+    from systems.deployment.events import _hermite_root
+    from systems.probe_contact.contact_motion import _contact_forces_row
+
+    original = speed.ORIGINAL["rec_list_vars"]
+    n = 0
+    for fn in (_contact_forces_row, _hermite_root, _kwargs_and_containers):
+        for st in _statements(fn):
+            got = st.list_vars()
+            try:
+                ir.Inst._rec_list_vars = original
+                want = st.list_vars()
+            finally:
+                ir.Inst._rec_list_vars = speed._rec_list_vars
+            assert len(got) == len(want) and all(a is b for a, b in zip(got, want)), st
+            n += bool(want)
+    assert n > 1000
+
+
+# ------------------------------------------------------------------ call types
+@_off
+def test_call_types_are_numbas_and_failures_raise_again():
+    """Built-in and ``@overload`` functions typed on scalar, literal, array and tuple arguments:
+    each answer, first and again, is numba's own; a call numba cannot type raises every time."""
+    from numba.core.registry import cpu_target as target
+
+    ctx = target.typing_context
+    ctx.refresh()
+    original = speed.ORIGINAL["call_type"]
+    args = [types.int64, types.float64, types.IntegerLiteral(3), types.Array(types.float64, 1, "C"),
+            types.UniTuple(types.float64, 2), types.boolean]
+    fns = [operator.add, operator.mul, operator.truediv, operator.lt, operator.getitem, min, max, abs,
+           math.sqrt, math.atan2, np.sqrt]
+    typed = failed = 0
+    for fn in fns:
+        fnty = ctx.resolve_value_type(fn)
+        for ab in list(itertools.product(args, repeat=2)) + [(a,) for a in args]:
+            try:
+                want = original(fnty, ctx, ab, {})
+            except Exception as exc:  # numba cannot type it: neither may the patch, twice
+                for _ in range(2):
+                    with pytest.raises(type(exc)):
+                        fnty.get_call_type(ctx, ab, {})
+                failed += 1
+                continue
+            for _ in range(2):
+                assert fnty.get_call_type(ctx, ab, {}) == want, (fn, ab)
+            typed += 1
+    assert typed > 100 and failed > 100
+
+
+# ------------------------------------------------------------------ callee wrappers
+CACHED = textwrap.dedent('''
+    import math
+    import numba
+
+    @numba.njit(cache=True)
+    def norm(a, b):
+        return math.sqrt(a * a + b * b)
+
+    @numba.njit(cache=True)
+    def caller(a, b):
+        return 2.0 * norm(a, b)
+''')
+
+def test_a_callee_compiled_for_a_kernel_is_still_callable_from_python():
+    """``norm`` compiled for ``caller`` has no Python wrapper (nothing Python could call); a
+    Python call of the same signature afterwards compiles it with one, and both give numpy's
+    value."""
+    ns: dict = {}
+    exec(CACHED.replace("cache=True", "cache=False"), ns)
+    norm, caller = ns["norm"], ns["caller"]
+    assert caller(3.0, 4.0) == 10.0
+    (cres,) = norm.overloads.values()
+    if speed.APPLIED:
+        assert speed._wrapperless(cres)
+    assert norm(3.0, 4.0) == float(np.hypot(3.0, 4.0))
+    (cres,) = norm.overloads.values()
+    assert not speed._wrapperless(cres)
+    assert caller(6.0, 8.0) == 20.0
+
+
+RUN = textwrap.dedent('''
+    import sys
+    import ecs
+    import wrap_mod as m
+    from ecs import _numba_speed as speed
+    for name in sys.argv[1:]:
+        print(name, repr(getattr(m, name)(3.0, 4.0)))
+    for f in (m.norm, m.caller):
+        for cres in f.overloads.values():
+            print("state", f.py_func.__name__, speed._wrapperless(cres), sum(f._cache_hits.values()),
+                  sum(f._cache_misses.values()))
+''')
+
+
+def _run_cached(tmp_path, *names):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    out = subprocess.run([sys.executable, "-c", RUN, *names], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [ln.split() for ln in out.stdout.splitlines()]
+    values = {w[0]: float(w[1]) for w in lines if w[0] != "state"}
+    state = {w[1]: (w[2] == "True", int(w[3]), int(w[4])) for w in lines if w[0] == "state"}
+    return values, state
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@_off
+def test_a_callee_cached_without_its_wrapper_is_compiled_again_for_python(tmp_path):
+    """Process 1 compiles ``caller``: ``norm`` goes to numba's disk cache without a wrapper.
+    Process 2 calls ``norm`` from Python: it finds that copy, compiles ``norm`` again with its
+    wrapper (a miss) and caches that; process 3 loads it (a hit, no compile). A segfault or a
+    wrong value in process 2 is what the patch must never give."""
+    (tmp_path / "wrap_mod.py").write_text(CACHED)
+    v1, s1 = _run_cached(tmp_path, "caller")
+    assert v1 == {"caller": 10.0}
+    assert s1["norm"] == (True, 0, 1) and s1["caller"] == (False, 0, 1)
+    v2, s2 = _run_cached(tmp_path, "norm")
+    assert v2 == {"norm": 5.0}
+    assert s2["norm"] == (False, 1, 1)
+    v3, s3 = _run_cached(tmp_path, "norm", "caller")
+    assert v3 == {"norm": 5.0, "caller": 10.0}
+    assert s3["norm"] == (False, 1, 0) and s3["caller"] == (False, 1, 0)
