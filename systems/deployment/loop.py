@@ -503,12 +503,13 @@ class DeploymentLoop(ModeLoop):
         """The three phase kernels and the end rules with their launch argument types (no rows),
         heaviest first (:meth:`ecs.system.System.compile_units`). The costs are cold compiles of
         deploy-cube's kernels as a cold README run compiles them (2 cores, large callees called by
-        symbol and numba's overheads removed, docs/design.md §8.28; 2026-12-01): collide 11-12 s
-        and then fly 5 s on the callees collide compiled (they share the terrain, gravity and
-        right-hand side) in one process; contact 14-17 s and then the end rules 1.2 s in the
-        other, contact loading some of the callees it shares with collide from the cache as the
-        first process writes them (its 18 s alone is 16 here: the split then gives each process
-        one of these pairs whichever starts first)."""
+        symbol and numba's overheads removed, docs/design.md §8.28 and §8.31; 2026-12-01, after
+        callees lost their Python wrappers): collide 9.9 s and then fly 4.7 s on the callees
+        collide compiled (they share the terrain, gravity and right-hand side) in one process;
+        contact ~16 s in the other, loading some of the callees it shares with collide from the
+        cache as the first process writes them; the end rules 1.0 s. The helper, started first,
+        compiles contact alone and the batch the other three (with the end rules beside contact,
+        the batch waited 1.2-1.4 s for the helper)."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
@@ -516,11 +517,11 @@ class DeploymentLoop(ModeLoop):
         return [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
                             (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=16.0),
                 CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
-                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=12.0),
+                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=10.0),
                 CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
-                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=5.0),
+                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=4.7),
                 CompileUnit("deployment.end", ctx.kernels["end_rows"], (rows, rows, *self.end.args(ctx, ends)),
-                            cost=1.2)]
+                            cost=1.0)]
 
     @staticmethod
     def _frame(world) -> RotatingFrame:
