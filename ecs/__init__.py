@@ -3,7 +3,7 @@
 from . import _numba_speed
 from ._cache import use_versioned_numba_cache
 
-_numba_speed.apply()          # numba's compiler without three measured overheads (docs/design.md §8.27)
+_numba_speed.apply()          # numba's compiler without six measured overheads (docs/design.md §8.27, §8.31)
 use_versioned_numba_cache()   # before any kernel is defined: numba's cache keyed by tumble's sources
 
 from .component import ColumnSpec, RowLayout, column, column_spec, component, record, row_layout
