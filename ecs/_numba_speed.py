@@ -223,7 +223,7 @@ def _compile(self, sig):
 
             args = tuple(sigutils.normalize_signature(sig)[0])
             cres = self.overloads.get(args)
-            if cres is not None and not cres.objectmode and _wrapperless(cres):
+            if cres is not None and not cres.objectmode and self._can_compile and _wrapperless(cres):
                 del self.overloads[args]
                 cache = self._cache
                 self._cache = _CacheWithoutLoad(cache)
