@@ -348,6 +348,29 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _claim(claims: str, k: int) -> bool:
+    """Claim unit ``k`` of the shared pool of :class:`WarmStart` for the calling process: True for
+    the first process to ask (an exclusive create of the claim file), False for any other."""
+    try:
+        os.close(os.open(os.path.join(claims, str(k)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _heads_and_pool(here: list, helper: list) -> tuple[list, list, list]:
+    """``(head here, head helper, pool)`` of a split (:func:`_split_units`): each process starts on
+    the costliest unit of its share, and the rest go to a pool, costliest first, that whichever
+    process is free first takes from (:class:`WarmStart`). The estimated costs fix the heads only;
+    how long each compile really takes on this machine decides the rest."""
+    if not helper:
+        return list(here), [], []
+    a = max(here, key=lambda u: u.cost) if here else None
+    b = max(helper, key=lambda u: u.cost)
+    pool = sorted((u for u in here + helper if u is not a and u is not b), key=lambda u: -u.cost)
+    return ([a] if a is not None else []), [b], pool
+
+
 def _split_units(units: list, start: float) -> tuple[list, list]:
     """``(here, helper)``: the split of ``units`` that ends soonest when the helper begins
     ``start`` later (exhaustive over the few units a world lists; ties keep more here)."""
@@ -411,14 +434,24 @@ class WarmStart:
     this process's share, waits for the helper and loads its kernels, and returns
     :func:`warm_kernels`' report. Leaving the context (or :meth:`close`) kills a helper that is
     still running, so an input error raised between the steps leaves no process behind.
+
+    The split (:func:`_split_units`, on estimated costs) fixes only the unit each process starts
+    with; the others form a pool that each process, once its first unit is compiled, takes from,
+    costliest first, one claim at a time (:func:`_claim`: a unit is compiled by exactly one of
+    them). How the compiles divide then follows what they cost on this machine: on a 2-core machine
+    that ran 1.5-1.8x slower than the one the costs were measured on, the fixed split left the
+    batch compiling 0.7-7.0 s (median 3.0) after the helper had finished in six cold deploy-cube
+    runs; with the pool the two ended within 0.9 s of each other (docs/design.md §8.32).
     """
 
     def __init__(self) -> None:
         self.here: list = []
         self.helper: list = []
+        self.pool: list = []
         self.report: dict[str, Any] | None = None
         self._proc = None
         self._out = None
+        self._claims: str | None = None
         self._t0 = 0.0
 
     def spawn(self, source: _SceneSource) -> bool:
@@ -447,12 +480,12 @@ class WarmStart:
         pickle.dump((list(sys.path), payload), self._proc.stdin)
         self._proc.stdin.flush()
 
-    def _send(self, names: list[str]) -> None:
-        """The helper's share."""
+    def _send(self, head: list[str], pool: list[str]) -> None:
+        """The helper's first unit, the shared pool (names) and the directory of the pool's claims."""
         import pickle
 
         try:
-            pickle.dump(names, self._proc.stdin)
+            pickle.dump({"head": head, "pool": pool, "claims": self._claims}, self._proc.stdin)
             self._proc.stdin.close()
         except OSError:     # it ended already (its scene build failed): finish() reports its exit
             pass
@@ -480,12 +513,18 @@ class WarmStart:
             except Exception as exc:   # a builder pickle cannot name (a lambda, a local function): no helper
                 report["helper_error"] = f"the scene cannot be sent to a helper process: {exc}"
                 report["helper"] = []        # its share is compiled here, after this process's
+        pool: list = []
         if self._proc is not None:
             if helper:
-                self._send([u.name for u in helper])
+                import tempfile
+
+                here, helper, pool = _heads_and_pool(here, helper)
+                self._claims = tempfile.mkdtemp(prefix="tumble-warm-")
+                self._send([u.name for u in helper], [u.name for u in pool])
+                report["here"], report["helper"] = [u.name for u in here], [u.name for u in helper]
             else:                     # spawned, but nothing to share: not waited for
                 self.close()
-        self.here, self.helper, self.report = here, helper, report
+        self.here, self.helper, self.pool, self.report = here, helper, pool, report
         return self
 
     def finish(self) -> dict[str, Any]:
@@ -498,6 +537,13 @@ class WarmStart:
         try:
             for u in self.here:
                 u.compile()
+            for k, u in enumerate(self.pool):     # what the helper has not taken yet, costliest first
+                if _claim(self._claims, k):
+                    u.compile()
+                    report["here"].append(u.name)
+                else:
+                    self.helper.append(u)
+                    report["helper"].append(u.name)
             if proc is not None:
                 try:
                     rc = proc.wait(timeout=WARM_HELPER_TIMEOUT)
@@ -527,6 +573,11 @@ class WarmStart:
         if self._out is not None:
             self._out.close()
             self._out = None
+        if self._claims is not None:
+            import shutil
+
+            shutil.rmtree(self._claims, ignore_errors=True)
+            self._claims = None
 
     def __enter__(self) -> "WarmStart":
         return self
@@ -536,19 +587,23 @@ class WarmStart:
 
 
 def _warm_helper(blob: bytes, stream) -> None:
-    """The helper process of :class:`WarmStart`: rebuild the scene, read the names of its share
-    from ``stream``, compile them."""
+    """The helper process of :class:`WarmStart`: rebuild the scene, read its share from ``stream``
+    (its first unit, the shared pool and the pool's claims), compile its first unit, then each
+    unit of the pool it claims before the batch does."""
     import pickle
 
     scene = _SceneSource(*pickle.loads(blob)).build()
     scene.world.compile(samples=1, backend="cpu", layout_only=True)
     units = {u.name: u for u in scene.world.compile_units()}
-    names = pickle.load(stream)
-    missing = [n for n in names if n not in units]
+    share = pickle.load(stream)
+    missing = [n for n in share["head"] + share["pool"] if n not in units]
     if missing:
         raise SystemExit(f"the rebuilt world lists no compile units {missing}")
-    for n in names:
+    for n in share["head"]:
         units[n].compile()
+    for k, n in enumerate(share["pool"]):
+        if _claim(share["claims"], k):
+            units[n].compile()
     # the batch waits for this process to end: its interpreter's last garbage collection walked every
     # object numba's compile left (0.3 s), for nothing (docs/design.md §8.28)
     gc.freeze()

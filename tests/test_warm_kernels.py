@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pathlib
 import sys
+import time
 import uuid
 
 import numpy as np
@@ -13,7 +15,8 @@ import pytest
 
 from ecs import InputError, Phase, System, World
 import ecs.batch as batch
-from ecs.batch import WARM_HELPER_START, WarmStart, _SceneSource, _split_units, _usable_cpus, warm_kernels
+from ecs.batch import (WARM_HELPER_START, WarmStart, _SceneSource, _claim, _heads_and_pool, _split_units,
+                       _usable_cpus, warm_kernels)
 from ecs.kernels import CompileUnit
 from ecs.scene import Scene
 
@@ -62,12 +65,16 @@ class RefusesInputs(ListsCompiles):
         raise InputError("release", start, "refused by this test")
 
 
-def warm_scene(module: str, fail_in_helper: bool = False, refuse: bool = False) -> Scene:
-    """The scene builder the helper process rebuilds (by name: it is importable there)."""
+def warm_scene(module: str, fail_in_helper: bool = False, refuse: bool = False, helper_delay: float = 0.0) -> Scene:
+    """The scene builder the helper process rebuilds (by name: it is importable there);
+    ``helper_delay`` [s]: the helper's build takes that much longer."""
     # the helper process builds the scene inside ecs.batch._warm_helper (a test process of
     # pytest-xdist also runs as `python -c`, so the command line cannot tell them apart)
-    if fail_in_helper and any(f.function == "_warm_helper" for f in inspect.stack()):
+    in_helper = any(f.function == "_warm_helper" for f in inspect.stack())
+    if fail_in_helper and in_helper:
         raise RuntimeError("this builder refuses to run in the helper")
+    if in_helper:
+        time.sleep(helper_delay)
     world = World()
     world.add_system((RefusesInputs if refuse else ListsCompiles)(module))
     return Scene(name="warm", description="compile units only", world=world, t_end=1.0, dt=1.0)
@@ -118,21 +125,76 @@ def test_a_cold_start_compiles_one_share_in_a_helper_process(cold_module):
     assert again["compiled"] == 0 and again["helper"] == []
 
 
+def test_each_process_starts_on_its_costliest_unit_and_the_rest_are_pooled(tmp_path):
+    units = {n: CompileUnit(n, None, (), cost=c) for n, c in
+             (("collide", 10.0), ("fly", 4.7), ("end", 1.0), ("contact", 16.0))}
+    here, helper = _split_units(list(units.values()), -1.0)
+    assert [u.name for u in helper] == ["contact"]
+    a, b, pool = _heads_and_pool(here, helper)
+    assert [u.name for u in a] == ["collide"] and [u.name for u in b] == ["contact"]
+    assert [u.name for u in pool] == ["fly", "end"]                 # costliest first
+    assert _heads_and_pool(here, []) == (here, [], [])               # no helper: no pool
+    # a pool unit goes to the first process that claims it, and to no other
+    assert _claim(str(tmp_path), 0) and not _claim(str(tmp_path), 0) and _claim(str(tmp_path), 1)
+
+
+def _assert_compiled_once(world, report):
+    """Every unit compiled in exactly one process: here (a cache miss) or in the helper (loaded
+    here from numba's disk cache)."""
+    assert sorted(report["here"] + report["helper"]) == ["k0", "k1", "k2"]
+    for u in world.compile_units():
+        stats = u.dispatcher.stats
+        if u.name in report["helper"]:
+            assert sum(stats.cache_hits.values()) == 1 and not stats.cache_misses
+        else:
+            assert sum(stats.cache_misses.values()) == 1 and not stats.cache_hits
+        assert u.signature() in u.dispatcher.overloads
+
+
 @pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
 def test_a_helper_started_before_the_build_gets_its_share_once_the_split_is_known(cold_module):
     """WarmStart.spawn starts the helper on the scene alone (the first run of the code); it builds
-    its own scene, then compiles the share start() sends it. Starting first, it gets two of three."""
+    its own scene, then compiles the unit start() sends it and claims from the pool what this
+    process has not taken yet."""
     source = _SceneSource(warm_scene, {"module": cold_module})
     with WarmStart() as warm:
         assert warm.spawn(source)
         world = _compiled_world(source)
         report = warm.start(world, source, processes=2, helper_start=-0.5).finish()
-    assert report["helper_error"] is None and len(report["helper"]) == 2
-    assert sorted(report["here"] + report["helper"]) == ["k0", "k1", "k2"]
-    for u in world.compile_units():
-        hits = sum(u.dispatcher.stats.cache_hits.values())
-        assert hits == (1 if u.name in report["helper"] else 0)      # the helper's share: loaded here
-        assert u.signature() in u.dispatcher.overloads
+    assert report["helper_error"] is None and len(report["helper"]) in (1, 2)
+    _assert_compiled_once(world, report)
+
+
+@pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
+@pytest.mark.parametrize("busy", ["here", "helper"])
+def test_the_pool_goes_to_the_process_that_is_free(cold_module, monkeypatch, busy):
+    """Three units of one cost, the helper starting first: each process gets one, and the third
+    (the pool) goes to whichever process is free first. The busy one is held long enough for the
+    other to claim the pool's unit, so the outcome is certain."""
+    # held here: until the helper has claimed the pool's unit; held in the helper: its build takes
+    # 5 s longer, while this process's compile of a one-line kernel takes a fraction of a second
+    source = _SceneSource(warm_scene, {"module": cold_module, "helper_delay": 5.0 if busy == "helper" else 0.0})
+    with WarmStart() as warm:
+        assert warm.spawn(source)
+        world = _compiled_world(source)
+        warm.start(world, source, processes=2, helper_start=-0.5)
+        assert len(warm.here) == 1 and len(warm.helper) == 1 and len(warm.pool) == 1
+        claims = pathlib.Path(warm._claims)
+        original = CompileUnit.compile
+
+        def held(unit):
+            if busy == "here" and unit is warm.here[0]:        # until the helper has claimed the pool's unit
+                deadline = time.monotonic() + 120.0
+                while not any(claims.iterdir()) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            return original(unit)
+
+        monkeypatch.setattr(CompileUnit, "compile", held)
+        pool = warm.pool[0].name
+        report = warm.finish()
+    assert report["helper_error"] is None
+    assert (pool in report["helper"]) == (busy == "here")
+    _assert_compiled_once(world, report)
 
 
 @pytest.mark.skipif(_usable_cpus() < 2, reason="the helper process needs a second core")
@@ -206,8 +268,9 @@ def test_one_process_when_asked_and_a_clear_error_for_a_bad_setting(cold_module,
 
 
 def test_the_deployment_lists_the_kernels_its_launches_use():
-    """DeploymentLoop.compile_units names each phase kernel and the end rules with the argument types
-    of their real launches: after warm_kernels, running the deployment compiles nothing more."""
+    """DeploymentLoop.compile_units names the mode loop's row selection, each phase kernel and the
+    end rules with the argument types of their real launches: after warm_kernels, running the
+    deployment compiles nothing more."""
     from scenes.registry import load_scene
 
     scene = load_scene("deploy-cube", gravity="point_mass")
@@ -215,8 +278,9 @@ def test_the_deployment_lists_the_kernels_its_launches_use():
     world.compile(samples=4)
     report = warm_kernels(world, None)
     units = world.compile_units()
-    assert [u.name for u in units] == ["deployment.contact", "deployment.collide", "deployment.fly", "deployment.end"]
-    assert report["units"] == 4
+    assert [u.name for u in units] == ["modes.select_rows", "deployment.contact", "deployment.collide",
+                                       "deployment.fly", "deployment.end"]
+    assert report["units"] == 5
     before = {u.name: set(u.dispatcher.overloads) for u in units}
     world.run(t_end=scene.t_end, dt=scene.dt)
     assert {u.name: set(u.dispatcher.overloads) for u in units} == before

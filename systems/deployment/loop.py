@@ -514,7 +514,7 @@ class DeploymentLoop(ModeLoop):
         if ctx is None or ctx.backend != "cpu":
             return []
         rows, ends = np.zeros(0, np.int64), np.zeros(ctx.table.row_count)
-        return [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
+        return super().compile_units() + [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
                             (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=16.0),
                 CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
                             (0, 0, *self.collide.launch_args(ctx, rows)), cost=10.0),
