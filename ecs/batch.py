@@ -440,7 +440,7 @@ class WarmStart:
     costliest first, one claim at a time (:func:`_claim`: a unit is compiled by exactly one of
     them). How the compiles divide then follows what they cost on this machine: on a 2-core machine
     that ran 1.5-1.8x slower than the one the costs were measured on, the fixed split left the
-    batch compiling 0.7-7.0 s (median 3.0) after the helper had finished in six cold deploy-cube
+    batch compiling up to 6.4 s (median 2.6) after the helper had finished in six cold deploy-cube
     runs; with the pool the two ended within 0.9 s of each other (docs/design.md §8.32).
     """
 
