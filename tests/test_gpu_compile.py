@@ -48,12 +48,19 @@ DEFAULT_BUDGET = (128, 0)
 #: machine the wall time is the same figure. Beside the other test process the CPU seconds still grow
 #: (shared caches): the same code measured 55.8 and 57.5 s idle and 60.5 s in a CI run (2026-11-30).
 #: The machine drifts too: on 2026-12-01, idle and interleaved, d91a2ba took 60.2 and 67.7 s and the
-#: next code (the same PTX within 1 %) 71.9 and 57.9 s, and a CI run of it 75.1 s, where a fifth more
-#: (72 s) had been allowed. So the guard allows half more: 90 s still catches the failure it exists
-#: for (minutes of JIT, issue 33), and the registers and spills above (:data:`BUDGETS`) catch a
-#: kernel's cost on the chip without the drift.
+#: next code (the same PTX within 1 %) 71.9 and 57.9 s, and a CI run of it 75.1 s; that evening, on
+#: the same machine running 1.5-1.8x slower (a CPython loop and `tumble bench deploy` both) and with
+#: the CUDA 13.5 toolkit wheels a fresh install took, a CI run of the same PTX (registers and spills
+#: unchanged) took 109.4 s. So the guard allows 2.5x the idle figure: 150 s still catches the failure
+#: it exists for (minutes of JIT, issue 33: no result in 250 s), and what a kernel costs without the
+#: drift is held by the registers and spills above (:data:`BUDGETS`) and by the PTX the kernels
+#: make (:data:`DEPLOY_PTX_BUDGET_BYTES`).
 DEPLOY_COMPILE_IDLE_S = 60.0
-DEPLOY_COMPILE_BUDGET_S = 1.5 * DEPLOY_COMPILE_IDLE_S
+DEPLOY_COMPILE_BUDGET_S = 2.5 * DEPLOY_COMPILE_IDLE_S
+#: PTX of every deploy-cube GPU kernel [bytes], a quarter more than measured on 2026-12-01 (102.9 MB:
+#: contact 37.4, fly 21.6, collide 21.1 and its listed span 21.2, the end rules 1.6 MB): the code NVVM
+#: and ptxas are given, which does not drift with the machine.
+DEPLOY_PTX_BUDGET_BYTES = int(1.25 * 102.9e6)
 
 
 def budget(kernel: str) -> tuple[int, int]:
@@ -108,15 +115,18 @@ def test_rigid_body_and_facet_kernels_compile_for_the_device(tmp_path):
 def test_deploy_cube_device_loop_compiles_within_budget(tmp_path):
     """deploy-cube's whole device loop: the fly, collide and contact phase kernels (the run reaches
     contact motion), the collide span over a device list, the mode loop's compaction kernels and its
-    end rules with the voxel field and grid terrain; registers and spills per kernel and their
-    total compile time within budget (NVVM + ptxas <= 60 CPU s on 2 cores when idle; 90 s here, where
-    another test process shares the cores: :data:`DEPLOY_COMPILE_BUDGET_S`)."""
+    end rules with the voxel field and grid terrain; registers and spills per kernel, their PTX
+    (:data:`DEPLOY_PTX_BUDGET_BYTES`) and their total compile time within budget (NVVM + ptxas
+    <= 60 CPU s on 2 cores when idle; 150 s here, where another test process shares the cores and
+    the machine drifts: :data:`DEPLOY_COMPILE_BUDGET_S`)."""
     r = _compile(tmp_path, "deploy-cube@20000")
     names = {k["kernel"] for k in r["kernels"]}
     for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows", "compact:_in_mode",
               "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
         assert k in names, (k, sorted(names))
     _check_budgets(r)
+    ptx = sum(k["ptx_bytes"] for k in r["kernels"])
+    assert ptx <= DEPLOY_PTX_BUDGET_BYTES, (ptx, {k["kernel"]: k["ptx_bytes"] for k in r["kernels"]})
     assert r["total_cpu_s"] <= DEPLOY_COMPILE_BUDGET_S, (r["total_cpu_s"], r["total_s"])
 
 
