@@ -1,7 +1,7 @@
-"""numba's compiler without four of its measured wastes (docs/design.md §8.27, §8.31).
+"""numba's compiler without six of its measured wastes (docs/design.md §8.27, §8.31).
 
 A cold ``deploy-cube`` contact kernel spends most of its compile in numba's own Python (typing and
-lowering), not in LLVM. Profiles of that compile (numba 0.68.1) found four pieces of pure
+lowering), not in LLVM. Profiles of that compile (numba 0.68.1) found six pieces of pure
 overhead, each of which this module removes without changing what numba decides:
 
 * **Flags compared key by key** (:func:`_flags_values`). Every lookup in an ``@overload`` template's

@@ -500,28 +500,30 @@ class DeploymentLoop(ModeLoop):
         self._inertial()
 
     def compile_units(self) -> list:
-        """The three phase kernels and the end rules with their launch argument types (no rows),
-        heaviest first (:meth:`ecs.system.System.compile_units`). The costs are cold compiles of
-        deploy-cube's kernels as a cold README run compiles them (2 cores, large callees called by
-        symbol and numba's overheads removed, docs/design.md §8.28 and §8.31; 2026-12-01, after
-        callees lost their Python wrappers): collide 9.9 s and then fly 4.7 s on the callees
-        collide compiled (they share the terrain, gravity and right-hand side) in one process;
-        contact ~16 s in the other, loading some of the callees it shares with collide from the
-        cache as the first process writes them; the end rules 1.0 s. The helper, started first,
-        compiles contact alone and the batch the other three (with the end rules beside contact,
-        the batch waited 1.2-1.4 s for the helper)."""
+        """The mode loop's row selection (:meth:`ModeLoop.compile_units`), the three phase kernels and
+        the end rules with their launch argument types (no rows), heaviest first
+        (:meth:`ecs.system.System.compile_units`). The costs are cold compiles of deploy-cube's
+        kernels as a cold README run compiles them (2 cores, large callees called by symbol and
+        numba's overheads removed, docs/design.md §8.28 and §8.31; 2026-12-01, after callees lost
+        their Python wrappers): collide 9.9 s and then fly 4.7 s on the callees collide compiled
+        (they share the terrain, gravity and right-hand side) in one process; contact ~16 s in the
+        other, loading some of the callees it shares with collide from the cache as the first
+        process writes them; the end rules 1.0 s. They only choose the unit each process of a cold
+        start begins with (contact in the helper, collide here); the rest go to whichever process
+        is free first (:class:`ecs.batch.WarmStart`, docs/design.md §8.32)."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
         rows, ends = np.zeros(0, np.int64), np.zeros(ctx.table.row_count)
-        return super().compile_units() + [CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
-                            (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=16.0),
-                CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
-                            (0, 0, *self.collide.launch_args(ctx, rows)), cost=10.0),
-                CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
-                            (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=4.7),
-                CompileUnit("deployment.end", ctx.kernels["end_rows"], (rows, rows, *self.end.args(ctx, ends)),
-                            cost=1.0)]
+        return super().compile_units() + [
+            CompileUnit("deployment.contact", ctx.kernels["contact_rows"],
+                        (0, 0, *self.contact.launch_args(ctx, rows, ends)), cost=16.0),
+            CompileUnit("deployment.collide", ctx.kernels["collide_rows"],
+                        (0, 0, *self.collide.launch_args(ctx, rows)), cost=10.0),
+            CompileUnit("deployment.fly", ctx.kernels["fly_rows"],
+                        (0, 0, *self.fly.launch_args(ctx, rows, ends)), cost=4.7),
+            CompileUnit("deployment.end", ctx.kernels["end_rows"], (rows, rows, *self.end.args(ctx, ends)),
+                        cost=1.0)]
 
     @staticmethod
     def _frame(world) -> RotatingFrame:
