@@ -1016,8 +1016,19 @@ def _drive(scene_or_builder, *, samples: int | None, path: pathlib.Path, seed: i
     _SUMMARY.update({"path": os.fspath(path), "samples": samples, "samples_run": invocation["samples_run"],
                      "samples_skipped": int(already), "samples_raised": int(raised), "first_error": first,
                      "seconds": time.perf_counter() - t0, "block": int(blk), "repaired": len(repaired),
-                     "rewritten": rewritten, "stale_lock": lock.took_over, "warm": warm})
+                     "rewritten": rewritten, "stale_lock": lock.took_over, "warm": warm,
+                     "idle_workers": _idle_workers(distributed, n_workers, todo, layout.shard_samples)})
     return path
+
+
+def _idle_workers(distributed: bool, workers: int, todo: list, shard_samples: int) -> dict[str, int] | None:
+    """With Dask, fewer blocks than workers leave workers without a task (a task is a block of
+    whole shards, so a store of fewer shards than workers always does): ``{"workers", "tasks",
+    "shard_samples"}`` for the run's report, else ``None``."""
+    tasks = len(todo)
+    if not distributed or tasks >= workers:
+        return None
+    return {"workers": int(workers), "tasks": int(tasks), "shard_samples": int(shard_samples)}
 
 
 @contextlib.contextmanager

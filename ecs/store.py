@@ -103,6 +103,13 @@ SHARD_TARGET_BYTES = 32 << 20
 MAX_SHARD_SAMPLES = 16384
 #: Shards a store has at least (when it has that many samples): the parallelism Dask can use.
 MIN_SHARDS = 8
+#: ... but never fewer samples per shard than this (unless the store has fewer samples): every
+#: shard of every sample-axis array is a file, and a small file costs zarr-python and the file
+#: system 2-3 ms to write here. README command 1 (300 deploy-cube samples, 47 such arrays) wrote
+#: 470 files, 1.36 s against 0.48 s of simulation; with 256-sample shards 94 files (docs/design.md
+#: §8.33). A store of fewer than MIN_SHARDS x this many samples has fewer than MIN_SHARDS Dask
+#: tasks; pass ``shard_samples`` for more (``tumble run`` says so when workers would idle).
+MIN_SHARD_SAMPLES = 256
 
 GROUPS = ("trajectories", "events", "final", "inputs")
 #: Driver-written description of the scene (shape model of the target, ...): see :func:`describe_world`.
@@ -727,9 +734,12 @@ def choose_shard_samples(samples: int, sample_bytes: list[int]) -> int:
     """Samples per shard: a power of two from the sample count and per-sample sizes only (never
     the worker count, so stores are byte-identical however they were run), small enough that a
     store has at least :data:`MIN_SHARDS` shards when it has that many samples: shards are the
-    unit of Dask tasks, so ``--workers N`` gets N tasks up to N = MIN_SHARDS."""
+    unit of Dask tasks, so ``--workers N`` gets N tasks up to N = MIN_SHARDS. Not below
+    :data:`MIN_SHARD_SAMPLES` samples, nor above :data:`MAX_SHARD_SAMPLES` or
+    :data:`SHARD_TARGET_BYTES` of the largest array (which wins over the floor)."""
     biggest = max([1, *sample_bytes])
-    s = min(MAX_SHARD_SAMPLES, _pow2_floor(SHARD_TARGET_BYTES / biggest), _pow2_floor(samples / MIN_SHARDS))
+    s = min(MAX_SHARD_SAMPLES, _pow2_floor(SHARD_TARGET_BYTES / biggest),
+            max(MIN_SHARD_SAMPLES, _pow2_floor(samples / MIN_SHARDS)))
     return max(1, min(s, _pow2_ceil(samples)))
 
 

@@ -48,6 +48,22 @@ def test_one_and_two_workers_match_in_process(tmp_path):
         assert [k for k in a if a[k] != b[k]] == [], other.name
 
 
+def test_workers_without_a_task_are_reported(tmp_path):
+    """A store of fewer blocks than Dask workers leaves some idle: the run says how many, and the
+    second run, with --shard-samples small enough, gives every worker a task and no warning."""
+    from ecs.batch import last_summary
+    from tumble.cli import _report_lines
+
+    run_batch(DRIFT, samples=16, out=tmp_path / "a.zarr", seed=SEED, workers=2, params=PARAMS)
+    idle = last_summary()["idle_workers"]
+    assert idle == {"workers": 2, "tasks": 1, "shard_samples": 16}     # 16 samples: one shard
+    line = [x for x in _report_lines({}, last_summary()) if "idle" in x]
+    assert line and "2 Dask workers had 1 tasks" in line[0] and "--shard-samples" in line[0], line
+    run_batch(DRIFT, samples=16, out=tmp_path / "b.zarr", seed=SEED, workers=2, shard_samples=8, params=PARAMS)
+    assert last_summary()["idle_workers"] is None
+    assert not [x for x in _report_lines({}, last_summary()) if "idle" in x]
+
+
 def test_a_built_scene_cannot_go_to_workers(tmp_path):
     from ecs.errors import InputError
     from scenes.registry import load_scene

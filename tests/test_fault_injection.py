@@ -28,6 +28,8 @@ from tumble import run_batch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
 N, SEED, BLOCK = 16, 3, 2
+#: two samples per shard (the default would give one shard of 16: ecs.store.MIN_SHARD_SAMPLES)
+SHARD = 2
 PARAMS = {"fail_above": 0.8, "record_every": 5}
 
 #: what a store is made of: name -> the file to damage, relative to the store ({shard}: the file of
@@ -79,7 +81,7 @@ def stores(tmp_path_factory):
     """The reference bytes and two templates: a finished store and a half-finished one."""
     base = tmp_path_factory.mktemp("fault")
     done = base / "finished.zarr"
-    run_batch(DRIFT, samples=N, out=done, seed=SEED, block=BLOCK, params=PARAMS)
+    run_batch(DRIFT, samples=N, out=done, seed=SEED, block=BLOCK, shard_samples=SHARD, params=PARAMS)
     half = base / "half.zarr"
     shutil.copytree(done, half)
     flags = zarr.open_group(half, mode="r+")["final/done"]
@@ -117,7 +119,7 @@ def _outcome(stores, out: pathlib.Path, target: str) -> str:
     """Resume the damaged store: 'repaired' (identical bytes) or 'refused' (one line naming the
     damage); anything else fails the test."""
     try:
-        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=BLOCK, params=PARAMS, resume=True)
+        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=BLOCK, shard_samples=SHARD, params=PARAMS, resume=True)
     except TumbleError as exc:
         msg = str(exc)
         assert "\n" not in msg and len(msg) < 400, msg

@@ -209,6 +209,22 @@ def test_bad_arguments(tmp_path):
     assert not (tmp_path / "x.zarr").exists()
 
 
+def test_shard_rule_few_files_for_small_stores_and_tasks_for_large_ones():
+    """Samples per shard: the whole store up to 256 samples, 256 up to 2,048 (so README command 1's
+    300 deploy-cube samples write two shard files per array instead of ten), then at least eight
+    shards for Dask, at most 16,384 samples, and never a shard of more than 32 MiB of the
+    largest array (which overrides the floor)."""
+    from ecs.store import choose_shard_samples
+
+    small = [8, 6144]                                    # a scalar and a deployment's event log per sample
+    assert [choose_shard_samples(n, small) for n in (1, 3, 16, 256)] == [1, 4, 16, 256]
+    assert [choose_shard_samples(n, small) for n in (300, 2000, 2048, 4096, 32768, 10**7)] == \
+        [256, 256, 256, 512, 4096, 4096]               # 4,096 x 6 KiB: 24 MiB, under the 32 MiB target
+    assert choose_shard_samples(10**7, [8]) == 16384
+    big = [8, 1 << 20]                                   # 1 MiB per sample: 32 samples make 32 MiB
+    assert choose_shard_samples(300, big) == 32 and choose_shard_samples(10**5, big) == 32
+
+
 def test_store_is_self_contained_and_filters_keep_true_sample_ids(tmp_path):
     """Opened with zarr and xarray only: the sample coordinate survives filtering, codes are
     decoded by CF flag attributes, the scene's systems, resources and code revision are recorded."""

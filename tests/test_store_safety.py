@@ -27,6 +27,9 @@ from store_helpers import store_files
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DRIFT = str(ROOT / "tests" / "scenes_for_tests" / "drift.py")
 N, SEED = 16, 3
+#: two samples per shard, so that a damaged shard leaves others to keep (the default would give one
+#: shard of 16: ecs.store.MIN_SHARD_SAMPLES)
+SHARD = 2
 SLOW = {"spin": 20000, "fail_above": 0.8}   # slow enough per block for a second writer to arrive
 FAST = {"fail_above": 0.8}
 
@@ -63,7 +66,7 @@ def wait_for_lock(out, proc, timeout=60):
 def reference(tmp_path_factory):
     """An uninterrupted run (the bytes every other store must reproduce)."""
     out = tmp_path_factory.mktemp("ref") / "ref.zarr"
-    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
     return store_files(out)
 
 
@@ -75,7 +78,8 @@ def clear_done(out, start, stop):
 
 def test_second_writer_is_refused_and_the_first_store_is_intact(tmp_path, reference):
     out = tmp_path / "a.zarr"
-    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--out", str(out),
+    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--shard-samples", str(SHARD),
+                "--out", str(out),
                 "--no-progress", *params(SLOW), wait=False)
     try:
         wait_for_lock(out, first)
@@ -96,7 +100,7 @@ def test_second_writer_is_refused_and_the_first_store_is_intact(tmp_path, refere
 
 def test_resume_against_resume_is_refused(tmp_path, reference):
     out = tmp_path / "b.zarr"
-    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
     clear_done(out, 4, N)                              # as if killed after the first 4 samples
     first = cli("run", DRIFT, "--out", str(out), "--resume", "--block", "2", "--no-progress", *params(SLOW),
                 wait=False)
@@ -134,7 +138,8 @@ def test_a_writer_whose_lock_file_was_deleted_still_holds_the_store(tmp_path, re
     holds a flock on the store directory, so --resume and --overwrite are refused in one line and the
     first run finishes to the reference bytes."""
     out = tmp_path / "d.zarr"
-    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--out", str(out),
+    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--shard-samples", str(SHARD),
+                "--out", str(out),
                 "--no-progress", *params(SLOW), wait=False)
     try:
         wait_for_lock(out, first)
@@ -160,7 +165,8 @@ def test_a_second_writer_through_a_bind_mount_is_refused(tmp_path, reference):
     writer holds on it refuses the second writer. Skipped where mounting is not allowed."""
     out, other = tmp_path / "s.zarr", tmp_path / "other" / "s.zarr"
     other.mkdir(parents=True)
-    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--out", str(out),
+    first = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--block", "2", "--shard-samples", str(SHARD),
+                "--out", str(out),
                 "--no-progress", *params(SLOW), wait=False)
     mounted = False
     try:
@@ -206,7 +212,7 @@ def test_damaged_metadata_is_found_and_refused_by_name(tmp_path, reference, targ
     """Group and array metadata cannot be recomputed from samples: verify names them, inspect
     --verify exits 4, and --resume refuses in one line instead of keeping the store."""
     out = tmp_path / "m.zarr"
-    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
     f = out / target
     assert f.is_file()
     {"delete": lambda p: p.unlink(), "empty": lambda p: p.write_bytes(b""), "flip": _flip}[damage](f)
@@ -225,7 +231,7 @@ def test_a_damaged_coordinate_is_rewritten_on_resume(tmp_path, reference):
     to the bytes of an undamaged run, saying so in one line."""
     for damage in ("empty", "flip", "delete"):
         out = tmp_path / f"{damage}.zarr"
-        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
         f = out / "final/body/c/0"
         {"delete": lambda p: p.unlink(), "empty": lambda p: p.write_bytes(b""), "flip": _flip}[damage](f)
         assert [d.array for d in zstore.verify_store(out)] == ["final/body"]
@@ -285,7 +291,7 @@ def _flip(f):
 ])
 def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference, array, damage):
     out = tmp_path / "d.zarr"
-    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, params=SLOW)
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
     f = _shard(out, array, 1)
     assert f.is_file()
     {"delete": lambda p: p.unlink(), "truncate": _truncate, "flip": _flip, "empty": lambda p: p.write_bytes(b"")}[damage](f)

@@ -220,6 +220,10 @@ def run(
     active: Optional[int] = typer.Option(None, "--active", help="Streaming active set: sample slots in memory "
                                          "at once in a world that streams (deployment) [default: 512 on the CPU, 65,536 on the GPU]; the stored "
                                          "bytes do not depend on it."),
+    shard_samples: Optional[int] = typer.Option(None, "--shard-samples", help="Samples per shard of the store, a "
+                                                "power of two [default: from the sample count and the per-sample "
+                                                "sizes; at least 256, and at least 8 shards when that leaves 256]. "
+                                                "Shards are Dask's tasks; runs compared byte for byte use the same value."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Scene parameter KEY=VALUE (repeatable; JSON values)."),
@@ -272,7 +276,8 @@ def run(
             path = run_batch(scene, samples=samples, out=out, seed=seed, backend=backend.value, block=block,
                              resume=resume, overwrite=overwrite, workers=workers, scheduler=scheduler,
                              progress=progress, command_line=["tumble", *sys.argv[1:]], params=params,
-                             loader=load_scene, event_capacity=event_capacity, active=active)
+                             loader=load_scene, event_capacity=event_capacity, active=active,
+                             shard_samples=shard_samples)
         from ecs.store import summarize
 
         info = summarize(path)
@@ -350,6 +355,11 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     if warm.get("helper_error"):
         out.append(f"warning  compile helper: {_one_line(warm['helper_error'])}; its kernels were compiled in this "
                    f"process instead (a slower cold start, the same results)")
+    idle = (summary or {}).get("idle_workers")
+    if idle:
+        out.append(f"warning  {idle['workers']} Dask workers had {idle['tasks']} tasks (blocks of whole shards of "
+                   f"{idle['shard_samples']} samples): {idle['workers'] - idle['tasks']} stayed idle; a smaller "
+                   f"--shard-samples (or --block) gives more tasks")
     if summary and summary.get("stale_lock"):
         sl = summary["stale_lock"]
         out.append(f"note     took over a stale lock of pid {sl.get('pid')} on {sl.get('host')} (that run is gone)")
