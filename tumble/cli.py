@@ -222,7 +222,7 @@ def run(
                                          "bytes do not depend on it."),
     shard_samples: Optional[int] = typer.Option(None, "--shard-samples", help="Samples per shard of the store, a "
                                                 "power of two [default: from the sample count and the per-sample "
-                                                "sizes; at least 256, and at least 8 shards when that leaves 256]. "
+                                                "sizes: at least 256 samples (the whole store below that), 8 shards or more from 2,048 samples]. "
                                                 "Shards are Dask's tasks; runs compared byte for byte use the same value."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Run blocks on a local Dask cluster of N worker processes."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run blocks on an existing Dask cluster (tcp://host:port)."),
@@ -359,7 +359,7 @@ def _report_lines(info: dict, summary: dict | None = None) -> list[str]:
     if idle:
         out.append(f"warning  {idle['workers']} Dask workers had {idle['tasks']} tasks (blocks of whole shards of "
                    f"{idle['shard_samples']} samples): {idle['workers'] - idle['tasks']} stayed idle; a smaller "
-                   f"--shard-samples (or --block) gives more tasks")
+                   f"--shard-samples (or --block, if you set one) gives more tasks")
     if summary and summary.get("stale_lock"):
         sl = summary["stale_lock"]
         out.append(f"note     took over a stale lock of pid {sl.get('pid')} on {sl.get('host')} (that run is gone)")
