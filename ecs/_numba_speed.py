@@ -1,7 +1,7 @@
-"""numba's compiler without six of its measured wastes (docs/design.md §8.27, §8.31).
+"""numba's compiler without seven of its measured wastes (docs/design.md §8.27, §8.31, §8.34).
 
 A cold ``deploy-cube`` contact kernel spends most of its compile in numba's own Python (typing and
-lowering), not in LLVM. Profiles of that compile (numba 0.68.1) found six pieces of pure
+lowering), not in LLVM. Profiles of that compile (numba 0.68.1) found seven pieces of pure
 overhead, each of which this module removes without changing what numba decides:
 
 * **Flags compared key by key** (:func:`_flags_values`). Every lookup in an ``@overload`` template's
@@ -44,6 +44,14 @@ overhead, each of which this module removes without changing what numba decides:
   calls. A Python call of that signature later (a test calling an inner kernel, or the overload
   loaded from numba's disk cache without its wrapper) compiles it again with the wrappers, and
   that version replaces the cached one. The function's own code is unchanged (same bits).
+* **The size of the same LLVM type computed again at every variable** (:func:`_abi_sizeof`).
+  Lowering asks ``BaseContext.get_abi_sizeof`` for the size of every user variable it allocates or
+  stores (for the debug information, which is off), and llvmlite answers each call by printing a
+  module that holds a global of the type and parsing it with LLVM: a quarter of numba's lowering
+  and 6 % of a cold ``deploy-cube`` compile (py-spy, docs/design.md §8.34). The size of a type
+  depends only on the type and the data layout, so the first answer for a (layout, type) pair now
+  serves the others. A type that names an identified struct (``%"name"``, whose body the name does
+  not describe) is asked of llvmlite every time, as before.
 
 Each patch applies only where numba's internals are as described (``APPLIED`` lists those that
 did); ``TUMBLE_NUMBA_SPEEDUPS=0`` applies none. ``tests/test_numba_speed.py`` checks each against
@@ -166,6 +174,29 @@ def _call_type(self, context, args, kws):
         if sig is not None:
             _CALL_TYPES[key] = sig
     return sig
+
+
+#: ABI sizes already computed: (id of the data layout, LLVM type) → bytes. The layouts are kept
+#: in :data:`_ABI_LAYOUTS`, so an id in a key is never reused by another object.
+_ABI_SIZES: dict = {}
+_ABI_LAYOUTS: dict = {}
+
+
+def _abi_sizeof(self, ty):
+    """``BaseContext.get_abi_sizeof``: numba's answer, kept for the next request of the same type
+    on the same data layout (a type naming an identified struct is not kept)."""
+    td = self.target_data
+    key = (id(td), ty)
+    try:
+        size = _ABI_SIZES.get(key)
+    except TypeError:           # an unhashable type: ask as numba does
+        return ORIGINAL["abi_sizeof"](self, ty)
+    if size is None:
+        size = ORIGINAL["abi_sizeof"](self, ty)
+        if "%" not in str(ty):
+            _ABI_LAYOUTS.setdefault(id(td), td)
+            _ABI_SIZES[key] = size
+    return size
 
 
 @contextlib.contextmanager
@@ -302,6 +333,13 @@ def apply() -> list[str]:
         dispatcher.Dispatcher.add_overload = _add_overload
         dispatcher._FunctionCompiler._customize_flags = _callee_flags
         APPLIED.append("callee_wrappers")
+    from numba.core import base
+
+    abi = base.BaseContext.__dict__.get("get_abi_sizeof")
+    if callable(abi) and "get_abi_size" in abi.__code__.co_names:
+        ORIGINAL["abi_sizeof"] = abi
+        base.BaseContext.get_abi_sizeof = _abi_sizeof
+        APPLIED.append("abi_sizes")
     scheme = errors.termcolor() if callable(getattr(errors, "termcolor", None)) else None
     if not os.environ.get("NUMBA_COLOR_SCHEME") and callable(getattr(scheme, "_markup", None)):
         ORIGINAL["markup"] = scheme._markup

@@ -23,10 +23,11 @@ from ecs.errors import InputError
 
 def test_every_patch_applies_on_the_installed_numba():
     """Fails when numba's internals moved so that a patch no longer finds what it replaces (the
-    compile would then be slower, not wrong): ``APPLIED`` names all six."""
+    compile would then be slower, not wrong): ``APPLIED`` names all seven."""
     assert ecs is not None
     markup = not os.environ.get("NUMBA_COLOR_SCHEME") and not os.environ.get("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING")
-    want = ["flags_values", "array_operator", "list_vars", "call_types", "callee_wrappers"] + ["plain_messages"] * markup
+    want = (["flags_values", "array_operator", "list_vars", "call_types", "callee_wrappers", "abi_sizes"]
+            + ["plain_messages"] * markup)
     assert speed.APPLIED == (want if os.environ.get("TUMBLE_NUMBA_SPEEDUPS", "1") == "1" else [])
 
 
@@ -223,6 +224,37 @@ def test_call_types_are_numbas_and_failures_raise_again():
                 assert fnty.get_call_type(ctx, ab, {}) == want, (fn, ab)
             typed += 1
     assert typed > 100 and failed > 100
+
+
+# ------------------------------------------------------------------ ABI sizes
+@_off
+def test_abi_sizes_are_llvms_and_named_structs_are_asked_each_time():
+    """The sizes of scalar, pointer, vector, array and (nested, packed) struct types, and of the
+    data models of arrays and tuples that lowering allocates, first and again, are the sizes
+    llvmlite computes; an identified struct (its name does not describe its body) is asked of
+    llvmlite each time and never kept."""
+    from llvmlite import ir as llir
+
+    ctx = cpu_target.target_context
+    original = speed.ORIGINAL["abi_sizeof"]
+    d, i8, i32, i64 = llir.DoubleType(), llir.IntType(8), llir.IntType(32), llir.IntType(64)
+    lit = [d, i8, i32, i64, i8.as_pointer(), llir.VectorType(d, 4), llir.ArrayType(i32, 7),
+           llir.LiteralStructType([i8, d, i32]), llir.LiteralStructType([i8, d, i32], packed=True),
+           llir.LiteralStructType([llir.LiteralStructType([i8, i64]), llir.ArrayType(d, 3), i8.as_pointer()])]
+    lit += [ctx.get_value_type(t) for t in (types.float64, types.Array(types.float64, 3, "C"),
+                                            types.UniTuple(types.Array(types.int8, 1, "C"), 5),
+                                            types.Tuple((types.float64, types.int64, types.Array(types.float64, 2, "A"))))]
+    sizes = {8, 1, 4, 32, 28, 24, 13}
+    for ty in lit:
+        want = original(ctx, ty)
+        for _ in range(2):
+            assert ctx.get_abi_sizeof(ty) == want, ty
+        sizes.discard(want)
+    assert not sizes                               # the expected sizes were among the answers
+    named = llir.global_context.get_identified_type("tumble_test_abi_named")
+    named.set_body(i8)
+    assert ctx.get_abi_sizeof(named) == original(ctx, named) == 1
+    assert (id(ctx.target_data), named) not in speed._ABI_SIZES
 
 
 # ------------------------------------------------------------------ callee wrappers
