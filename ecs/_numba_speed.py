@@ -48,9 +48,9 @@ overhead, each of which this module removes without changing what numba decides:
   Lowering asks ``BaseContext.get_abi_sizeof`` for the size of every user variable it allocates or
   stores (for the debug information, which is off), and llvmlite answers each call by printing a
   module that holds a global of the type and parsing it with LLVM: 2,576 calls and 1.75 s of a
-  cold ``deploy-cube`` compile of ~65 s (timed around the calls, docs/design.md §8.34). The size of a type
-  depends only on the type and the data layout, so the first answer for a (layout, type) pair now
-  serves the others. A type that names an identified struct (``%"name"``, whose body the name does
+  cold ``deploy-cube`` compile of ~65 s (timed around the calls, docs/design.md §8.34). The size
+  of a type depends only on the type and the data layout, so the first answer for a (layout, type)
+  pair now serves the others. A type that names an identified struct (``%"name"``, whose body the name does
   not describe) is asked of llvmlite every time, as before.
 
 Each patch applies only where numba's internals are as described (``APPLIED`` lists those that
