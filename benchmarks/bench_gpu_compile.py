@@ -17,6 +17,13 @@ the argument types of that very call:
   call), and the **occupancy** that register count allows on an H100/H200 SM (65,536 registers,
   64 warps, registers allocated per warp in units of 256, 128 threads a block).
 
+Then a **reference kernel** that does not change with the code (:func:`reference_source`: 100
+dependent lines of float64 arithmetic, square roots and divisions, written out by this module) is
+compiled the same way, :data:`REFERENCE_REPEATS` times, and the least CPU time of its NVVM + ptxas
+is reported beside the scene's (``reference_cpu_s``, and the ratio of the two): the peer measured in
+the same run that a compile-time budget is held against, since this machine's speed drifts by
+1.5-1.8x between days (docs/design.md §8.35).
+
 Printed as a table and stored as JSON (``--out``, default ``gpu-compile.json`` in the working
 directory). ``--budget-registers``/``--budget-spill``/``--budget-seconds`` make the run fail (exit
 1) when a kernel exceeds them; ``tests/test_gpu_compile.py`` runs it with the budgets of
@@ -240,6 +247,55 @@ def compile_one(key: str, entry: tuple, ptxas: str | None) -> dict:
     return res
 
 
+#: Lines of the reference kernel (:func:`reference_source`): 3.8-5.0 s of NVVM + ptxas CPU on this
+#: 2-core machine on 2026-12-02 (a run of 400 lines took 24 s: the cost grows faster than the code).
+REFERENCE_LINES = 100
+#: Compiles of the reference kernel per run; the least CPU time counts (single runs vary by ~15 %).
+REFERENCE_REPEATS = 3
+
+
+def reference_source(lines: int = REFERENCE_LINES) -> str:
+    """Python source of the reference kernel ``_reference(out, x)``: 16 float64 locals updated by
+    ``lines`` dependent statements (a product, a square root, a division; a branch every 25), written
+    out here so that its compile cost follows the machine and the toolkit, never tumble's code."""
+    src = ["def _reference(out, x):", "    i = cuda.grid(1)", "    if i >= x.shape[0]:", "        return"]
+    src += [f"    a{k} = x[i, {k}]" for k in range(16)]
+    for j in range(lines):
+        d, s, t, u = j % 16, (7 * j + 3) % 16, (3 * j + 5) % 16, (5 * j + 1) % 16
+        src.append(f"    a{d} = a{s} * {1.0 + j / lines:.6f} + math.sqrt(abs(a{t}) + 1.0) / (1.0 + a{u} * a{u})")
+        if j % 25 == 24:
+            src += [f"    if a{d} > a{s}:", f"        a{t} = -a{t}"]
+    src.append("    out[i] = " + " + ".join(f"a{k}" for k in range(16)))
+    return "\n".join(src) + "\n"
+
+
+def reference_compile(ptxas: str | None, repeats: int = REFERENCE_REPEATS) -> dict:
+    """NVVM (+ ptxas) of the reference kernel, ``repeats`` times: the least CPU and wall seconds."""
+    import numba
+    from numba import cuda
+
+    ns = {"math": math, "cuda": cuda}
+    exec(compile(reference_source(), "<tumble reference kernel>", "exec"), ns)
+    sig = (numba.float64[::1], numba.float64[:, ::1])
+    best = None
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        ptx, _ = cuda.compile_ptx(ns["_reference"], sig, cc=(9, 0))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if ptxas:
+            with tempfile.TemporaryDirectory() as d:
+                src = Path(d) / "r.ptx"
+                src.write_text(ptx)
+                t0, u0 = time.perf_counter(), _children_cpu()
+                subprocess.run([ptxas, "-arch=sm_90", "-O3", str(src), "-o", str(Path(d) / "r.cubin")],
+                               capture_output=True, text=True, check=True)
+                wall += time.perf_counter() - t0
+                cpu += _children_cpu() - u0
+        if best is None or cpu < best["cpu_s"]:
+            best = {"cpu_s": cpu, "s": wall, "ptx_bytes": len(ptx)}
+    return best
+
+
 def fake_device() -> None:
     """Without a device, numba's device-function compiler still asks the driver for the current
     device's compute capability: report sm_90 for the compile only."""
@@ -272,6 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-spill", type=int, default=None, help="fail when a kernel spills more bytes")
     ap.add_argument("--budget-seconds", type=float, default=None,
                     help="fail when NVVM + ptxas of all kernels take longer [s]")
+    ap.add_argument("--reference-repeats", type=int, default=REFERENCE_REPEATS,
+                    help=f"compiles of the reference kernel, the least CPU time reported (default {REFERENCE_REPEATS}; 0: none)")
     ap.add_argument("--out", type=Path, default=Path("gpu-compile.json"), help="JSON result path")
     args = ap.parse_args(argv)
     os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
@@ -295,9 +353,15 @@ def main(argv=None) -> int:
     total_cpu = sum(r["nvvm_cpu_s"] + r.get("ptxas_cpu_s", 0.0) for r in rows)
     print(f"NVVM + ptxas of {len(rows)} kernels: {total:.1f} s wall, {total_cpu:.1f} s CPU "
           f"(ptxas: {ptxas or 'not found'})")
+    ref = {"cpu_s": None, "s": None}
+    if args.reference_repeats > 0:
+        ref = reference_compile(ptxas, args.reference_repeats)
+        print(f"reference kernel ({REFERENCE_LINES} lines, least of {args.reference_repeats}): {ref['cpu_s']:.2f} s "
+              f"CPU; the kernels took {total_cpu / ref['cpu_s']:.1f}x its CPU time")
     from benchmarks._common import save
 
-    save("gpu-compile", {"scenes": args.scenes, "kernels": rows, "total_s": total, "total_cpu_s": total_cpu, "recorded": sorted(calls)},
+    save("gpu-compile", {"scenes": args.scenes, "kernels": rows, "total_s": total, "total_cpu_s": total_cpu,
+                         "reference_cpu_s": ref["cpu_s"], "reference_s": ref["s"], "recorded": sorted(calls)},
          path=args.out)
     bad = []
     for r in rows:

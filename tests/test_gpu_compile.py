@@ -57,6 +57,16 @@ DEFAULT_BUDGET = (128, 0)
 #: make (:data:`DEPLOY_PTX_BUDGET_BYTES`).
 DEPLOY_COMPILE_IDLE_S = 60.0
 DEPLOY_COMPILE_BUDGET_S = 2.5 * DEPLOY_COMPILE_IDLE_S
+#: The same CPU seconds over those of the bench's reference kernel, compiled in the same run
+#: (:func:`benchmarks.bench_gpu_compile.reference_compile`: code that does not change with tumble's,
+#: so it slows with the machine and the toolkit alone). On 2026-12-02 this machine drifted within half
+#: an hour from 105.8 to 129.5 s of idle NVVM + ptxas for the same PTX, 21 s under the fixed budget
+#: before another test process shares the cores. The ratio was 45.4 (129.5 s over 2.85 s) and 49.7
+#: (119.9 s over 2.41 s) in two idle runs. The guard allows 1.5x the larger: a kernel set that costs
+#: half as much again to build, against a compile on the same machine minutes apart, fails; a slow
+#: day does not. The budget is the larger of the two rules (the fixed one still holds on a fast day).
+DEPLOY_COMPILE_RATIO_IDLE = 49.7
+DEPLOY_COMPILE_RATIO_BUDGET = 1.5 * DEPLOY_COMPILE_RATIO_IDLE
 #: PTX of every deploy-cube GPU kernel [bytes], a quarter more than measured on 2026-12-01 (102.9 MB:
 #: contact 37.4, fly 21.6, collide 21.1 and its listed span 21.2, the end rules 1.6 MB): the code NVVM
 #: and ptxas are given, which does not drift with the machine.
@@ -71,7 +81,7 @@ def budget(kernel: str) -> tuple[int, int]:
     return BUDGETS[best] if best else DEFAULT_BUDGET
 
 
-def _compile(tmp_path, scenes: str, only: str = "") -> dict:
+def _compile(tmp_path, scenes: str, only: str = "", reference: bool = False) -> dict:
     from benchmarks.bench_gpu_compile import nvvm_missing
 
     why = nvvm_missing()
@@ -83,6 +93,8 @@ def _compile(tmp_path, scenes: str, only: str = "") -> dict:
     cmd = [sys.executable, "-m", "benchmarks.bench_gpu_compile", "--scenes", scenes, "--out", str(out)]
     if only:
         cmd += ["--only", only]
+    if not reference:            # the reference kernel's compiles (~9 s) only where a time budget needs them
+        cmd += ["--reference-repeats", "0"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     print(proc.stdout[-4000:])
@@ -117,9 +129,10 @@ def test_deploy_cube_device_loop_compiles_within_budget(tmp_path):
     contact motion), the collide span over a device list, the mode loop's compaction kernels and its
     end rules with the voxel field and grid terrain; registers and spills per kernel, their PTX
     (:data:`DEPLOY_PTX_BUDGET_BYTES`) and their total compile time within budget (NVVM + ptxas
-    <= 60 CPU s on 2 cores when idle; 150 s here, where another test process shares the cores and
-    the machine drifts: :data:`DEPLOY_COMPILE_BUDGET_S`)."""
-    r = _compile(tmp_path, "deploy-cube@20000")
+    <= 60 CPU s on 2 cores when idle on a fast day; 150 s here, where another test process shares
+    the cores, :data:`DEPLOY_COMPILE_BUDGET_S`, or :data:`DEPLOY_COMPILE_RATIO_BUDGET` times the
+    reference kernel's compile in the same run when that is larger: the machine drifts)."""
+    r = _compile(tmp_path, "deploy-cube@20000", reference=True)
     names = {k["kernel"] for k in r["kernels"]}
     for k in ("_fly_rows", "_collide_rows", "_contact_rows", "listed:_collide_rows", "compact:_in_mode",
               "compact:_running", "compact:_stop_stuck", "compact:_end_row"):
@@ -127,7 +140,8 @@ def test_deploy_cube_device_loop_compiles_within_budget(tmp_path):
     _check_budgets(r)
     ptx = sum(k["ptx_bytes"] for k in r["kernels"])
     assert ptx <= DEPLOY_PTX_BUDGET_BYTES, (ptx, {k["kernel"]: k["ptx_bytes"] for k in r["kernels"]})
-    assert r["total_cpu_s"] <= DEPLOY_COMPILE_BUDGET_S, (r["total_cpu_s"], r["total_s"])
+    allowed = max(DEPLOY_COMPILE_BUDGET_S, DEPLOY_COMPILE_RATIO_BUDGET * r["reference_cpu_s"])
+    assert r["total_cpu_s"] <= allowed, (r["total_cpu_s"], r["reference_cpu_s"], allowed, r["total_s"])
 
 
 @pytest.mark.slow
