@@ -5,6 +5,7 @@ the root attribute ``run``, documented as varying), so "repaired" means "identic
 never went wrong", not merely "readable".
 """
 
+import contextlib
 import json
 import os
 import pathlib
@@ -62,6 +63,20 @@ def wait_for_lock(out, proc, timeout=60):
     raise AssertionError(f"the first writer never held the lock (rc={proc.poll()})")
 
 
+@contextlib.contextmanager
+def paused(proc):
+    """The first writer stopped (SIGSTOP) while second writers try the store, resumed after: they
+    must meet it holding the store. The SLOW parameters alone left a race: the first run took ~4.5 s
+    and two CLI starts beside the other test process could take longer (a CI run on 2026-12-02 saw
+    the first writer finish before the second attempt, which then overwrote the store). A stopped
+    process keeps its lock file, its flock and its pid."""
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGCONT)
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """An uninterrupted run (the bytes every other store must reproduce)."""
@@ -83,13 +98,14 @@ def test_second_writer_is_refused_and_the_first_store_is_intact(tmp_path, refere
                 "--no-progress", *params(SLOW), wait=False)
     try:
         wait_for_lock(out, first)
-        for extra in (["--resume"], ["--overwrite"]):        # run + resume, run + overwrite
-            r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress",
-                    *params(SLOW), *extra)
-            assert r.returncode == 1, (extra, r.stdout, r.stderr)
-            assert "being written by pid" in r.stderr and socket.gethostname() in r.stderr, r.stderr
-            assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
-        assert first.poll() is None, "the second writer must not have disturbed the first"
+        with paused(first):
+            for extra in (["--resume"], ["--overwrite"]):        # run + resume, run + overwrite
+                r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress",
+                        *params(SLOW), *extra)
+                assert r.returncode == 1, (extra, r.stdout, r.stderr)
+                assert "being written by pid" in r.stderr and socket.gethostname() in r.stderr, r.stderr
+                assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+            assert first.poll() is None, "the second writer must not have disturbed the first"
     finally:
         rc = first.wait(timeout=300)
     assert rc == 3, first.stderr.read()        # finished, some samples FAILED (fail_above)
@@ -106,7 +122,8 @@ def test_resume_against_resume_is_refused(tmp_path, reference):
                 wait=False)
     try:
         wait_for_lock(out, first)
-        r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+        with paused(first):
+            r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
         assert r.returncode == 1 and "being written by pid" in r.stderr, r.stderr
     finally:
         first.wait(timeout=300)
@@ -146,12 +163,13 @@ def test_a_writer_whose_lock_file_was_deleted_still_holds_the_store(tmp_path, re
         deadline = time.monotonic() + 60           # the run attribute is set after the store is held
         while "\"run\"" not in (out / "zarr.json").read_text() and time.monotonic() < deadline:
             time.sleep(0.02)
-        pathlib.Path(str(out) + ".lock").unlink()
-        for extra in (["--resume"], ["--overwrite"]):
-            r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress",
-                    *params(SLOW), *extra)
-            assert r.returncode == 1 and "lock file d.zarr.lock was removed" in one_line(r), (extra, r.stderr)
-        assert first.poll() is None, "the second writer must not have disturbed the first"
+        with paused(first):
+            pathlib.Path(str(out) + ".lock").unlink()
+            for extra in (["--resume"], ["--overwrite"]):
+                r = cli("run", DRIFT, "--samples", str(N), "--seed", str(SEED), "--out", str(out), "--no-progress",
+                        *params(SLOW), *extra)
+                assert r.returncode == 1 and "lock file d.zarr.lock was removed" in one_line(r), (extra, r.stderr)
+            assert first.poll() is None, "the second writer must not have disturbed the first"
     finally:
         rc = first.wait(timeout=300)
     assert rc == 3, first.stderr.read()
@@ -174,11 +192,12 @@ def test_a_second_writer_through_a_bind_mount_is_refused(tmp_path, reference):
         deadline = time.monotonic() + 60
         while "\"run\"" not in (out / "zarr.json").read_text() and time.monotonic() < deadline:
             time.sleep(0.02)
-        mounted = subprocess.run(["mount", "--bind", str(out), str(other)], capture_output=True).returncode == 0
-        if mounted:
-            assert other.resolve() != out.resolve() and (other / "zarr.json").is_file()
-            r = cli("run", DRIFT, "--out", str(other), "--resume", "--no-progress", *params(SLOW))
-            assert r.returncode == 1 and "being written by another process" in one_line(r), r.stderr
+        with paused(first):
+            mounted = subprocess.run(["mount", "--bind", str(out), str(other)], capture_output=True).returncode == 0
+            if mounted:
+                assert other.resolve() != out.resolve() and (other / "zarr.json").is_file()
+                r = cli("run", DRIFT, "--out", str(other), "--resume", "--no-progress", *params(SLOW))
+                assert r.returncode == 1 and "being written by another process" in one_line(r), r.stderr
     finally:
         if mounted:
             subprocess.run(["umount", str(other)], capture_output=True)
