@@ -247,8 +247,9 @@ def compile_one(key: str, entry: tuple, ptxas: str | None) -> dict:
     return res
 
 
-#: Lines of the reference kernel (:func:`reference_source`): 3.8-5.0 s of NVVM + ptxas CPU on this
-#: 2-core machine on 2026-12-02 (a run of 400 lines took 24 s: the cost grows faster than the code).
+#: Lines of the reference kernel (:func:`reference_source`). On this 2-core machine on 2026-12-02 its
+#: NVVM + ptxas took 2.4-2.9 CPU s (the least of three, after a scene's kernels) and 3.8-5.0 s alone in
+#: a fresh process; 400 lines took 24 s (the cost grows faster than the code).
 REFERENCE_LINES = 100
 #: Compiles of the reference kernel per run; the least CPU time counts (single runs vary by ~15 %).
 REFERENCE_REPEATS = 3
