@@ -231,20 +231,24 @@ def compile_one(key: str, entry: tuple, ptxas: str | None) -> dict:
     res = {"kernel": key, "ptx_bytes": len(ptx), "nvvm_s": time.perf_counter() - t0,
            "nvvm_cpu_s": time.process_time() - c0}
     if ptxas:
-        with tempfile.TemporaryDirectory() as d:
-            src = Path(d) / "k.ptx"
-            src.write_text(ptx)
-            t0, u0 = time.perf_counter(), _children_cpu()
-            proc = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
-                                  capture_output=True, text=True)
-            res["ptxas_s"] = time.perf_counter() - t0
-            res["ptxas_cpu_s"] = _children_cpu() - u0
-            if proc.returncode != 0:
-                res["ptxas_error"] = proc.stderr.strip()[-400:]
-            else:
-                res.update(parse_ptxas(proc.stderr + proc.stdout))
-                res["occupancy"] = occupancy(res["registers"])
+        proc, res["ptxas_s"], res["ptxas_cpu_s"] = run_ptxas(ptx, ptxas)
+        if proc.returncode != 0:
+            res["ptxas_error"] = proc.stderr.strip()[-400:]
+        else:
+            res.update(parse_ptxas(proc.stderr + proc.stdout))
+            res["occupancy"] = occupancy(res["registers"])
     return res
+
+
+def run_ptxas(ptx: str, ptxas: str) -> tuple:
+    """``ptxas -arch=sm_90 -O3 -v`` of ``ptx``: the finished process, its wall and CPU seconds."""
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        t0, u0 = time.perf_counter(), _children_cpu()
+        proc = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
+                              capture_output=True, text=True)
+        return proc, time.perf_counter() - t0, _children_cpu() - u0
 
 
 #: Lines of the reference kernel (:func:`reference_source`). On this 2-core machine on 2026-12-02 its
@@ -284,14 +288,11 @@ def reference_compile(ptxas: str | None, repeats: int = REFERENCE_REPEATS) -> di
         ptx, _ = cuda.compile_ptx(ns["_reference"], sig, cc=(9, 0))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         if ptxas:
-            with tempfile.TemporaryDirectory() as d:
-                src = Path(d) / "r.ptx"
-                src.write_text(ptx)
-                t0, u0 = time.perf_counter(), _children_cpu()
-                subprocess.run([ptxas, "-arch=sm_90", "-O3", str(src), "-o", str(Path(d) / "r.cubin")],
-                               capture_output=True, text=True, check=True)
-                wall += time.perf_counter() - t0
-                cpu += _children_cpu() - u0
+            proc, pwall, pcpu = run_ptxas(ptx, ptxas)
+            if proc.returncode != 0:
+                raise RuntimeError(f"ptxas failed on the reference kernel: {proc.stderr.strip()[-400:]}")
+            wall += pwall
+            cpu += pcpu
         if best is None or cpu < best["cpu_s"]:
             best = {"cpu_s": cpu, "s": wall, "ptx_bytes": len(ptx)}
     return best
