@@ -122,6 +122,17 @@ class System(esper.Processor):
         columns are reset; reset whatever per-row state this system keeps outside the columns.
         Default: nothing."""
 
+    def frame_span(self, step: float) -> int:
+        """How many frames of ``step`` [s] this SCHEDULED system may take in one :meth:`process`
+        call (``frame.span`` of them, ``frame.dt`` their length; default 1).
+
+        A system whose results do not depend on where frames end (rows stepped with dense output,
+        such as the deployment's mode loop) may return more: the world then runs such frames as
+        one whenever every SCHEDULED system allows it, no frame inside is recorded and, in a
+        streaming active set, no slot is refilled inside (:meth:`ecs.world.World.run`). Fewer
+        frames mean fewer synchronisations of the loop's workers (docs/design.md §8.36)."""
+        return 1
+
     def term(self, world) -> "Term | None":
         """The row term this DERIVATIVE system adds in per-row pipelines (:mod:`ecs.terms`), or
         ``None`` (default: it only takes part through :meth:`process`)."""

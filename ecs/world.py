@@ -47,6 +47,9 @@ class Frame:
             them at the frame end then: docs/design.md §8.2).
         stage: the integrator stage the DERIVATIVE systems are evaluated at (0: the step's start,
             an accepted state — where event systems such as facet contact compare contact sets).
+        span: how many of the run's frames this one covers (1 unless every SCHEDULED system
+            allows more: :meth:`ecs.system.System.frame_span`); ``index`` is the first of them,
+            ``dt`` their length.
     """
 
     world: "World"
@@ -56,6 +59,7 @@ class Frame:
     record_interval: float = 0.0
     recorded: bool = False
     stage: int = 0
+    span: int = 1
     #: streaming active set (:meth:`World.compile` with ``active``): each sample slot's own frame
     #: index (its sample entered at a later frame than others; -1: empty slot), the nominal frame
     #: length [s], the frames per sample and the run's end time [s]; ``None`` when every row is
@@ -74,10 +78,14 @@ class Frame:
 
         ``t + dt`` for every row, except in a streaming active set where a row's sample started at
         a later frame: there its own frame ``j`` ends at ``j * step + min(step, t_end - j * step)``
-        (the last frame of a sample is shorter), computed exactly as the frame-synchronous loop does."""
+        (the last frame of a sample is shorter), computed exactly as the frame-synchronous loop does;
+        a frame that covers ``span`` frames ends where its last one, ``j + span - 1`` (at most the
+        sample's last), ends."""
         if self.slot_frame is None:
             return np.full(table.row_count, self.t + self.dt)
         j = np.repeat(self.slot_frame, table.entity_count)
+        if self.span > 1:
+            j = np.where(j >= 0, np.minimum(j + self.span - 1, self.frames - 1), j)
         tj = j * self.step
         fdt = np.where(j == self.frames - 1, np.minimum(self.step, self.t_end - tj), self.step)
         return tj + fdt
@@ -672,22 +680,32 @@ class World:
         if n_rec:
             take(0)
         scheduled = self._schedule[Phase.SCHEDULED]
+        most = frame_span(scheduled, dt)
         self._deferring = True
         done_at = n_frames
         try:
-            for i in range(n_frames):
+            i = 0
+            while i < n_frames:
+                # frames run as one (Frame.span) up to what every scheduled system allows, never
+                # past a recorded frame's end
+                k = min(most, n_frames - i, (record_every - i % record_every) if n_rec else n_frames)
                 frame.index = i
                 frame.t = i * dt
-                frame.dt = min(dt, t_end - frame.t) if i == n_frames - 1 else dt
-                frame.recorded = bool(n_rec and (i + 1) % record_every == 0)
+                frame.span = k
+                if k == 1:
+                    frame.dt = min(dt, t_end - frame.t) if i == n_frames - 1 else dt
+                else:
+                    frame.dt = min(k * dt, t_end - frame.t)
+                frame.recorded = bool(n_rec and (i + k) % record_every == 0)
                 for s in scheduled:
                     s.process(frame)
+                i += k
                 if on_frame is not None:
-                    on_frame(i + 1, n_frames)
-                if n_rec and (i + 1) % record_every == 0:
-                    take((i + 1) // record_every)
-                if (i + 1) % 16 == 0 and not self._any_running():
-                    done_at = i + 1
+                    on_frame(i, n_frames)
+                if frame.recorded:
+                    take(i // record_every)
+                if (k > 1 or i % 16 == 0) and i < n_frames and not self._any_running():
+                    done_at = i
                     break
         finally:
             self._deferring = False
@@ -815,6 +833,9 @@ class _Stream:
                       step=self.dt, frames=self.n_frames, t_end=self.t_end)
         scheduled = world._schedule[Phase.SCHEDULED]
         every, n = self.every, self.n
+        # frames run as one (Frame.span) up to what every scheduled system allows, never past a
+        # recorded frame's end or a frame a sample may enter at
+        most = min(frame_span(scheduled, self.dt), every) if self.n_rec else frame_span(scheduled, self.dt)
         next_sample = n
         world._deferring = True
         try:
@@ -837,18 +858,21 @@ class _Stream:
                     i = -(-i // every) * every       # the next frame a sample may enter at
                     continue
                 j = np.where(occupied, i - self.slot_start, -1)
-                frame.index, frame.t, frame.slot_frame = i, i * self.dt, j
-                frame.recorded = bool(self.n_rec and (i + 1) % every == 0)
+                k = min(most, every - i % every) if self.n_rec else most
+                if k > 1:             # never past a sample's last frame (shorter, and never recorded)
+                    k = min(k, self.n_frames - int(j[occupied].max()))
+                frame.index, frame.t, frame.slot_frame, frame.span = i, i * self.dt, j, k
+                frame.recorded = bool(self.n_rec and (i + k) % every == 0)
                 for s in scheduled:
                     s.process(frame)
                 if frame.recorded:
                     slots = np.flatnonzero(occupied)
-                    self._take(slots, (j[slots] + 1) // every)
-                self._leave(occupied, j)
+                    self._take(slots, (j[slots] + k) // every)
+                self._leave(occupied, j, k)
                 if on_frame is not None:
                     on_frame(self.finished, self.B)
                 self._emit_ready(sink)
-                i += 1
+                i += k
         finally:
             world._deferring = False
         world.flush()
@@ -871,10 +895,11 @@ class _Stream:
         for c in self.record:
             self.traj[c][ring, k] = to_host(self.rec_tables[c].by_sample(c))[slots]
 
-    def _leave(self, occupied: np.ndarray, j: np.ndarray) -> None:
-        """Copy out the samples that finished in this frame (all rows ended, or the last frame)."""
+    def _leave(self, occupied: np.ndarray, j: np.ndarray, span: int = 1) -> None:
+        """Copy out the samples that finished in this frame of ``span`` frames (all rows ended, or
+        their last frame)."""
         world = self.world
-        last = occupied & (j == self.n_frames - 1)
+        last = occupied & (j + span - 1 >= self.n_frames - 1)
         running = np.zeros(self.n, bool)
         host = {}             # each table's row_status (on the host: the column itself; on the GPU a copy)
         for t in world.tables:
@@ -910,7 +935,7 @@ class _Stream:
         self.count[ring] = to_host(ev.count)[slots]
         self.overflow[ring] = to_host(ev.overflow)[slots]
         if self.record:       # an ended sample is frozen: its later records repeat its state
-            later = np.arange(self.n_rec)[None, :] >= ((j[slots] + 1) // self.every + 1)[:, None]
+            later = np.arange(self.n_rec)[None, :] >= ((j[slots] + span) // self.every + 1)[:, None]
             for c in self.record:
                 cur = to_host(self.rec_tables[c].by_sample(c))[slots]
                 m = later.reshape(later.shape + (1,) * (cur.ndim - 1))
@@ -944,6 +969,13 @@ class _Stream:
         self.ready[idx] = False
         self.first_out = b
         sink(a, b, res)
+
+
+def frame_span(scheduled, step: float) -> int:
+    """How many frames of ``step`` [s] the world may run as one: the fewest any of the
+    ``scheduled`` systems allows (:meth:`ecs.system.System.frame_span`), at least 1."""
+    most = min((int(s.frame_span(step)) for s in scheduled), default=1)
+    return max(1, most)
 
 
 def _concat(results: list[RunResult]) -> RunResult:

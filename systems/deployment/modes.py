@@ -249,7 +249,8 @@ class ModeLoop(System):
             (``resolve(ctx, rows)``).
         end: the end system: ``check(ctx, rows, t_lim)`` ends rows and returns those still pending.
         max_passes: passes per frame before a row that still has not reached the frame end is
-            flagged FAILED (a guard: no row can hang the batch).
+            flagged FAILED (a guard: no row can hang the batch); a call that covers several
+            frames (``frame.span``) allows as many times more.
     """
 
     phase = Phase.SCHEDULED
@@ -262,11 +263,19 @@ class ModeLoop(System):
     #: the column value of ended rows (no mode)
     ended_mode: int = -1
 
+    #: [s] of simulated time the CPU loop may run between two synchronisations of its workers when
+    #: no frame end is needed sooner (:meth:`frame_span`). Every synchronisation waits for the
+    #: slowest worker and restarts every row's launch; on deploy-cube (2,000 samples, 2 threads)
+    #: 300 s frames took 12-15 % more wall time than hour-long ones (streaming: 22 %), with the
+    #: same steps and the same bytes (docs/design.md §8.36).
+    sync_interval: float = 3600.0
+
     def __init__(self, modes: tuple, resolver: System, end: System, *, max_passes: int = 10_000):
         self.own_modes = tuple(modes)
         self.resolver = resolver
         self.end = end
         self.max_passes = int(max_passes)
+        self._pass_limit = self.max_passes     # this call's: max_passes x the frames it covers
         self.user_modes: tuple[Mode, ...] = ()
         self.handlers: tuple[System, ...] = ()
         self.ctx = None
@@ -396,6 +405,17 @@ class ModeLoop(System):
     def frame_end(self, frame, t_end: tuple) -> None:
         """Called last in every frame, after every running row reached its frame end."""
 
+    def frame_span(self, step: float) -> int:
+        """Frames of ``step`` [s] one call may cover (:meth:`ecs.system.System.frame_span`): as
+        many as fit in :attr:`sync_interval` on the CPU, so the workers wait for each other about
+        once per simulated hour. Every row's steps stay the same: the modes step past frame ends
+        with dense output, and a mode a user adds steps each row to its own frame end, wherever
+        that is. The GPU backend keeps one frame per call (its device loop's refills and
+        synchronisations have not been measured on a device with longer frames)."""
+        if self.ctx is None or self.ctx.backend == "gpu" or not (step > 0.0):
+            return 1
+        return max(1, int(self.sync_interval // step))
+
     def process(self, frame) -> None:
         """Advance every running row to its frame end (module docstring).
 
@@ -412,6 +432,7 @@ class ModeLoop(System):
         runs it, and a row changes hands only between two launches, where its state is in the table.
         """
         ctx = self.ctx
+        self._pass_limit = self.max_passes * max(1, int(getattr(frame, "span", 1)))
         t_end = self.frame_start(frame)
         if ctx.backend == "gpu":
             self._device_passes(t_end)
@@ -443,7 +464,8 @@ class ModeLoop(System):
         After every pass the worker keeps only its rows still pending (the others are at the frame
         end or ended) and, when another worker is idle, hands half of them over (``share``). When
         none is left it waits for rows from another worker, until every worker is idle.
-        ``max_passes`` counts this worker's passes in the frame, gifts included.
+        ``max_passes`` (x the frames the call covers) counts this worker's passes in the frame, gifts
+        included.
         """
         tm = dict.fromkeys(self.timings, 0.0)
         try:
@@ -471,7 +493,7 @@ class ModeLoop(System):
             rows = np.ascontiguousarray(rows, dtype=np.int64)
             sel = np.empty(len(rows), np.int64)
             while len(rows):
-                if passes == self.max_passes:
+                if passes == self._pass_limit:
                     stuck = rows[(status[rows] == Status.RUNNING) & (time[rows] < lim[rows])]
                     status[stuck] = Status.FAILED
                     t["row_reason"][stuck] = Reason.PASS_GUARD
@@ -514,7 +536,7 @@ class ModeLoop(System):
         launches = self.launch_count
         while n:
             pending = lists.pending
-            if passes == self.max_passes:
+            if passes == self._pass_limit:
                 compact_rows(stop_stuck, n, pending.ids, lists.mode, status, t["row_reason"], time, lim)
                 self.end.check(ctx, pending, lists.no_end, out=lists.next)
                 break
