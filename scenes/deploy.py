@@ -81,7 +81,7 @@ PARAMETERS = {
     "rocks": "false; 'psr' (procedurally seeded rock texture, §2.3.3); 'polyhedral' (explicit rocks, §2.3.1)",
     "fbm": "add fBm relief to the terrain (§2.3.2: up to 4.8 m, 5 octaves)",
     "t_cap": "[s] simulated-time cap: a probe not settled by then ends TIMED_OUT",
-    "frame": "[s] trajectory sampling (changes no step: dense output) and phase-loop synchronisation",
+    "frame": "[s] trajectory sampling (changes no step: dense output)",
     "record_every": "[frames] trajectory decimation (default: finals and events only)",
     "contact": "'rigid' (Stronge, constant e; default) or 'regolith' (e falls with the normal impact speed, "
                "components.contact_params.low_gravity_regolith; docs/validation.md)",
@@ -113,12 +113,11 @@ TRAJECTORY_COLUMNS = ("body_position", "body_velocity", "body_attitude", "body_o
                       "probe_position_inertial", "probe_target_attitude")
 
 #: Default frame length [s] of the deployment scenes: the trajectory sampling (with
-#: ``record_every``) and the phase loop's synchronisation (:class:`systems.deployment.loop.DeploymentLoop`
-#: brings every row past each frame end). A frame changes no step (dense output), but costs each
-#: worker one wait for the slowest row of the frame and, when recorded, each row one extra trial
-#: step per record; round 1 measured, with steps still cut at frame ends, 0.80 s for 200
-#: ``deploy-cube`` trajectories (2 threads) with 300 s frames against 0.98 s with 60 s frames. Pass
-#: ``frame=`` for finer trajectories: the results stay the same bytes.
+#: ``record_every``). A frame changes no step (dense output) and no byte of the results. The phase
+#: loop's workers synchronise at recorded frames and otherwise about once per simulated hour on the
+#: CPU, whatever the frame (:attr:`systems.deployment.modes.ModeLoop.sync_interval`, §8.36 of
+#: docs/design.md); when recorded, each row takes one extra trial step per record. Pass ``frame=``
+#: for finer trajectories: the results stay the same bytes.
 DEFAULT_FRAME = 300.0
 #: Event-log slots of a deployment (one per collision): 64 overflowed in 16 % of the README's
 #: 12-line lander (100 samples: median 36 collisions, 95 % below 94, the most 158) and in 1 of 200
