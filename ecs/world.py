@@ -82,6 +82,11 @@ class Frame:
         a frame that covers ``span`` frames ends where its last one, ``j + span - 1`` (at most the
         sample's last), ends."""
         if self.slot_frame is None:
+            if self.span > 1:       # the end of the last frame covered, to the bit as when run alone
+                last = self.index + self.span - 1
+                tl = last * self.step
+                return np.full(table.row_count, tl + (min(self.step, self.t_end - tl) if last == self.frames - 1
+                                                      else self.step))
             return np.full(table.row_count, self.t + self.dt)
         j = np.repeat(self.slot_frame, table.entity_count)
         if self.span > 1:
@@ -676,7 +681,8 @@ class World:
             for c in record:
                 trajs[c][:, k] = to_host(rec_tables[c].by_sample(c))
 
-        frame = Frame(self, 0.0, dt, 0, record_interval=float(record_every * dt) if n_rec else 0.0)
+        frame = Frame(self, 0.0, dt, 0, record_interval=float(record_every * dt) if n_rec else 0.0, step=dt,
+                      frames=n_frames, t_end=t_end)
         if n_rec:
             take(0)
         scheduled = self._schedule[Phase.SCHEDULED]

@@ -30,7 +30,7 @@ class Spy(System):
     phase = Phase.SCHEDULED
 
     def __init__(self, span, name="spy"):
-        self.span, self._name, self.seen = span, name, []
+        self.span, self._name, self.seen, self.ends = span, name, [], []
 
     @property
     def name(self):
@@ -41,6 +41,7 @@ class Spy(System):
 
     def process(self, frame):
         self.seen.append((frame.index, frame.span, frame.t, frame.dt, frame.recorded))
+        self.ends.append(float(frame.row_ends(frame.world.tables[0])[0]))
 
 
 def _world(*systems):
@@ -66,6 +67,11 @@ def test_frames_are_merged_up_to_the_span_a_recorded_frame_and_the_run_end():
     w.run(t_end=0.95, dt=0.1)                                                   # nothing recorded
     assert [(i, k) for i, k, *_ in spy.seen] == [(0, 4), (4, 4), (8, 2)]
     assert spy.seen[-1][2] + spy.seen[-1][3] == pytest.approx(0.95, abs=1e-15)
+    # a merged call's rows end where the last frame it covers ends when run alone, to the bit
+    one = Spy(1)
+    _world(one).run(t_end=0.95, dt=0.1)
+    assert spy.ends[-3:] == [one.ends[3], one.ends[7], one.ends[9]]
+    assert spy.ends[:4] == [one.ends[2], one.ends[5], one.ends[8], one.ends[9]]
 
 
 def test_one_system_that_needs_every_frame_keeps_them_all():
@@ -95,9 +101,10 @@ def _deploy(tmp_path, name, monkeypatch, sync, **kw):
 
 @pytest.mark.parametrize("kw", [
     {"active": 60},                                          # every sample in the tables
+    {"active": 60, "params": {"frame": 60.0, "record_every": 7, "t_cap": 2000.0}},   # and recorded
     {"active": 16},                                          # a streaming active set
     {"active": 16, "params": {"frame": 60.0, "record_every": 7, "t_cap": 2000.0}},   # records, samples cut at t_cap
-], ids=["all-rows", "streaming", "streaming-recorded"])
+], ids=["all-rows", "all-rows-recorded", "streaming", "streaming-recorded"])
 def test_deployment_stores_are_the_bytes_of_one_call_per_frame(tmp_path, monkeypatch, kw):
     """60 dispersed deploy-cube landings: the loop at one frame per call (``sync_interval`` 0) and at
     its default hour give the same store, file by file. (A run stopped before the samples' end
