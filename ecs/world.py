@@ -82,13 +82,11 @@ class Frame:
         a frame that covers ``span`` frames ends where its last one, ``j + span - 1`` (at most the
         sample's last), ends."""
         if self.slot_frame is None:
-            if self.span > 1:       # the end of the last frame covered, to the bit as when run alone
-                last = self.index + self.span - 1
-                tl = last * self.step
-                return np.full(table.row_count, tl + (min(self.step, self.t_end - tl) if last == self.frames - 1
-                                                      else self.step))
-            return np.full(table.row_count, self.t + self.dt)
-        j = np.repeat(self.slot_frame, table.entity_count)
+            if self.span == 1:
+                return np.full(table.row_count, self.t + self.dt)
+            j = np.full(table.row_count, self.index)     # (the last frame covered, as when run alone)
+        else:
+            j = np.repeat(self.slot_frame, table.entity_count)
         if self.span > 1:
             j = np.where(j >= 0, np.minimum(j + self.span - 1, self.frames - 1), j)
         tj = j * self.step
