@@ -149,6 +149,26 @@ def test_value_sampler_is_the_gradient_samplers_value_to_the_bit():
     assert np.max(np.abs(vn - g.values.reshape(-1))) < EXACT
 
 
+def test_serial_and_parallel_terrain_queries_agree_to_the_bit():
+    """``eval_terrain(..., parallel=False)`` (the deployment's release-point check: one query per
+    run, where the parallel build's first launch costs more than the query) must give what the
+    parallel build gives above its row threshold, bit for bit, for a bare grid and for the general
+    evaluator (a grid with a rock texture is not a bare grid)."""
+    from ecs.kernels import PARALLEL_MIN_ROWS
+    from components.terrain import TerrainSDF
+    from scenes.assets.noise import fbm_noise
+
+    rng = np.random.default_rng(11)
+    g = SDFGrid(origin=(-1.0, 0.5, 2.0), spacing=(0.3, 0.2, 0.4), values=rng.normal(size=(7, 6, 5)))
+    hi = g.origin + g.spacing * (np.array(g.values.shape) - 1)
+    pts = g.origin + (hi - g.origin) * rng.uniform(-0.3, 1.3, size=(PARALLEL_MIN_ROWS + 5, 3))
+    for terrain in (TerrainSDF(base=g), TerrainSDF(base=g, fbm=fbm_noise(max_height=0.05, frequency=2.0))):
+        assert sdf.is_bare_grid(terrain) == (terrain.fbm is None)
+        dp, gp = sdf.eval_terrain(terrain, pts)
+        ds, gs = sdf.eval_terrain(terrain, pts, parallel=False)
+        assert np.array_equal(dp, ds) and np.array_equal(gp, gs)
+
+
 def test_normal_and_surface_point_on_a_sphere_grid():
     R = 1.0
     g = sb.grid_from_shape(sdf_sphere(R), lower=(-1.3,) * 3, upper=(1.3,) * 3, spacing=0.05)

@@ -431,7 +431,7 @@ class DeploymentLoop(ModeLoop):
         for j, e in enumerate(table.entities.tolist()):
             pos = np.asarray(overrides.get((e, "body_position"), np.broadcast_to(authored[j], (count, 3))),
                              dtype=np.float64).reshape(count, 3)
-            d, _ = eval_terrain(target.terrain, np.ascontiguousarray(pos))
+            d, _ = eval_terrain(target.terrain, np.ascontiguousarray(pos), parallel=False)
             bad = np.flatnonzero(~(np.asarray(d) >= 0.0))
             if len(bad):
                 k = int(bad[0])
