@@ -503,6 +503,22 @@ def test_check_closed_mesh_rejects(case):
         mp.shell_mesh(v, f, density=1.0, thickness=0.01)
 
 
+def test_edge_pairs_unique_as_numpy_rowwise_unique():
+    """The mesh checks find edges on 1-D keys (``a·n + b``): the same rows, order and counts as
+    numpy's row-wise ``unique`` (the independent reference), for small and large vertex counts and
+    with repeated rows, so the checks' messages name the same edges."""
+    from components.mesh import _unique_pairs
+
+    rng = np.random.default_rng(3)
+    for n in (4, 97, 10_260, 3_000_000):
+        pairs = rng.integers(0, n, size=(5_000, 2)).astype(np.int64)
+        pairs = np.concatenate([pairs, pairs[:700], [[0, 0], [n - 1, n - 1]]])
+        rows, counts = np.unique(pairs, axis=0, return_counts=True)
+        got_rows, got_counts = _unique_pairs(pairs, n)
+        assert np.array_equal(got_rows, rows) and np.array_equal(got_counts, counts)
+        assert got_rows.dtype == rows.dtype
+
+
 def test_inward_message_is_the_documented_one():
     v, f, _ = BAD["inward"]
     with pytest.raises(InputError, match="faces wound inward; reverse them"):
