@@ -672,7 +672,7 @@ class CompileUnit:
     """One CPU kernel compile a bound system knows it will need: ``kernel`` (an ``njit``
     dispatcher or a :class:`DualKernel`) called with arguments of the types of ``args`` (example
     values: only their numba types matter). ``cost`` weighs units against each other when a cold
-    start shares them between processes (:func:`ecs.batch.warm_kernels`): a relative guess, not a
+    start shares them between processes (:func:`ecs.warm.warm_kernels`): a relative guess, not a
     time."""
 
     name: str

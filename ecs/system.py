@@ -153,7 +153,7 @@ class System(esper.Processor):
     def compile_units(self) -> list:
         """The CPU kernel compiles this bound system will need (:class:`ecs.kernels.CompileUnit`):
         a cold start compiles them before the first frame, shared between processes
-        (:func:`ecs.batch.warm_kernels`); a kernel not listed compiles on its first launch as
+        (:func:`ecs.warm.warm_kernels`); a kernel not listed compiles on its first launch as
         before. Default: none."""
         return []
 

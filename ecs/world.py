@@ -361,7 +361,7 @@ class World:
                 only (a store's layout, the kernels a cold start compiles): :attr:`layout_only` is
                 True while the systems bind, and a system skips the work its ``bind`` would run over
                 the rows (a deployment's end check, whose kernel a cold start would otherwise
-                compile first, alone, before the shared compile of :func:`ecs.batch.warm_kernels`).
+                compile first, alone, before the shared compile of :func:`ecs.warm.warm_kernels`).
                 A world compiled so is not run: compile it again first.
         """
         if backend not in ("cpu", "gpu"):
@@ -602,7 +602,7 @@ class World:
 
     def compile_units(self) -> list:
         """The CPU kernel compiles the compiled world's systems will need, in schedule order
-        (:meth:`ecs.system.System.compile_units`; :func:`ecs.batch.warm_kernels` runs them)."""
+        (:meth:`ecs.system.System.compile_units`; :func:`ecs.warm.warm_kernels` runs them)."""
         if not self._compiled:
             raise RuntimeError("compile_units() needs a compiled world (World.compile)")
         return [u for s in self._systems for u in s.compile_units()]

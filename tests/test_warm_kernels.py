@@ -1,5 +1,5 @@
 """A cold start compiles the kernels a world lists before its first frame, sharing them with one
-helper process (ecs.batch.warm_kernels, docs/design.md §2 "Compile on two cores")."""
+helper process (ecs.warm.warm_kernels, docs/design.md §2 "Compile on two cores")."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 
 from ecs import InputError, Phase, System, World
 import ecs.batch as batch
-from ecs.batch import (WARM_HELPER_START, WarmStart, _SceneSource, _claim, _heads_and_pool, _split_units,
-                       _usable_cpus, warm_kernels)
+from ecs.warm import (WARM_HELPER_START, WarmStart, _SceneSource, _claim, _heads_and_pool, _split_units,
+                      _usable_cpus, warm_kernels)
 from ecs.kernels import CompileUnit
 from ecs.scene import Scene
 
@@ -68,7 +68,7 @@ class RefusesInputs(ListsCompiles):
 def warm_scene(module: str, fail_in_helper: bool = False, refuse: bool = False, helper_delay: float = 0.0) -> Scene:
     """The scene builder the helper process rebuilds (by name: it is importable there);
     ``helper_delay`` [s]: the helper's build takes that much longer."""
-    # the helper process builds the scene inside ecs.batch._warm_helper (a test process of
+    # the helper process builds the scene inside ecs.warm._warm_helper (a test process of
     # pytest-xdist also runs as `python -c`, so the command line cannot tell them apart)
     in_helper = any(f.function == "_warm_helper" for f in inspect.stack())
     if fail_in_helper and in_helper:

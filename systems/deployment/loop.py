@@ -510,7 +510,7 @@ class DeploymentLoop(ModeLoop):
         other, loading some of the callees it shares with collide from the cache as the first
         process writes them; the end rules 1.0 s. They only choose the unit each process of a cold
         start begins with (contact in the helper, collide here); the rest go to whichever process
-        is free first (:class:`ecs.batch.WarmStart`, docs/design.md §8.32)."""
+        is free first (:class:`ecs.warm.WarmStart`, docs/design.md §8.32)."""
         ctx = self.ctx
         if ctx is None or ctx.backend != "cpu":
             return []
