@@ -839,7 +839,7 @@ class _Stream:
         every, n = self.every, self.n
         # frames run as one (Frame.span) up to what every scheduled system allows, never past a
         # recorded frame's end or a frame a sample may enter at
-        most = min(frame_span(scheduled, self.dt), every) if self.n_rec else frame_span(scheduled, self.dt)
+        most = frame_span(scheduled, self.dt)
         next_sample = n
         world._deferring = True
         try:
