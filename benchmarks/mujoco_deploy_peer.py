@@ -107,12 +107,16 @@ What is timed
 -------------
 Wall time of the stepping only, both on ``--threads`` (2) threads, in interleaved rounds: tumble
 (``World.compile`` + ``World.run`` of the whole batch, as ``tumble bench deploy``: release to
-settled, after an untimed 2-sample warm-up that absorbs numba compilation / cache loading),
-tumble's descent alone (the same batch run to just before the earliest first impact: work MuJoCo is
-spared; subtracted for the "landing only" ratio), MuJoCo adaptive and MuJoCo fixed (the ``rollout``
-loop over the landings with its numpy bookkeeping; model building, calibration and a warm-up call
-excluded; the rollout calls alone are also given). Ratios are MuJoCo's s/trajectory over tumble's
-(> 1: tumble faster), mean against mean and per round.
+settled), tumble's descent alone (the same batch run to just before the earliest first impact: work
+MuJoCo is spared; subtracted for the "landing only" ratio), MuJoCo adaptive and MuJoCo fixed (the
+``rollout`` loop over the landings with its numpy bookkeeping; model building, calibration and a
+warm-up call excluded; the rollout calls alone are also given). Each side is warmed up untimed:
+tumble by a 2-sample batch (numba compilation / cache loading) and then the whole batch once (whose
+outcome is the reference every timed run must reproduce, and whose first impacts MuJoCo starts
+from), as MuJoCo by its warm-up call. In each round tumble's batch and its descent are timed
+``--tumble-repeats`` (3) times back to back and their means taken: one batch of 200 lasts ~0.2 s,
+against a minute of MuJoCo, so a single run would carry the machine's moment-to-moment noise. Ratios
+are MuJoCo's s/trajectory over tumble's (> 1: tumble faster), mean against mean and per round.
 
 When written (200 samples, 2 shared cores): tumble 1.5-1.9 ms per trajectory; MuJoCo fixed 179 ms
 per landing (95-120x), adaptive 18 ms (9-12x). The ratio depends on MuJoCo's configuration far more
@@ -614,6 +618,8 @@ def main(argv=None) -> dict:
                     help="deploy-cube's gravity field (default voxel)")
     ap.add_argument("--threads", type=int, default=2, help="threads of both (numba, rollout; default 2)")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
+    ap.add_argument("--tumble-repeats", type=int, default=3,
+                    help="tumble batches timed back to back in each round, their mean taken (default 3)")
     ap.add_argument("--mode", default="both", choices=("both", "adaptive", "fixed"),
                     help="MuJoCo stepping: fixed dt, adaptive flight jumps, or both (default; each is KS-tested)")
     ap.add_argument("--fixed-samples", type=int, default=None,
@@ -629,8 +635,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--chunk", type=int, default=CHUNK, help=f"steps per rollout call (default {CHUNK})")
     ap.add_argument("--out", type=Path, default=None, help="JSON path (default bench-results/mujoco_deploy_peer.json)")
     args = ap.parse_args(argv)
-    if args.samples < 2 or args.rounds < 1 or args.threads < 1:
-        ap.error("--samples must be >= 2, --rounds and --threads >= 1")
+    if args.samples < 2 or args.rounds < 1 or args.threads < 1 or args.tumble_repeats < 1:
+        ap.error("--samples must be >= 2, --rounds, --threads and --tumble-repeats >= 1")
 
     import mujoco
     import numba
@@ -663,28 +669,38 @@ def main(argv=None) -> dict:
     warm_s, _ = tumble_batch(scene, {c: v[:2] for c, v in ov.items()}, 2)
     print(f"tumble warm-up (2 samples, numba compile / cache load, untimed): {warm_s:.1f} s")
 
+    def tumble_outcome(res):
+        status = np.asarray(res.status).reshape(n).copy()
+        fin = {c: np.asarray(res.finals[c], float).reshape(n, -1)[:, 0].copy() for c in FINALS}
+        return status, fin
+
+    # the whole batch once, untimed, as MuJoCo's warm-up call: a process's first batch of this size
+    # pays its one-time costs (the event log's and work rows' first pages, the worker threads' start)
+    full_s, res = tumble_batch(scene, ov, n)
+    tumble_ref = tumble_outcome(res)
+    land = landings(scene, states, res, probe)
+    t_desc = 0.999 * float(np.min(land.first_impact))
+    print(f"tumble warm-up ({n} samples, its reference outcome, untimed): {full_s:.3f} s")
+
     rounds = []
     lander = None
-    land = None
     mj_adapt = mj_fixed = None
     damping = math.nan
     nominal = math.nan
     fixed_k = 0
-    tumble_ref = None
     for rnd in range(args.rounds):
-        row: dict = {}
-        wall, res = tumble_batch(scene, ov, n)
-        row["tumble_s"] = wall
-        status = np.asarray(res.status).reshape(n).copy()
-        fin = {c: np.asarray(res.finals[c], float).reshape(n, -1)[:, 0].copy() for c in FINALS}
-        if tumble_ref is None:
-            tumble_ref = (status, fin)
-            land = landings(scene, states, res, probe)
-        else:
-            row["tumble_same_as_first"] = bool(np.array_equal(status, tumble_ref[0]) and np.array_equal(
+        row: dict = {"tumble_runs_s": [], "tumble_descent_runs_s": []}
+        same = True
+        for _ in range(args.tumble_repeats):
+            wall, res = tumble_batch(scene, ov, n)
+            row["tumble_runs_s"].append(wall)
+            status, fin = tumble_outcome(res)
+            same &= bool(np.array_equal(status, tumble_ref[0]) and np.array_equal(
                 fin["probe_settle_time"], tumble_ref[1]["probe_settle_time"], equal_nan=True))
-        t_desc = 0.999 * float(np.min(land.first_impact))
-        row["tumble_descent_s"], _ = tumble_batch(scene, ov, n, t_end=t_desc)
+            row["tumble_descent_runs_s"].append(tumble_batch(scene, ov, n, t_end=t_desc)[0])
+        row["tumble_same_as_first"] = same
+        row["tumble_s"] = statistics.fmean(row["tumble_runs_s"])
+        row["tumble_descent_s"] = statistics.fmean(row["tumble_descent_runs_s"])
         if lander is None:       # untimed: models, damping, warm-up
             dt = args.timeconst / args.steps_per_timeconst
             kw = dict(gravity=land.gravity, dt=dt, timeconst=args.timeconst, integrator=args.integrator)
@@ -737,8 +753,9 @@ def main(argv=None) -> dict:
                 mj_fixed = r
         row["load_average"] = list(os.getloadavg())
         rounds.append(row)
-        line = (f"round {rnd + 1}: tumble {row['tumble_s']:.3f} s ({n} trajectories; descent only "
-                f"{row['tumble_descent_s']:.3f} s)")
+        line = (f"round {rnd + 1}: tumble {row['tumble_s']:.3f} s ({n} trajectories, the mean of "
+                f"{'/'.join(f'{x:.3f}' for x in row['tumble_runs_s'])}; descent only {row['tumble_descent_s']:.3f} s"
+                f"{'' if row['tumble_same_as_first'] else '; OUTCOME DIFFERS from the warm-up'})")
         if "mujoco_adaptive_s" in row:
             line += f" | MuJoCo adaptive {row['mujoco_adaptive_s']:.2f} s ({len(land.state)} landings)"
         if "mujoco_fixed_s" in row:
@@ -830,7 +847,8 @@ def main(argv=None) -> dict:
 
     payload = {
         "scene": "deploy-cube", "gravity": args.gravity, "seed": args.seed, "samples": n, "threads": threads,
-        "rounds": rounds, "tumble_warmup_s": warm_s,
+        "rounds": rounds, "tumble_warmup_s": warm_s, "tumble_full_warmup_s": full_s,
+        "tumble_repeats": args.tumble_repeats,
         "tumble_s_per_trajectory": statistics.fmean(tum), "tumble_trajectories_per_s": 1 / statistics.fmean(tum),
         "tumble_descent_s_per_trajectory": statistics.fmean(desc),
         "tumble_landing_only_s_per_trajectory": statistics.fmean(landing_only),
