@@ -87,6 +87,19 @@ Numerical method (our choices, documented)
   ``s ≤ 1e-12 |v_c|``; a step across the discontinuity at ``s = 0`` (direction turned by more than
   90°, or no decrease) is shortened, and within the closing radius ends the slip from the step's
   start.
+* **Turning onto the reversal direction without stopping** (f just below f*): near ``s = 0`` the
+  hodograph need not reach ``s = 0``; the direction turns onto the invariant ray φ̂ (``h(φ̂) = 0``,
+  the root of eq 2.74 with ``g > 0``) while ``s`` passes a small minimum, then grows along φ̂ at
+  ``g(φ̂)``, which is tiny when f is close to f*. The turn is stiff (the direction's rate
+  ``|h'(φ)|/s``) and the growth slow: 457–2,654 steps at 1e-10 on four deploy-cube corner impacts
+  (f = 0.5, f* = 0.502), and at 1e-8 to 1e-6 explicit steps chattered about φ̂ without growing ``s``
+  until the 100,000-step cap failed the row. Below ``s = 1e-3 |v_c|`` (f < f*) the steps are kept
+  within twice the direction's time scale ``s/(|g| + f tr B)`` (DP5's stability interval is ~3
+  of them), and once the direction lies within 0.1 rad of φ̂, turning towards it, and the friction
+  impulse a constant direction φ̂ would misplace (``≈ f ψ s / (−h'(φ̂))``) is within a few step
+  tolerances, the slip goes on along φ̂ in the closed form of the reversal phase, with the state as
+  it is (:data:`reversal_capture`). Those impacts then take 20–51 steps at every tolerance from
+  1e-10 to 1e-5 and agree with the scipy reference to ≤ 1.6·rtol of ``|v_c|``.
 * **Step sizes**: Dormand–Prince's controller (``clamp(0.9 err^(−1/5), 0.2, 5)``), with two rules
   for the approach to ``s = 0``, where the direction field's ``1/s`` makes the solution vary on the
   scale of ``s``: the step after a rejected one does not grow (Hairer's ``dopri5``), and on an
@@ -211,6 +224,19 @@ CLOSE_TOL = 1e-8    # ... or when s <= CLOSE_TOL * |v_c| if stick follows (closi
 #: can creep at steps of ~1e-12 N s without reaching STICK_TOL (measured: a dodecahedron's plastic
 #: impact at |v_c| = 8e-5 m/s, f = 0.5 against f* = 0.511, held at s = 2e-13 m/s for 100,000 steps).
 CREEP_STEPS = 64
+#: Largest angle [rad] between the slip direction and the reversal direction φ̂ at which a slip with
+#: f < f* may be captured onto φ̂ (:data:`reversal_capture`): small enough that the direction's
+#: decay towards φ̂ is linear.
+CAPTURE_ANGLE = 0.1
+#: The capture is tried, and the slip's steps kept within the direction's stability limit, once the
+#: slip speed is below this fraction of |v_c| (with f < f*): beyond it a slip that turns onto φ̂ has
+#: not yet met the stiff turn, and one that already runs along φ̂ is a straight line DP5 steps exactly.
+CAPTURE_SLIP = 1e-3
+#: The capture's error bound may reach this many step tolerances: the bound's ψ is measured on the
+#: integrated state, whose direction carries the integration's own error (~tol/s), so near φ̂ the
+#: bound sits at 2–5 tolerances whatever the true ψ (measured; integrating on along φ̂ instead
+#: took 1,200 steps at rtol 1e-10, each leaving up to one tolerance).
+CAPTURE_ALLOWANCE = 8.0
 
 # Slip phases of the integrator
 _SLIP = np.int64(0)
@@ -418,6 +444,45 @@ close_now = dual_call(_close_now)
 _close = close_now.cpu
 
 
+def _reversal_capture(w, s, v1, v2, f, ray, tol):
+    """Whether a slip with f < f* at slip speed ``s`` > 0 and tangential velocity (v1, v2) may go on
+    along the reversal direction φ̂ in closed form, with no more error than one accepted step may
+    leave. ``ray = (cos φ̂, sin φ̂, r)``, r = −h'(φ̂) = g(φ̂) + f û⊥ᵀBû⊥ > 0, the rate at which the
+    direction field turns the slip onto φ̂.
+
+    Near s = 0 with f < f* the hodograph need not pass through s = 0: the direction turns onto the
+    invariant ray φ̂ (dφ/dp = h(φ)/s, h(φ̂) = 0, h'(φ̂) = −r) while s goes through a small minimum and
+    then grows along φ̂ at g(φ̂) > 0, which is tiny when f is close to f*. Integrated, that turn is
+    stiff on the scale of s and the slow growth takes ~1/g(φ̂) steps (at loose tolerances the explicit
+    steps chattered about φ̂ without growing s at all: 10⁵ steps, the row failed). Once the direction
+    ψ = φ − φ̂ is small and decaying (h ψ < 0), it decays like ψ₀ (s/s₀)^(−r/g) or faster, so the
+    friction impulse that a constant direction φ̂ misplaces is at most ``f ∫|ψ| dp ≈ f |ψ₀| s / r``;
+    twice that, times the largest coupling of [M], must lie within :data:`CAPTURE_ALLOWANCE` step
+    tolerances ``tol`` (contact-velocity errors, as :data:`error_norm`'s). Nothing else changes: the state is kept (no closing impulse),
+    and the compression and restitution ends are then found exactly by the closed form."""
+    c, sn, r = ray
+    u1 = v1 / s
+    u2 = v2 / s
+    cd = u1 * c + u2 * sn                 # cos ψ
+    sd = u2 * c - u1 * sn                 # sin ψ, ψ = φ − φ̂
+    if not (cd > 0.0):
+        return False
+    psi = math.atan2(abs(sd), cd)
+    if psi > CAPTURE_ANGLE:
+        return False
+    # h at the current direction must turn it towards φ̂ (ψ decays): h ψ < 0
+    h = (-u2 * (w[W_M13] - f * (w[W_M11] * u1 + w[W_M12] * u2))
+         + u1 * (w[W_M23] - f * (w[W_M12] * u1 + w[W_M22] * u2)))
+    if psi > 0.0 and not (h * sd < 0.0):
+        return False
+    coupling = w[W_M11] + w[W_M22] + abs(w[W_M12]) + abs(w[W_M13]) + abs(w[W_M23])
+    return 2.0 * coupling * f * psi * s / r <= CAPTURE_ALLOWANCE * tol
+
+
+reversal_capture = dual_call(_reversal_capture)
+_capture = reversal_capture.cpu
+
+
 def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_steps):
     """One vertex impact, every vector in body axes (Stronge's model, eqs 2.53–2.91).
 
@@ -462,6 +527,13 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     phistar = math.atan2(q2, q1)
     # slip ends (closing impulse) at s <= eps_close: coarse when stick follows, error O(s²)
     eps_close = (CLOSE_TOL if f >= fstar else STICK_TOL) * vscale
+    # f < f*: the reversal direction φ̂ (eqs 2.74–2.77) and the rate r at which slip turns onto it,
+    # for capturing a slip that turns onto φ̂ without passing through s = 0 (:data:`reversal_capture`);
+    # found when first needed (0: not yet, 1: usable, -1: none, or f >= f*)
+    ray_state = 0 if f < fstar else -1
+    ray_c = 1.0
+    ray_s = 0.0
+    ray_r = 0.0
     flags = FLAG_ROLLING if rolling else 0
     status = IMPACT_RESOLVED
     p = 0.0
@@ -517,6 +589,13 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             hs = h
             if g < 0.0 and hs * (-g) >= s:
                 hs = s / (-g)
+            if ray_state >= 0 and s <= CAPTURE_SLIP * vscale:
+                # near s = 0 with f < f* the direction's own rate, |h'(φ)|/s <= (|g| + f tr B)/s, is
+                # stiff: explicit steps longer than ~3 of its time scales chatter about φ̂ (DP5's
+                # stability interval), so they are kept within 2
+                hcap = 2.0 * s / (abs(g) + f * (M11 + M22))
+                if hs > hcap:
+                    hs = hcap
             _step(w, p, hs, W_Y, W_Y1, _SLIP, 0.0, 0.0, fb1, fb2, k1_ready)
             k1_ready = not rolling    # a retry starts where this step did
             en = _enorm(w, p, hs, tol, lscale)
@@ -573,6 +652,20 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             sn = math.sqrt(v1 * v1 + v2 * v2)
             if sn <= eps_close or (f >= fstar and _close(w, p, sn, v1, v2, f, fstar, tol, compressed, wt)):
                 phase = _AT_ZERO
+            elif ray_state >= 0 and sn <= CAPTURE_SLIP * vscale:
+                if ray_state == 0:
+                    phr, found = _rev_dir(M11, M12, M13, M22, M23, f, phistar)
+                    ray_c = math.cos(phr)
+                    ray_s = math.sin(phr)
+                    g_hat = (ray_c * (M13 - f * (M11 * ray_c + M12 * ray_s))
+                             + ray_s * (M23 - f * (M12 * ray_c + M22 * ray_s)))
+                    ray_r = g_hat + f * (M11 * ray_s * ray_s - 2.0 * M12 * ray_s * ray_c + M22 * ray_c * ray_c)
+                    ray_state = 1 if (found and g_hat > 0.0 and ray_r > 0.0) else -1
+                if ray_state == 1 and _capture(w, sn, v1, v2, f, (ray_c, ray_s, ray_r), tol):
+                    # the slip goes on along φ̂ in closed form; it never stopped, so no FLAG_REVERSAL
+                    phase = _REVERSAL
+                    d1c = -f * ray_c
+                    d2c = -f * ray_s
             continue
         # ---- stick or slip reversal: dP/dp constant, closed form (v₃ linear, W_n quadratic in p)
         k = M33 + M13 * d1c + M23 * d2c
