@@ -719,58 +719,51 @@ _NEAR_CRITICAL = [
 ]
 
 
-def _near_critical_impacts(rng, k):
-    """The recorded impacts above, plus ``k`` random eccentric ones whose friction is set just below
-    their own f* (computed here in numpy from the rigid-body equations: f* = |B⁻¹a| of the contact
-    point's inverse-mass matrix K = 1/m − [r]×I⁻¹[r]× in a tangent basis, eqs 2.56, 2.67–2.70)."""
+#: Three impacts of :func:`_random_impacts` (seed 5, 30,000 impacts: indices) with f just above f*,
+#: whose slips fell to s = 0 along an attracting ray at a tiny rate: 1,099, 683 and 502 steps at
+#: rtol 1e-10 before the change (the slowest of the 30,000 are 8,738 and 1,797 steps; their scipy
+#: references take 8–37 s, so they are left to docs/design.md §8.38).
+_SLOW_STICKS = (27079, 20937, 10156)
+
+
+def _near_critical_impacts():
+    """The recorded deploy-cube impacts above (f just below f*) and the slow sticks (just above)."""
     cases = []
     for x in _NEAR_CRITICAL:
         I = np.array([[x[1], x[2], x[3]], [x[2], x[4], x[5]], [x[3], x[5], x[6]]])
         cases.append((x[0], I, np.array(x[7:11]), np.array(x[11:14]), np.array(x[14:17]), np.array(x[17:20]),
                       np.array(x[20:23]), 0.5, 0.5))
-    args, _ = _random_impacts(rng, 4 * k)
-    for i in range(4 * k):
-        if len(cases) == len(_NEAR_CRITICAL) + k:
-            break
-        m, I, q, r, N = args["mass"][i], args["inertia"][i], args["attitude"][i], args["contact_point"][i], args["normal"][i]
-        R = Rotation.from_quat(q, scalar_first=True).as_matrix()
-        rt = R @ r
-        X = np.array([[0.0, -rt[2], rt[1]], [rt[2], 0.0, -rt[0]], [-rt[1], rt[0], 0.0]])
-        K = np.eye(3) / m - X @ (R @ np.linalg.inv(I) @ R.T) @ X
-        t1 = np.cross(N, [1.0, 0.0, 0.0] if abs(N[0]) < 0.9 else [0.0, 1.0, 0.0])
-        t1 /= np.linalg.norm(t1)
-        T = np.stack([t1, np.cross(N, t1)])
-        fstar = np.linalg.norm(np.linalg.solve(T @ K @ T.T, T @ K @ N))
-        if not 0.05 < fstar < 2.0:
-            continue
-        delta = 10.0 ** rng.uniform(-3.5, -1.5)
-        cases.append((m, I, q, r, N, args["velocity"][i], args["omega"][i], float(args["restitution"][i]),
-                      float(fstar * (1.0 - delta))))
+    args, _ = _random_impacts(np.random.default_rng(5), 30_000)
+    for i in _SLOW_STICKS:
+        cases.append(tuple(args[k][i] for k in ("mass", "inertia", "attitude", "contact_point", "normal", "velocity",
+                                               "omega", "restitution", "friction")))
     return cases
 
 
-def test_slip_turning_onto_the_reversal_direction_resolves_at_every_tolerance():
+def test_slip_turning_onto_a_ray_near_the_stick_limit_resolves_at_every_tolerance():
     """With f just below f*, the slip near s = 0 turns onto the reversal direction φ̂ without
     stopping (the independent scipy integration sees slip throughout). Integrated, that turn is stiff
     and the slow growth along φ̂ took 457–2,654 steps at rtol 1e-10; at rtol 1e-8 to 1e-6 the steps
     chattered about φ̂ and failed the impact at 100,000 steps (3 of the 4 recorded cases), and at
     1e-5 (a contact entry's tolerance) they took 7,600–64,000 steps and missed by 0.2–1.4 % of
-    |v_c| (measured before the change). Now (the stability cap near s = 0 and
-    :data:`~systems.probe_contact.collision.reversal_capture`): on the 4 deploy-cube impacts and 4
-    random ones at f = f*(1 − δ), δ 3e-4…3e-2, every tolerance from 1e-10 to 1e-5 resolves in under
-    200 steps and agrees with scipy (DOP853, rtol 1e-12) to 5·rtol·|v_c| (floor 1e-10·|v_c|: the
-    reference's own accuracy; measured ≤ 1.6·rtol)."""
+    |v_c|. With f just above f*, the slip turns onto an attracting ray along which it falls to s = 0
+    at a tiny rate, in steps that shrank with s: 502–1,099 steps at 1e-10 for the three slow sticks
+    (all measured before the change). Now (the stability cap near s = 0,
+    :data:`~systems.probe_contact.collision.reversal_capture` and the approach ray): every tolerance
+    from 1e-10 to 1e-5 resolves them in under 300 steps (measured 13–193) and agrees with scipy
+    (DOP853, rtol 1e-12) to 10·rtol·|v_c| (floor 1e-10·|v_c|, the reference's own accuracy).
+    Measured at most 1.4·rtol for the four below f*; for the sticks up to 8.7·rtol at 1e-8, which
+    the code before the change gave too, in the same 37 steps (the closing rule's, not the ray's)."""
     from systems.probe_contact.collision import IMPACT_RESOLVED
 
-    rng = np.random.default_rng(23)
-    for m, I, q, r, N, v, w, e, f in _near_critical_impacts(rng, 4):
+    for m, I, q, r, N, v, w, e, f in _near_critical_impacts():
         v_ref, w_ref, modes = stronge_reference(m, I, q, r, N, v, w, e, f)
         vc = np.linalg.norm(v + Rotation.from_quat(q, scalar_first=True).apply(np.cross(w, r)))
         lever = np.linalg.norm(r)
         for rtol in (1e-10, 1e-9, 1e-8, 1e-6, 1e-5):
             out = resolve_impacts(mass=m, inertia=I, contact_point=r, normal=N, velocity=v, omega=w, restitution=e,
                                   friction=f, attitude=q, rtol=rtol, max_steps=100_000)
-            assert int(out.status[0]) == IMPACT_RESOLVED and int(out.steps[0]) < 200, (rtol, int(out.steps[0]))
-            tol = max(5.0 * rtol, 1e-10) * vc
+            assert int(out.status[0]) == IMPACT_RESOLVED and int(out.steps[0]) < 300, (rtol, int(out.steps[0]))
+            tol = max(10.0 * rtol, 1e-10) * vc
             np.testing.assert_allclose(out.velocity[0], v_ref, rtol=0, atol=tol, err_msg=f"rtol {rtol}, {modes}")
             np.testing.assert_allclose(out.omega[0], w_ref, rtol=0, atol=tol / lever, err_msg=f"rtol {rtol}")

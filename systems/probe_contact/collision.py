@@ -98,8 +98,16 @@ Numerical method (our choices, documented)
   of them), and once the direction lies within 0.1 rad of φ̂, turning towards it, and the friction
   impulse a constant direction φ̂ would misplace (``≈ f ψ s / (−h'(φ̂))``) is within a few step
   tolerances, the slip goes on along φ̂ in the closed form of the reversal phase, with the state as
-  it is (:data:`reversal_capture`). Those impacts then take 20–51 steps at every tolerance from
-  1e-10 to 1e-5 and agree with the scipy reference to ≤ 1.6·rtol of ``|v_c|``.
+  it is (:data:`reversal_capture`). Those impacts then take 18–51 steps at every tolerance from
+  1e-10 to 1e-5 and agree with the scipy reference to ≤ 1.4·rtol of ``|v_c|``.
+* **Falling to stick along a ray** (f just above f*): the slip turns onto an attracting invariant
+  ray φ_a (``h(φ_a) = 0``, ``h'(φ_a) < 0``, ``g(φ_a) < 0``) and falls to ``s = 0`` along it at
+  ``|g(φ_a)|``, tiny near f*; stepped, the steps shrank with ``s`` (the rule above) and took up
+  to 8,738 steps at 1e-10 (30,000 random impacts). Below ``1e-3 |v_c|`` the same stability cap
+  holds, and once :data:`approach_ray` (Newton on h from the slip direction) finds φ_a and the
+  same bound as the reversal's holds, the slip runs along φ_a at constant ``dP/dp``: one exact
+  step to its closest approach to ``s = 0`` (events inside it located as on any step), then the
+  closing impulse and stick. The slowest of the 30,000 then take at most 204 steps.
 * **Step sizes**: Dormand–Prince's controller (``clamp(0.9 err^(−1/5), 0.2, 5)``), with two rules
   for the approach to ``s = 0``, where the direction field's ``1/s`` makes the solution vary on the
   scale of ``s``: the step after a rejected one does not grow (Hairer's ``dopri5``), and on an
@@ -172,7 +180,8 @@ from systems.probe_contact.impulse import (STATE, I_L, I_WN, W_CR, W_EPS, W_F, W
                                            W_OUT_END, W_OUT_P, W_OUT_PV, W_OUT_WC, W_R, W_ROLL, W_U1, W_U2, W_V10,
                                            W_V20, W_V30, W_W0, W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN,
                                            _NO_FSAL, W_K, copy_state, dopri_step, error_norm, integrate_span,
-                                           locate_event, normal_work, reversal_direction, tangential_velocity, v3_of)
+                                           locate_event, normal_work, reversal_direction, reversal_h,
+                                           tangential_velocity, v3_of)
 from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
 
 
@@ -191,6 +200,7 @@ _wn = normal_work.cpu
 _copy = copy_state.cpu
 _locate = locate_event.cpu
 _rev_dir = reversal_direction.cpu
+_rev_h = reversal_h.cpu
 _span = integrate_span.cpu
 
 # ----------------------------------------------------------------------------------------- codes
@@ -483,6 +493,44 @@ reversal_capture = dual_call(_reversal_capture)
 _capture = reversal_capture.cpu
 
 
+def _approach_ray(M11, M12, M13, M22, M23, f, u1, u2):
+    """With f >= f*: the invariant ray φ_a of the slip's direction field nearest the direction
+    (u1, u2), by Newton's method on eq 2.74's h from it, if it attracts (h'(φ_a) < 0) and the slip
+    falls along it (g(φ_a) < 0). Returns ``(ok, cos φ_a, sin φ_a, g(φ_a), −h'(φ_a))``. Along such a
+    ray dP/dp is constant and the slip reaches s = 0 in a straight line; the slip turns onto it as
+    onto φ̂ (:data:`reversal_capture`'s bound applies with r = −h'(φ_a))."""
+    phi = math.atan2(u2, u1)
+    d = M11 - M22
+    ok = False
+    for _ in range(8):
+        c1 = math.cos(phi)
+        s1 = math.sin(phi)
+        c2 = math.cos(2.0 * phi)
+        s2 = math.sin(2.0 * phi)
+        hv = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
+        h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
+        if not (h1 < 0.0):
+            return False, 1.0, 0.0, 0.0, 0.0
+        dphi = hv / h1
+        phi -= dphi
+        if abs(dphi) <= 1e-13:
+            ok = True
+            break
+    if not ok:
+        return False, 1.0, 0.0, 0.0, 0.0
+    c1 = math.cos(phi)
+    s1 = math.sin(phi)
+    hv, gv = _rev_h(phi, M11, M12, M13, M22, M23, f)
+    r = -(-M13 * c1 - M23 * s1 + f * (d * math.cos(2.0 * phi) + 2.0 * M12 * math.sin(2.0 * phi)))
+    if not (gv < 0.0 and r > 0.0):
+        return False, 1.0, 0.0, 0.0, 0.0
+    return True, c1, s1, gv, r
+
+
+approach_ray = dual_call(_approach_ray)
+_approach_ray_cpu = approach_ray.cpu
+
+
 def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_steps):
     """One vertex impact, every vector in body axes (Stronge's model, eqs 2.53–2.91).
 
@@ -534,6 +582,10 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     ray_c = 1.0
     ray_s = 0.0
     ray_r = 0.0
+    # f >= f*: once captured onto an attracting ray φ_a (h = 0, g < 0) the slip runs along it at
+    # constant dP/dp, one exact step to its closest approach to s = 0, then closes into stick
+    on_ray = False
+    ray_g = 0.0
     flags = FLAG_ROLLING if rolling else 0
     status = IMPACT_RESOLVED
     p = 0.0
@@ -587,16 +639,25 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             # ds/dp in the current direction; cap the step at the predicted stick point (τ rule)
             g = fb1 * (M13 - f * (M11 * fb1 + M12 * fb2)) + fb2 * (M23 - f * (M12 * fb1 + M22 * fb2))
             hs = h
-            if g < 0.0 and hs * (-g) >= s:
+            step_phase = _SLIP
+            if on_ray:
+                # along φ_a at constant dP/dp (d1c, d2c): v_t's component along it falls at |g(φ_a)|
+                along = -(v1 * d1c + v2 * d2c) / f
+                if not (along > 0.0):
+                    phase = _AT_ZERO
+                    continue
+                hs = along / (-ray_g)
+                step_phase = _REVERSAL
+            elif g < 0.0 and hs * (-g) >= s:
                 hs = s / (-g)
-            if ray_state >= 0 and s <= CAPTURE_SLIP * vscale:
-                # near s = 0 with f < f* the direction's own rate, |h'(φ)|/s <= (|g| + f tr B)/s, is
-                # stiff: explicit steps longer than ~3 of its time scales chatter about φ̂ (DP5's
-                # stability interval), so they are kept within 2
-                hcap = 2.0 * s / (abs(g) + f * (M11 + M22))
-                if hs > hcap:
-                    hs = hcap
-            _step(w, p, hs, W_Y, W_Y1, _SLIP, 0.0, 0.0, fb1, fb2, k1_ready)
+            if not on_ray and s <= CAPTURE_SLIP * vscale:
+                # near s = 0 the direction's own rate h'(φ)/s (h' = −g − f û⊥ᵀBû⊥) is stiff where
+                # it turns the slip onto a ray (h' < 0): explicit steps longer than ~3 of its time
+                # scales chatter about that ray (DP5's stability interval), so they are kept within 2
+                hp = -g - f * (M11 * fb2 * fb2 - 2.0 * M12 * fb1 * fb2 + M22 * fb1 * fb1)
+                if hp < 0.0 and hs * (-hp) > 2.0 * s:
+                    hs = 2.0 * s / (-hp)
+            _step(w, p, hs, W_Y, W_Y1, step_phase, d1c, d2c, fb1, fb2, k1_ready)
             k1_ready = not rolling    # a retry starts where this step did
             en = _enorm(w, p, hs, tol, lscale)
             if not (en <= 1.0):
@@ -606,8 +667,8 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             fac = _step_factor(en, -0.2)
             e1v, e2v = _vt(w, p + hs, W_Y1)
             s1 = math.sqrt(e1v * e1v + e2v * e2v)
-            if s1 > eps_close and (e1v * fb1 + e2v * fb2 < 0.0 or (g < 0.0 and -g * hs >= 0.25 * s
-                                                                    and s1 > s + 0.25 * g * hs)):
+            if not on_ray and s1 > eps_close and (e1v * fb1 + e2v * fb2 < 0.0 or (
+                    g < 0.0 and -g * hs >= 0.25 * s and s1 > s + 0.25 * g * hs)):
                 # the slip direction turned by more than 90°, or a step aimed at s = 0 removed less
                 # than a quarter of the predicted g·h: the hodograph met s = 0 inside the step (an
                 # explicit step across the discontinuity of the friction direction chatters there).
@@ -620,7 +681,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                 continue
             v3n = _v3(w, p + hs, W_Y1)
             if not compressed and v3n >= 0.0:
-                hh = _locate(w, _EV_V3, 0.0, p, hs, _v3(w, p, W_Y), v3n, _SLIP, 0.0, 0.0, fb1, fb2)
+                hh = _locate(w, _EV_V3, 0.0, p, hs, _v3(w, p, W_Y), v3n, step_phase, d1c, d2c, fb1, fb2)
                 p += hh
                 _copy(w, W_YL, W_Y)
                 k1_ready = _NO_FSAL
@@ -635,7 +696,8 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
             else:
                 wn1 = _wn(w, p + hs, W_Y1)
                 if compressed and wn1 >= wt:
-                    hh = _locate(w, _EV_WN, wt, p, hs, _wn(w, p, W_Y) - wt, wn1 - wt, _SLIP, 0.0, 0.0, fb1, fb2)
+                    hh = _locate(w, _EV_WN, wt, p, hs, _wn(w, p, W_Y) - wt, wn1 - wt, step_phase, d1c, d2c, fb1,
+                                 fb2)
                     p += hh
                     _copy(w, W_YL, W_Y)
                     break
@@ -648,6 +710,9 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                     grow *= s1 / s
                 h = hs * grow
                 rejected = False
+                if on_ray:          # at the closest approach to s = 0: close into stick
+                    phase = _AT_ZERO
+                    continue
             v1, v2 = _vt(w, p, W_Y)
             sn = math.sqrt(v1 * v1 + v2 * v2)
             if sn <= eps_close or (f >= fstar and _close(w, p, sn, v1, v2, f, fstar, tol, compressed, wt)):
@@ -666,6 +731,15 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                     phase = _REVERSAL
                     d1c = -f * ray_c
                     d2c = -f * ray_s
+            elif f >= fstar and not on_ray and sn <= CAPTURE_SLIP * vscale:
+                # the attracting ray nearest the slip direction (Newton on h from it, eq 2.74's h)
+                ok, ac, asn, ag, ar = _approach_ray_cpu(M11, M12, M13, M22, M23, f, v1 / sn, v2 / sn)
+                if ok and _capture(w, sn, v1, v2, f, (ac, asn, ar), tol):
+                    on_ray = True
+                    d1c = -f * ac
+                    d2c = -f * asn
+                    ray_g = ag
+                    k1_ready = _NO_FSAL
             continue
         # ---- stick or slip reversal: dP/dp constant, closed form (v₃ linear, W_n quadratic in p)
         k = M33 + M13 * d1c + M23 * d2c
