@@ -586,6 +586,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
     # constant dP/dp, one exact step to its closest approach to s = 0, then closes into stick
     on_ray = False
     ray_g = 0.0
+    ray_end = 0.0
     flags = FLAG_ROLLING if rolling else 0
     status = IMPACT_RESOLVED
     p = 0.0
@@ -646,7 +647,10 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                 if not (along > 0.0):
                     phase = _AT_ZERO
                     continue
-                hs = along / (-ray_g)
+                ray_end = along / (-ray_g)
+                # without rolling resistance the step is exact at any length; with it the rolling
+                # impulse is integrated too, so the step controller's proposal bounds it
+                hs = ray_end if not rolling else min(h, ray_end)
                 step_phase = _REVERSAL
             elif g < 0.0 and hs * (-g) >= s:
                 hs = s / (-g)
@@ -710,7 +714,7 @@ def _resolve_impact_body(w, m, jinv, r, n, v, om, e, f, cr, wstar, rtol, max_ste
                     grow *= s1 / s
                 h = hs * grow
                 rejected = False
-                if on_ray:          # at the closest approach to s = 0: close into stick
+                if on_ray and hs >= ray_end:    # at the closest approach to s = 0: close into stick
                     phase = _AT_ZERO
                     continue
             v1, v2 = _vt(w, p, W_Y)
