@@ -93,12 +93,12 @@ Numerical method (our choices, documented)
   ``g(φ̂)``, which is tiny when f is close to f*. The turn is stiff (the direction's rate
   ``|h'(φ)|/s``) and the growth slow: 457–2,654 steps at 1e-10 on four deploy-cube corner impacts
   (f = 0.5, f* = 0.502), and at 1e-8 to 1e-6 explicit steps chattered about φ̂ without growing ``s``
-  until the 100,000-step cap failed the row. Below ``s = 1e-3 |v_c|`` (f < f*) the steps are kept
-  within twice the direction's time scale ``s/(|g| + f tr B)`` (DP5's stability interval is ~3
-  of them), and once the direction lies within 0.1 rad of φ̂, turning towards it, and the friction
-  impulse a constant direction φ̂ would misplace (``≈ f ψ s / (−h'(φ̂))``) is within a few step
-  tolerances, the slip goes on along φ̂ in the closed form of the reversal phase, with the state as
-  it is (:data:`reversal_capture`). Those impacts then take 18–51 steps at every tolerance from
+  until the 100,000-step cap failed the row. Below ``s = 1e-3 |v_c|`` every slip step is kept
+  within twice the direction's time scale ``s/|h'(φ)|`` where ``h'(φ) = −g − f û⊥ᵀBû⊥ < 0``
+  (DP5's stability interval is ~3 of them), and once the direction lies within 0.1 rad of φ̂,
+  turning towards it, and the friction impulse a constant direction φ̂ would misplace
+  (``≈ f ψ s / (−h'(φ̂))``) is within a few step tolerances, the slip goes on along φ̂ in the
+  closed form of the reversal phase, with the state as it is (:data:`reversal_capture`). Those impacts then take 18–51 steps at every tolerance from
   1e-10 to 1e-5 and agree with the scipy reference to ≤ 1.4·rtol of ``|v_c|``.
 * **Falling to stick along a ray** (f just above f*): the slip turns onto an attracting invariant
   ray φ_a (``h(φ_a) = 0``, ``h'(φ_a) < 0``, ``g(φ_a) < 0``) and falls to ``s = 0`` along it at
@@ -107,7 +107,8 @@ Numerical method (our choices, documented)
   holds, and once :data:`approach_ray` (Newton on h from the slip direction) finds φ_a and the
   same bound as the reversal's holds, the slip runs along φ_a at constant ``dP/dp``: one exact
   step to its closest approach to ``s = 0`` (events inside it located as on any step), then the
-  closing impulse and stick. The slowest of the 30,000 then take at most 204 steps.
+  closing impulse and stick (with rolling resistance the step controller bounds those steps, the
+  rolling impulse being integrated too). The slowest of the 30,000 then take at most 204 steps.
 * **Step sizes**: Dormand–Prince's controller (``clamp(0.9 err^(−1/5), 0.2, 5)``), with two rules
   for the approach to ``s = 0``, where the direction field's ``1/s`` makes the solution vary on the
   scale of ``s``: the step after a rejected one does not grow (Hairer's ``dopri5``), and on an
