@@ -182,7 +182,7 @@ from systems.probe_contact.impulse import (STATE, I_L, I_WN, W_CR, W_EPS, W_F, W
                                            W_V20, W_V30, W_W0, W_WSTAR, W_Y, W_Y1, W_YL, WORK_SIZE, _EV_V3, _EV_WN,
                                            _NO_FSAL, W_K, copy_state, dopri_step, error_norm, integrate_span,
                                            locate_event, normal_work, reversal_direction, reversal_h,
-                                           tangential_velocity, v3_of)
+                                           reversal_h_derivatives, tangential_velocity, v3_of)
 from systems.probe_contact.linalg import apply_coupling, inverse_sym3, sym3_apply
 
 
@@ -202,6 +202,7 @@ _copy = copy_state.cpu
 _locate = locate_event.cpu
 _rev_dir = reversal_direction.cpu
 _rev_h = reversal_h.cpu
+_rev_hd = reversal_h_derivatives.cpu
 _span = integrate_span.cpu
 
 # ----------------------------------------------------------------------------------------- codes
@@ -501,15 +502,9 @@ def _approach_ray(M11, M12, M13, M22, M23, f, u1, u2):
     ray dP/dp is constant and the slip reaches s = 0 in a straight line; the slip turns onto it as
     onto φ̂ (:data:`reversal_capture`'s bound applies with r = −h'(φ_a))."""
     phi = math.atan2(u2, u1)
-    d = M11 - M22
     ok = False
     for _ in range(8):
-        c1 = math.cos(phi)
-        s1 = math.sin(phi)
-        c2 = math.cos(2.0 * phi)
-        s2 = math.sin(2.0 * phi)
-        hv = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
-        h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
+        hv, h1, _h2, _h3 = _rev_hd(phi, M11, M12, M13, M22, M23, f)
         if not (h1 < 0.0):
             return False, 1.0, 0.0, 0.0, 0.0
         dphi = hv / h1
@@ -519,13 +514,11 @@ def _approach_ray(M11, M12, M13, M22, M23, f, u1, u2):
             break
     if not ok:
         return False, 1.0, 0.0, 0.0, 0.0
-    c1 = math.cos(phi)
-    s1 = math.sin(phi)
     hv, gv = _rev_h(phi, M11, M12, M13, M22, M23, f)
-    r = -(-M13 * c1 - M23 * s1 + f * (d * math.cos(2.0 * phi) + 2.0 * M12 * math.sin(2.0 * phi)))
+    r = -_rev_hd(phi, M11, M12, M13, M22, M23, f)[1]
     if not (gv < 0.0 and r > 0.0):
         return False, 1.0, 0.0, 0.0, 0.0
-    return True, c1, s1, gv, r
+    return True, math.cos(phi), math.sin(phi), gv, r
 
 
 approach_ray = dual_call(_approach_ray)

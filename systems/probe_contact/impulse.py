@@ -387,21 +387,32 @@ reversal_h = dual_call(_reversal_h)
 _rev_h = reversal_h.cpu
 
 
+def _reversal_h_derivatives(phi, M11, M12, M13, M22, M23, f):
+    """h(φ) of eq 2.74 and its first three derivatives in φ (eq 2.77, with the sign of the third
+    derivative's M₂₃ term corrected: :mod:`systems.probe_contact.collision`, "Misprints")."""
+    d = M11 - M22
+    c1 = math.cos(phi)
+    s1 = math.sin(phi)
+    c2 = math.cos(2.0 * phi)
+    s2 = math.sin(2.0 * phi)
+    h = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
+    h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
+    h2 = M13 * s1 - M23 * c1 - 2.0 * f * d * s2 + 4.0 * f * M12 * c2
+    h3 = M13 * c1 + M23 * s1 - 4.0 * f * d * c2 - 8.0 * f * M12 * s2
+    return h, h1, h2, h3
+
+
+reversal_h_derivatives = dual_call(_reversal_h_derivatives)
+_rev_hd = reversal_h_derivatives.cpu
+
+
 def _reversal_direction(M11, M12, M13, M22, M23, f, phi0):
     """Direction φ̂ of slip reversal (eqs 2.74–2.77): the root of h with g > 0, by the third-order
     Householder iteration of eq 2.76 from φ₀ = φ*; if that lands on a wrong root (g <= 0) or does
     not converge, a bracketed scan of h over [−π, π] with bisection. Returns (φ̂, found)."""
     phi = phi0
-    d = M11 - M22
     for _ in range(12):
-        c1 = math.cos(phi)
-        s1 = math.sin(phi)
-        c2 = math.cos(2.0 * phi)
-        s2 = math.sin(2.0 * phi)
-        h = M23 * c1 - M13 * s1 + f * (0.5 * d * s2 - M12 * c2)
-        h1 = -M13 * c1 - M23 * s1 + f * (d * c2 + 2.0 * M12 * s2)
-        h2 = M13 * s1 - M23 * c1 - 2.0 * f * d * s2 + 4.0 * f * M12 * c2
-        h3 = M13 * c1 + M23 * s1 - 4.0 * f * d * c2 - 8.0 * f * M12 * s2
+        h, h1, h2, h3 = _rev_hd(phi, M11, M12, M13, M22, M23, f)
         den = 6.0 * h1 * h1 * h1 - 6.0 * h * h1 * h2 + h * h * h3
         if den == 0.0:
             break
