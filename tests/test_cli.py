@@ -1,4 +1,8 @@
-"""The command line through a subprocess: run, scenes, inspect, bench and the error cases."""
+"""The command line: run, scenes, inspect, bench, rerun and the error cases. Through a process of its
+own (:func:`cli`) wherever the process is part of what is checked (the stored command line, the
+progress bar, the working directory, exit statuses of the script); the reruns' output and stores
+through the same command line in this process (:func:`cli_helpers.cli_here`), which spares each call
+the start of a fresh interpreter (~4 s: imports, scene build, kernels loaded from the cache)."""
 
 import os
 import pathlib
@@ -9,6 +13,7 @@ import numpy as np
 import pytest
 import zarr
 
+from cli_helpers import cli_here
 from scenes.registry import BUILTIN_SCENES
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -171,28 +176,28 @@ def test_import_tumble_exposes_the_public_api():
 def test_rerun_reproduces_a_sample_bitwise_and_shows_its_failure(tmp_path):
     out = tmp_path / "r.zarr"
     # seed 7: sample 6 draws drag 0.971 (raises), samples 0, 4, 5 draw 0.8-0.97 (their state goes NaN)
-    r = cli("run", DRIFT, "--samples", "10", "--seed", "7", "--out", str(out), "--no-progress", "-p", "fail_above=0.8",
-            "-p", "raise_above=0.97")
+    r = cli_here("run", DRIFT, "--samples", "10", "--seed", "7", "--out", str(out), "--no-progress",
+                 "-p", "fail_above=0.8", "-p", "raise_above=0.97")
     assert r.returncode == 3, r.stderr
     root = zarr.open_group(out, mode="r")
     codes = np.asarray(root["final/failure_code"][:])
     ok = int(np.flatnonzero(codes == 0)[0])
     bad = int(np.flatnonzero(codes == 1)[0])       # set FAILED by the scene's own kernel (no reason given)
-    r = cli("rerun", str(out), str(ok))
+    r = cli_here("rerun", str(out), str(ok))
     assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
-    r = cli("rerun", str(out), str(bad))
+    r = cli_here("rerun", str(out), str(bad))
     assert r.returncode == 0 and "failed (unspecified" in r.stdout and "bitwise identical" in r.stdout, r.stdout
     assert np.flatnonzero(codes == 8).tolist() == [6]
-    r = cli("rerun", str(out), "6")                   # a sample that raised raises again (--debug: traceback)
+    r = cli_here("rerun", str(out), "6")              # a sample that raised raises again (--debug: traceback)
     assert r.returncode == 1 and "drag above 0.97" in one_error_line(r)
     # a changed byte of the stored result is noticed
     arr = zarr.open_group(out, mode="r+")["final/body_position"]
     v = np.asarray(arr[ok:ok + 1]).copy()
     v[0, 0, 0] = np.nextafter(v[0, 0, 0], np.inf)
     arr[ok:ok + 1] = v
-    r = cli("rerun", str(out), str(ok))
+    r = cli_here("rerun", str(out), str(ok))
     assert r.returncode == 5 and "final/body_position" in r.stdout
-    r = cli("rerun", str(out), "10")
+    r = cli_here("rerun", str(out), "10")
     assert r.returncode == 1 and "sample = 10" in one_error_line(r)
 
 
@@ -203,10 +208,10 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
     import xarray as xr
 
     out = tmp_path / "d.zarr"
-    r = cli("run", "deploy-cube", "--samples", "3", "--out", str(out), "--no-progress", "-p", "gravity=point_mass")
+    r = cli_here("run", "deploy-cube", "--samples", "3", "--out", str(out), "--no-progress", "-p", "gravity=point_mass")
     assert r.returncode == 0, r.stderr
     dense = tmp_path / "dense.zarr"
-    r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dense))
+    r = cli_here("rerun", str(out), "1", "--every", "5", "--out", str(dense))
     assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
     ds = xr.open_zarr(dense, group="trajectories")
     assert np.allclose(np.diff(ds.time.values[:-1]), 5.0)
@@ -226,7 +231,7 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
     assert gif.stat().st_size > 5_000 and "target_vertices" in xr.open_zarr(dense, group="scene")
     # the per-step trace: every accepted step, times increasing, steps summing to the time covered;
     # recording and tracing still leave the sample's finals the stored bits
-    r = cli("rerun", str(out), "1", "--trace", "200000", "--out", str(tmp_path / "trace.zarr"))
+    r = cli_here("rerun", str(out), "1", "--trace", "200000", "--out", str(tmp_path / "trace.zarr"))
     assert r.returncode == 0 and "bitwise identical to the store" in r.stdout and "step trace" in r.stdout, r.stdout
     tr = xr.open_zarr(tmp_path / "trace.zarr")
     n = int(tr["trace_count"].values[0])
@@ -247,18 +252,18 @@ def test_rerun_writes_a_dense_trajectory_and_a_step_trace_without_changing_the_s
                       (tmp_path / "notes.txt", "is not a directory"),
                       (tmp_path / "mine", "not a dense store written by tumble rerun"),
                       (dense, "add --overwrite")):
-        r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dest))
+        r = cli_here("rerun", str(out), "1", "--every", "5", "--out", str(dest))
         assert r.returncode == 1 and why in one_error_line(r), (dest, r.stdout, r.stderr)
     assert np.array_equal(np.asarray(zarr.open_group(out, mode="r")["final/body_position"][...]), before)
     assert (tmp_path / "notes.txt").read_text() == "keep me" and (tmp_path / "mine" / "data.csv").exists()
-    r = cli("rerun", str(out), "1", "--every", "5", "--out", str(dense), "--overwrite")
+    r = cli_here("rerun", str(out), "1", "--every", "5", "--out", str(dense), "--overwrite")
     assert r.returncode == 0 and "bitwise identical to the store" in r.stdout, (r.stdout, r.stderr)
     fr = tmp_path / "f.zarr"
-    r = cli("run", "free_fall", "--samples", "1", "--out", str(fr), "--no-progress")
+    r = cli_here("run", "free_fall", "--samples", "1", "--out", str(fr), "--no-progress")
     assert r.returncode == 0, r.stderr
-    r = cli("rerun", str(fr), "0", "--every", "0.0123")
+    r = cli_here("rerun", str(fr), "0", "--every", "0.0123")
     assert r.returncode == 1 and "multiple of the scene's frame" in one_error_line(r)
-    r = cli("rerun", str(fr), "0", "--trace", "10")
+    r = cli_here("rerun", str(fr), "0", "--trace", "10")
     assert r.returncode == 1 and "traces its steps" in one_error_line(r)
 
 
@@ -268,12 +273,12 @@ def test_a_10_h_bouncy_study_keeps_every_event_or_reports_the_overflow(tmp_path)
     deployment's default 256 slots would (scenes.deploy.DEPLOY_EVENT_CAPACITY)."""
     args = ["run", "deploy-cube", "--samples", "8", "-p", "restitution=0.95", "-p", "gravity=point_mass",
             "--no-progress"]
-    r = cli(*args, "--out", str(tmp_path / "a.zarr"), "--event-capacity", "16")
+    r = cli_here(*args, "--out", str(tmp_path / "a.zarr"), "--event-capacity", "16")
     assert r.returncode == 0, r.stderr
     assert "samples produced more events than the event log holds" in r.stdout
-    r2 = cli("inspect", str(tmp_path / "a.zarr"))
+    r2 = cli_here("inspect", str(tmp_path / "a.zarr"))
     assert "more events than the event log holds" in r2.stdout
-    r = cli(*args, "--out", str(tmp_path / "b.zarr"), "--event-capacity", "2000")
+    r = cli_here(*args, "--out", str(tmp_path / "b.zarr"), "--event-capacity", "2000")
     assert r.returncode == 0 and "more events" not in r.stdout, r.stdout
     root = zarr.open_group(tmp_path / "b.zarr", mode="r")
     assert not np.asarray(root["events/event_overflow"][:]).any()

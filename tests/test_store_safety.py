@@ -23,6 +23,7 @@ import zarr
 from ecs import store as zstore
 from tumble import run_batch
 from ecs.errors import InputError
+from cli_helpers import cli_here
 from store_helpers import store_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -36,11 +37,14 @@ FAST = {"fail_above": 0.8}
 
 
 def cli(*args, wait=True):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    cmd = [sys.executable, "-m", "tumble.cli", *args]
+    """``tumble ARGS``: with ``wait=False`` a process of its own, running beside this one (the first
+    writer of the lock tests, which must hold the store from another process); otherwise in this
+    process (:func:`cli_helpers.cli_here`)."""
     if not wait:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+        cmd = [sys.executable, "-m", "tumble.cli", *args]
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return cli_here(*args)
 
 
 def params(p):
@@ -82,6 +86,15 @@ def reference(tmp_path_factory):
     """An uninterrupted run (the bytes every other store must reproduce)."""
     out = tmp_path_factory.mktemp("ref") / "ref.zarr"
     run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
+    return store_files(out)
+
+
+@pytest.fixture(scope="module")
+def reference_fast(tmp_path_factory):
+    """The same with the FAST parameters, for the tests that damage a finished store: no second
+    writer has to arrive while they run, so they need no busy work."""
+    out = tmp_path_factory.mktemp("ref_fast") / "ref.zarr"
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=FAST)
     return store_files(out)
 
 
@@ -227,11 +240,11 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     ("final/zarr.json", "empty"),
     ("inputs/zarr.json", "flip"),
 ])
-def test_damaged_metadata_is_found_and_refused_by_name(tmp_path, reference, target, damage):
+def test_damaged_metadata_is_found_and_refused_by_name(tmp_path, reference_fast, target, damage):
     """Group and array metadata cannot be recomputed from samples: verify names them, inspect
     --verify exits 4, and --resume refuses in one line instead of keeping the store."""
     out = tmp_path / "m.zarr"
-    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=FAST)
     f = out / target
     assert f.is_file()
     {"delete": lambda p: p.unlink(), "empty": lambda p: p.write_bytes(b""), "flip": _flip}[damage](f)
@@ -240,26 +253,26 @@ def test_damaged_metadata_is_found_and_refused_by_name(tmp_path, reference, targ
     assert [d.array for d in found] == [node] and found[0].shard == zstore.NOT_A_SHARD, found
     r = cli("inspect", str(out), "--verify")
     assert r.returncode == 4 and node in r.stdout and "--overwrite" in r.stdout, (r.stdout, r.stderr)
-    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(FAST))
     assert r.returncode == 1 and node in one_line(r) and "--overwrite" in one_line(r), (r.stdout, r.stderr)
 
 
-def test_a_damaged_coordinate_is_rewritten_on_resume(tmp_path, reference):
+def test_a_damaged_coordinate_is_rewritten_on_resume(tmp_path, reference_fast):
     """Arrays the driver writes whole (here the entity names of final/) are found by inspect
     --verify when a chunk is emptied, flipped or missing, and --resume rewrites them from the scene
     to the bytes of an undamaged run, saying so in one line."""
     for damage in ("empty", "flip", "delete"):
         out = tmp_path / f"{damage}.zarr"
-        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
+        run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=FAST)
         f = out / "final/body/c/0"
         {"delete": lambda p: p.unlink(), "empty": lambda p: p.write_bytes(b""), "flip": _flip}[damage](f)
         assert [d.array for d in zstore.verify_store(out)] == ["final/body"]
         r = cli("inspect", str(out), "--verify")
         assert r.returncode == 4 and "final/body" in r.stdout, (r.stdout, r.stderr)
-        r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+        r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(FAST))
         assert r.returncode == 3 and "repaired 1 damaged arrays" in r.stdout and "final/body" in r.stdout, r.stdout
         a = store_files(out)
-        assert [k for k in a if a[k] != reference.get(k)] == [] and sorted(a) == sorted(reference)
+        assert [k for k in a if a[k] != reference_fast.get(k)] == [] and sorted(a) == sorted(reference_fast)
 
 
 def test_overwrite_deletes_only_tumble_stores(tmp_path):
@@ -308,9 +321,9 @@ def _flip(f):
     ("events/time", "empty"),
     ("inputs/seed", "empty"),
 ])
-def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference, array, damage):
+def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference_fast, array, damage):
     out = tmp_path / "d.zarr"
-    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=SLOW)
+    run_batch(DRIFT, samples=N, out=out, seed=SEED, block=2, shard_samples=SHARD, params=FAST)
     f = _shard(out, array, 1)
     assert f.is_file()
     {"delete": lambda p: p.unlink(), "truncate": _truncate, "flip": _flip, "empty": lambda p: p.write_bytes(b"")}[damage](f)
@@ -320,12 +333,12 @@ def test_resume_repairs_damaged_shards_to_identical_bytes(tmp_path, reference, a
     r = cli("inspect", str(out), "--verify")
     assert r.returncode == 4 and f"{array} shard 1" in r.stdout, (r.stdout, r.stderr)
 
-    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(SLOW))
+    r = cli("run", DRIFT, "--out", str(out), "--resume", "--no-progress", *params(FAST))
     assert r.returncode == 3, r.stderr
     assert "repaired 1 damaged shards" in r.stdout
     a = store_files(out)
-    assert sorted(a) == sorted(reference)
-    assert [k for k in a if a[k] != reference[k]] == []
+    assert sorted(a) == sorted(reference_fast)
+    assert [k for k in a if a[k] != reference_fast[k]] == []
     assert zstore.verify_store(out) == []
     assert cli("inspect", str(out), "--verify").returncode == 0
 
