@@ -61,7 +61,12 @@ def test_readme_command_runs_verbatim(cmd, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     args = cmd.split()
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "tumble.cli", *args[1:], *(["--no-progress"] if args[1] == "run" else [])],
+    # -P: no working directory on sys.path, as for the installed `tumble` script; with it, `import
+    # scenes` would take the link above, a second path for the same modules, and numba's cache (keyed
+    # by source path) would miss every kernel under scenes/ (the SDF and voxel builders: ~37 s of
+    # compile in each such process of a cold CI run)
+    r = subprocess.run([sys.executable, "-P", "-m", "tumble.cli", *args[1:],
+                        *(["--no-progress"] if args[1] == "run" else [])],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=LIMIT_S + 60)
     took = time.perf_counter() - t0
     assert r.returncode == 0, (cmd, r.stdout[-2000:], r.stderr[-2000:])
