@@ -98,8 +98,9 @@ Numerical method (our choices, documented)
   (DP5's stability interval is ~3 of them), and once the direction lies within 0.1 rad of φ̂,
   turning towards it, and the friction impulse a constant direction φ̂ would misplace
   (``≈ f ψ s / (−h'(φ̂))``) is within a few step tolerances, the slip goes on along φ̂ in the
-  closed form of the reversal phase, with the state as it is (:data:`reversal_capture`). Those impacts then take 18–51 steps at every tolerance from
-  1e-10 to 1e-5 and agree with the scipy reference to ≤ 1.4·rtol of ``|v_c|``.
+  closed form of the reversal phase, with the state as it is (:data:`reversal_capture`). Those
+  impacts then take 18–51 steps at every tolerance from 1e-10 to 1e-5 and agree with the scipy
+  reference to ≤ 1.4·rtol of ``|v_c|``.
 * **Falling to stick along a ray** (f just above f*): the slip turns onto an attracting invariant
   ray φ_a (``h(φ_a) = 0``, ``h'(φ_a) < 0``, ``g(φ_a) < 0``) and falls to ``s = 0`` along it at
   ``|g(φ_a)|``, tiny near f*; stepped, the steps shrank with ``s`` (the rule above) and took up
