@@ -184,12 +184,12 @@ def test_readme_mascot_calibration_runs_verbatim_and_prints_the_readme_figures(t
         assert r.returncode == 0, (line, r.stderr[-2000:])
         out = r.stdout
     # the figures the README quotes, as printed
-    assert "effective sample size 53.5" in out, out
-    assert re.search(r"restitution\s+0\.1155 ± 0\.0896\s+\[0\.01276, 0\.3397\]", out), out
-    assert re.search(r"friction\s+0\.6268 ± 0\.236\s+\[0\.3264, 1\.148\]", out), out
-    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[329\.1, 2047\]", out), out
-    for quoted in ("effective sample size 53.5", "**0.116 ± 0.090**", "0.013–0.340", "0.63 ± 0.24", "0.33–1.15",
-                   "329–2,047 s"):
+    assert "effective sample size 55.0" in out, out
+    assert re.search(r"restitution\s+0\.1147 ± 0\.0889\s+\[0\.01275, 0\.3397\]", out), out
+    assert re.search(r"friction\s+0\.625 ± 0\.237\s+\[0\.3278, 1\.148\]", out), out
+    assert re.search(r"bounce_time \[s\]\s+663 ± 66\s+\[328\.3, 2060\]", out), out
+    for quoted in ("effective sample size 55.0", "**0.115 ± 0.089**", "0.013–0.340", "0.63 ± 0.24", "0.33–1.15",
+                   "328–2,060 s"):
         assert quoted in readme, quoted
     assert (tmp_path / "runs" / "mascot-calibration" / "calibration.json").exists()
 

@@ -39,8 +39,8 @@ def _dense_error(h, theta):
     y0 = RNG.normal(size=STATE)
     w = _step(y0, h)
     y1 = w[Y1:Y1 + STATE].copy()
-    dense_setup.py(w, h)
-    dense_state.py(w, theta)
+    dense_setup.py(w, h, STATE)
+    dense_state.py(w, theta, STATE)
     return w[Y1:Y1 + STATE], expm(A * theta * h) @ y0, y1
 
 
@@ -48,8 +48,8 @@ def test_continuous_extension_is_the_step_at_its_ends():
     y, _, y1 = _dense_error(0.3, 1.0)
     np.testing.assert_allclose(y, y1, rtol=0, atol=1e-15)
     w = _step(np.arange(STATE, dtype=float), 0.3)
-    dense_setup.py(w, 0.3)
-    dense_state.py(w, 0.0)
+    dense_setup.py(w, 0.3, STATE)
+    dense_state.py(w, 0.0, STATE)
     np.testing.assert_array_equal(w[Y1:Y1 + STATE], np.arange(STATE, dtype=float))
 
 

@@ -211,6 +211,81 @@ def test_first_crossing_and_smooth_step():
     assert ss(ga, w, 100.0) == 100.0
 
 
+def test_flight_step_limit_keeps_every_vertex_within_the_slack_of_a_plane():
+    """systems.deployment.fly.flight_reach: over its step, no vertex of a tumbling cube goes deeper
+    than REACH_SLACK bounding radii below a plane (d = z, an exact 1-Lipschitz distance field), for
+    motions the bound's model covers (constant acceleration, constant body rate); the vertices'
+    depths are sampled along the exact motion, independently of the bound. The limit is tight: a
+    corner pointing straight down and falling without spin reaches exactly the slack at the limit,
+    and at 1.2 times the limit goes deeper."""
+    from ecs.attitude import quat_rotate_call
+    from systems.deployment.fly import REACH_SLACK, flight_reach, travel_time
+    from systems.deployment.physics import K0, WORK_SIZE, Y0
+    from systems.deployment.records import S_Q, S_V, S_W
+
+    tt = travel_time.py
+    for d, b, a in ((1.0, 0.5, 0.0), (1.0, 0.0, 2.0), (0.3, 0.2, 0.05), (2.0, 1e-3, 1e-4)):
+        t = tt(d, b, a)
+        assert b * t + 0.5 * a * t * t == pytest.approx(d, rel=1e-14)
+    assert tt(0.0, 1.0, 1.0) == 0.0 and tt(-1.0, 1.0, 1.0) == 0.0 and tt(1.0, 0.0, 0.0) == math.inf
+
+    rot = quat_rotate_call.py
+    half = 0.5 * 0.2154
+    corners = np.array([[x, y, z] for x in (-half, half) for y in (-half, half) for z in (-half, half)])
+    r = float(np.linalg.norm(corners[0]))
+    slack = REACH_SLACK * r
+
+    def deepest(q, x0, v, acc, om, t, n=400):
+        """The smallest vertex height over [0, t] (body rate om in body axes, constant)."""
+        worst = math.inf
+        wn = float(np.linalg.norm(om))
+        for tau in np.linspace(0.0, t, n):
+            if wn > 0.0:
+                ax = om / wn
+                half_angle = 0.5 * wn * tau
+                dq = np.array([math.cos(half_angle), *(math.sin(half_angle) * ax)])
+                qq = np.array([q[0] * dq[0] - q[1:] @ dq[1:], *(q[0] * dq[1:] + dq[0] * q[1:] + np.cross(q[1:], dq[1:]))])
+            else:
+                qq = q
+            c = x0 + v * tau + 0.5 * acc * tau * tau
+            for p in corners:
+                worst = min(worst, c[2] + rot(*qq, *p)[2])
+        return worst
+
+    reach = flight_reach.py
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        x0 = np.array([0.0, 0.0, abs(rng.normal()) * rng.choice([0.05, 1.0, 10.0]) + r])
+        v = rng.normal(size=3) * rng.choice([0.01, 0.1])
+        acc = rng.normal(size=3) * rng.choice([1e-4, 1e-2])
+        om = rng.normal(size=3) * rng.choice([0.0, 0.1, 1.0])
+        w = np.zeros(WORK_SIZE)
+        w[Y0:Y0 + 3], w[Y0 + S_Q:Y0 + S_Q + 4] = x0, q
+        w[Y0 + S_V:Y0 + S_V + 3], w[Y0 + S_W:Y0 + S_W + 3] = v, om
+        w[K0 + S_V:K0 + S_V + 3] = acc
+        g0 = min(x0[2] + rot(*q, *p)[2] for p in corners)
+        t = reach(w, g0, x0[2], 1.0, r)
+        assert 0.0 < t < math.inf
+        assert deepest(q, x0, v, acc, om, t) >= -slack - 1e-12
+
+    # tight: a corner straight down (the cube's diagonal along z), falling at 0.05 m/s from 1 m
+    diag = corners[0] / r                                   # (-1, -1, -1)/√3: turn it onto -z
+    axis = np.cross(diag, [0.0, 0.0, -1.0])
+    angle = math.acos(float(np.clip(diag @ [0.0, 0.0, -1.0], -1.0, 1.0)))
+    axis /= np.linalg.norm(axis)
+    q = np.array([math.cos(angle / 2), *(math.sin(angle / 2) * axis)])
+    x0 = np.array([0.0, 0.0, 1.0])
+    v = np.array([0.0, 0.0, -0.05])
+    acc = np.array([0.0, 0.0, -1e-4])
+    w = np.zeros(WORK_SIZE)
+    w[Y0:Y0 + 3], w[Y0 + S_Q:Y0 + S_Q + 4], w[Y0 + S_V:Y0 + S_V + 3], w[K0 + S_V:K0 + S_V + 3] = x0, q, v, acc
+    t = reach(w, 1.0 - r, 1.0, 1.0, r)
+    assert deepest(q, x0, v, acc, np.zeros(3), t, n=2) == pytest.approx(-slack, abs=1e-12)
+    assert deepest(q, x0, v, acc, np.zeros(3), 1.2 * t, n=2) < -slack - 1e-3
+
+
 def test_flight_through_voxel_cells_matches_scipy():
     """A 3000 s arc through a voxel field (point-mass nodes, 10 m cells: ~40 face crossings, where g
     is only C⁰) against scipy DOP853 at rtol 1e-12 on the same field's numpy lookup, in the rotating

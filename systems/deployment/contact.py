@@ -531,8 +531,8 @@ def _contact_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, 
                     # docstring); lowered as in flight, so that sinking a further contact_gap is an event
                     thr = g0 - contact_gap
                 if g1 <= thr:
-                    a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_CONTACT, cs, None, target, body,
-                                    (v0, v1, shape_radius[s]), cs, tt, rtol, atol, event_tol, contact_gap)
+                    a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_CONTACT, None, target, body,
+                                    (v0, v1, shape_radius[s]), cs, rtol, atol, event_tol, contact_gap)
                     t += a
                     _drop_snaps(i, t, rec_dt, snap)
                     if trace.shape[1] > 0:

@@ -16,8 +16,9 @@ import numpy as np
 from ecs.attitude import cross_call, quat_normalize, quat_rotate_call
 from ecs.kernels import dual, dual_call
 from ecs.stepping import DP54_DENSE
+from ecs.terms import terms_couple_attitude_none
 from systems.deployment.physics import (AUX, K0, KFSAL, LIFT, LIFT_SET, SNAP_SAVE_END, STATE, Y0, Y1,
-                                        dp_attempt, normalise_quaternion)
+                                        advance_attitude, dp_attempt, normalise_quaternion)
 from systems.deployment.geometry import clearance, terrain_at, terrain_distance, vertex_distance, vertex_world
 from systems.deployment.records import S_Q, S_V, S_W
 
@@ -31,6 +32,11 @@ _tdist = terrain_distance.cpu
 _vdist = vertex_distance.cpu
 _vworld = vertex_world.cpu
 _i = np.int64
+_advance_att = advance_attitude.cpu
+#: the row terms' attitude coupling (ecs.terms): relinked with the phase kernels, as in physics
+_couple = terms_couple_attitude_none
+_N6 = _i(6)
+_N13 = _i(STATE)
 
 
 def _held(act, slot_vertex, touch, i, v, v0):
@@ -402,11 +408,13 @@ _D1, _D3, _D4, _D5, _D6, _D7 = (DP54_DENSE[0], DP54_DENSE[2], DP54_DENSE[3], DP5
                                 DP54_DENSE[6])
 
 
-def _dense_setup(w, hh):
-    """The continuous extension (:data:`ecs.stepping.DP54_DENSE`) of the step of length hh from Y0 to
-    Y1, whose stages are at K0 + 13 j and K_7 at KFSAL: r₂, r₃, r₄, r₅ overwrite the slots of K_2,
-    K_1, K_3 and K_4 (the step is over: its stages are not needed again)."""
-    for c in range(STATE):
+def _dense_setup(w, hh, n):
+    """The continuous extension (:data:`ecs.stepping.DP54_DENSE`) of the first ``n`` state
+    components of the step of length hh from Y0 to Y1, whose stages are at K0 + 13 j and K_7 at
+    KFSAL: r₂, r₃, r₄, r₅ overwrite the slots of K_2, K_1, K_3 and K_4 (the step is over: its stages
+    are not needed again). ``n``: 13 (:data:`STATE`), or 6 for flight's multirate step, whose
+    stages hold the translation only."""
+    for c in range(n):
         y0 = w[Y0 + c]
         k1 = w[K0 + c]
         k7 = w[KFSAL + c]
@@ -421,10 +429,10 @@ def _dense_setup(w, hh):
         w[K0 + 39 + c] = r5
 
 
-def _dense_state(w, theta):
-    """Y1 <- the continuous extension set up by :func:`_dense_setup` at θ = τ/hh ∈ [0, 1]."""
+def _dense_state(w, theta, n):
+    """Y1[:n] <- the continuous extension set up by :func:`_dense_setup` at θ = τ/hh ∈ [0, 1]."""
     s1 = 1.0 - theta
-    for c in range(STATE):
+    for c in range(n):
         w[Y1 + c] = w[Y0 + c] + theta * (w[K0 + 13 + c] + s1 * (w[K0 + c] + theta * (w[K0 + 26 + c]
                                                                                    + s1 * w[K0 + 39 + c])))
 
@@ -435,18 +443,24 @@ _dsetup = dense_setup.cpu
 _dstate = dense_state.cpu
 
 
-def _locate_event(i, w, hh, bracket, which, contact, fly, target, body, verts, cs, tt, rtol, atol, event_tol, gap):
+def _locate_event(i, w, hh, bracket, which, fly, target, body, verts, cs, rtol, atol, event_tol, gap):
     """Localise the event crossed by the step [0, hh] from Y0 (``bracket = (fa, fb, thr)``: event
     values − thr, fa > 0 ≥ fb), for the row's ``body`` (:data:`~systems.deployment.records.ProbeBody`)
     and its vertices ``verts = (v0, v1, bound_r)`` (:data:`event_track`).
 
-    In flight (``contact`` None) every trial is a fresh DP5(4) step from Y0 (K_1 at K0 is kept), so
-    each located state carries the method's full order; the attitude is carried by its own
-    sub-steps there (:data:`systems.deployment.physics.advance_attitude`), which have no continuous
-    extension over the step. In contact motion, whose step carries all 13 numbers in one DP5(4)
-    step, a trial reads the step's continuous extension (:func:`_dense_setup`, fourth order, its
-    error of the step's own size) instead of stepping again (on ``deploy-cube`` a location took 3
-    trials of 6 force evaluations each). The bracket [a, b] is kept on the event function (the minimum over
+    A trial reads the step's continuous extension (:func:`_dense_setup`, fourth order, its error
+    of the step's own size) instead of stepping again. In contact motion (``fly`` None), whose step
+    carries all 13 numbers in one DP5(4) step, it covers the whole state (on ``deploy-cube`` a
+    location took 3 trials of 6 force evaluations each). Flight's multirate step carries the
+    translation alone in its stages (:data:`systems.deployment.physics.dp_attempt`): the trial reads
+    the translation from the extension and carries the attitude over τ by its own sub-steps
+    (:data:`systems.deployment.physics.advance_attitude`, in closed form for a steady spin, which
+    is also how the step itself carried it). Before, each flight trial was a fresh DP5(4) step from
+    Y0: 2.9 trials a location, 52 gravity-evaluating steps a ``deploy-cube`` landing beside its
+    397 attempts. A flight whose row terms couple the attitude steps all 13 numbers and reads
+    all 13 from the extension.
+
+    The bracket [a, b] is kept on the event function (the minimum over
     vertices, :data:`event_track`), but a trial is placed at the root of the cubic Hermite
     interpolant of one vertex's term — the vertex that crosses, with its values and rates at both
     ends of the bracket. The minimum itself is only piecewise smooth (in contact motion it sits
@@ -467,8 +481,8 @@ def _locate_event(i, w, hh, bracket, which, contact, fly, target, body, verts, c
     b = hh
     for c in range(13):
         w[AUX + c] = w[Y0 + c]
-    if contact is not None:
-        _dsetup(w, hh)
+    n = _N13 if fly is None or _couple() else _N6
+    _dsetup(w, hh, n)
     _g, sb, db, track = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, _i(-1))
     sb -= thr
     _g, sa, da, _v = _etrack(which, i, w, Y0, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
@@ -489,10 +503,9 @@ def _locate_event(i, w, hh, bracket, which, contact, fly, target, body, verts, c
                 tau = lo
             if tau > hi:
                 tau = hi
-        if contact is None:
-            _dpa(i, w, tau, contact, fly, target, body, tt, rtol, atol)
-        else:
-            _dstate(w, tau / hh)
+        _dstate(w, tau / hh, n)
+        if fly is not None and n == _N6:
+            _advance_att(w, tau, target.ox, target.oy, target.oz, body.inertia[i], body.jinv[i], rtol, atol)
         gt, st, dt, arg = _etrack(which, i, w, Y1, ta, vpos, v0, v1, sphere_r, bound_r, cs, gap, track)
         gt -= thr
         st -= thr

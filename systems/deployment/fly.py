@@ -17,13 +17,15 @@ Event function (seed §2.7.1): the smallest terrain distance over the probe's ve
 its centre's distance minus its radius). While the probe's CoM is further than twice its bounding
 radius plus 1 m from the surface, the bound ``d(CoM) − r_bound`` stands in for it without touching
 the vertices (the broadphase). Steps are limited so that no vertex can travel further than the
-current clearance plus a quarter of the bounding radius, so a vertex cannot pass through a thin
-feature unseen. In the voxel field a step ends just past the cell face its CoM would cross
+current clearance plus a quarter of the bounding radius (:data:`REACH_SLACK`), so a vertex cannot
+pass through a thin feature unseen: a vertex's travel is bounded by its CoM's speed and
+acceleration and the rotation's r|ω|, or, where that allows more, the CoM's travel against its
+own distance less the bounding radius (:data:`flight_reach`). In the voxel field a step ends just past the cell face its CoM would cross
 (:data:`~systems.deployment.physics.smooth_step`: g is only C⁰ there) and keeps the step proposal it was
 cut from. When the event function falls to zero (from above), the crossing is localised on
 the step length (:data:`systems.deployment.events.locate_event`: trials at the root of the crossing
-vertex's cubic Hermite interpolant, safeguarded), every trial being a fresh DP5(4) step from the
-step's start (5th-order accurate at the trial time), until the bracket is shorter than
+vertex's cubic Hermite interpolant, safeguarded), every trial reading the translation from the
+step's continuous extension and carrying the attitude over it as the step did, until the bracket is shorter than
 ``event_tol``; the row stops at the bracket's *outer* end (clearance ≥ 0, at most
 ``event_tol × approach speed`` above the surface) and switches to COLLIDE.
 
@@ -45,7 +47,7 @@ from ecs.kernels import dual
 from systems.deployment.modes import KernelMode
 from systems.deployment.records import S_V, S_W, ProbeBody
 from systems.deployment.geometry import clearance
-from systems.deployment.physics import (FLIGHT, G0, K0, RENORMALISE, T0, THR, TS, WARM, Y0, Y1, frame_ends,
+from systems.deployment.physics import (DC0, FLIGHT, G0, K0, RENORMALISE, T0, THR, TS, WARM, Y0, Y1, frame_ends,
                                         commit_step, dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs,
                                         smooth_step, state_finite, step_size)
 from systems.deployment.events import drop_snapshots_after, escaping, record_snapshots, trace_step, locate_event
@@ -68,6 +70,51 @@ _snaps = record_snapshots.cpu
 _drop_snaps = drop_snapshots_after.cpu
 _trace = trace_step.cpu
 _escaping = escaping.cpu
+
+
+#: How far below the surface [bounding radii] a vertex may reach within one flight step, unseen by
+#: the event function at the step's ends (the step limit, :data:`flight_reach`).
+REACH_SLACK = 0.25
+
+
+def _travel_time(d, b, a):
+    """The longest time t ≥ 0 over which a point moving at speed ≤ b [m/s] with acceleration ≤ a
+    [m/s²] travels at most d [m]: the root of ``b t + a t²/2 = d`` (0 for d ≤ 0, inf when it does
+    not move), written without cancellation."""
+    if not (d > 0.0):
+        return 0.0
+    den = b + math.sqrt(b * b + 2.0 * a * d)
+    return 2.0 * d / den if den > 0.0 else math.inf
+
+
+travel_time = dual(_travel_time)
+_travel = travel_time.cpu
+
+
+def _flight_reach(w, g0, dc0, inv_lip, bound_r):
+    """The longest flight step [s] from Y0 over which no vertex can get further than
+    :data:`REACH_SLACK` bounding radii below the terrain (module docstring), taking the larger of
+    two bounds on a vertex's travel over t, each with the speed |v| and rate |ω| at Y0 and the
+    acceleration |a| of K0 = f(Y0):
+
+    * the vertices': ``|v| t + |a| t²/2 + r|ω| t ≤ g0/L + slack``, g0 the event function at Y0
+      (the smallest vertex clearance);
+    * the CoM's: every vertex lies within r of the CoM and d is L-Lipschitz, so
+      ``min_v d(x_v) ≥ d(CoM) − L r``, and ``|v| t + |a| t²/2 ≤ d(CoM)/L − r + slack`` suffices. The
+      rotation does not enter it: a tumbling probe well clear of the surface steps as far as its
+      CoM may go, where the first bound let a spin of 0.4 rad/s cut its steps to a few seconds.
+    """
+    vs = math.sqrt(w[Y0 + S_V] ** 2 + w[Y0 + S_V + 1] ** 2 + w[Y0 + S_V + 2] ** 2)
+    ws = bound_r * math.sqrt(w[Y0 + S_W] ** 2 + w[Y0 + S_W + 1] ** 2 + w[Y0 + S_W + 2] ** 2)
+    acc = math.sqrt(w[K0 + S_V] ** 2 + w[K0 + S_V + 1] ** 2 + w[K0 + S_V + 2] ** 2)
+    slack = REACH_SLACK * bound_r
+    tv = _travel(max(g0, 0.0) * inv_lip + slack, vs + ws, acc)
+    tc = _travel(dc0 * inv_lip - bound_r + slack, vs, acc)
+    return max(tv, tc)
+
+
+flight_reach = dual(_flight_reach)
+_reach = flight_reach.cpu
 
 
 def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out):
@@ -98,11 +145,12 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         if w[WARM] == 1.0:      # continued from the previous launch: Y0, K0 (FSAL), thr and g0 as left
             thr = w[THR]
             g0 = w[G0]
+            dc0 = w[DC0]
         else:
             _load(i, w, pos, vel, att, om)
             w[TS] = t
             _rhs(i, w, Y0, K0, None, target, body, tt)
-            g0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
+            g0, dc0 = _clear(w, Y0, ta, vpos, v0, v1, sphere_r, bound_r)
             thr = 0.0 if g0 > contact_gap else min(g0, 0.0) - contact_gap
         w[WARM] = 0.0
         h = step[i]
@@ -111,13 +159,10 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
         n = 0
         dist = distance[i]
         while t < t_end and n < max_steps:
-            sp = math.sqrt(w[Y0 + S_V] ** 2 + w[Y0 + S_V + 1] ** 2 + w[Y0 + S_V + 2] ** 2) + bound_r * math.sqrt(
-                w[Y0 + S_W] ** 2 + w[Y0 + S_W + 1] ** 2 + w[Y0 + S_W + 2] ** 2)
             hh = min(min(h, h_max), t_cap - t)    # the frame end cuts no step: recording changes nothing
-            if sp > 0.0:
-                lim = (max(g0, 0.0) * inv_lip + 0.25 * bound_r) / sp   # inv_lip = 1/L: a steep terrain field
-                if lim < hh:
-                    hh = lim
+            reach = _reach(w, g0, dc0, inv_lip, bound_r)
+            if reach < hh:
+                hh = reach
             hs = _smooth(ga, w, hh)          # end on a voxel cell face rather than step across it
             face = hs < hh
             hh = hs
@@ -140,11 +185,11 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
                 reason[i] = _NONFINITE
                 phase[i] = DeployPhase.ENDED
                 break
-            g1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
+            g1, dc1 = _clear(w, Y1, ta, vpos, v0, v1, sphere_r, bound_r)
             if g1 <= thr:
                 x0, y0, z0 = w[Y0], w[Y0 + 1], w[Y0 + 2]
-                a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_ALL, None, FLIGHT, target, body,
-                                (v0, v1, bound_r), cs, tt, rtol, atol, event_tol, contact_gap)
+                a, fa = _locate(i, w, hh, (g0 - thr, g1 - thr, thr), _WHICH_ALL, FLIGHT, target, body,
+                                (v0, v1, bound_r), cs, rtol, atol, event_tol, contact_gap)
                 dx = w[Y0] - x0
                 dy = w[Y0 + 1] - y0
                 dz = w[Y0 + 2] - z0
@@ -162,6 +207,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             if trace.shape[1] > 0:
                 _trace(i, t, hh, _PHASE_FLY, w, Y0, trace, trace_n)
             g0 = g1
+            dc0 = dc1
             hn = _next(hh, err)
             h = max(hn, h) if face else hn   # a step ended on a face keeps the proposal it was cut from
             if escape_r > 0.0 and _escaping(w[Y0], w[Y0 + 1], w[Y0 + 2], w[Y0 + S_V], w[Y0 + S_V + 1],
@@ -171,6 +217,7 @@ def _fly_rows(j0, j1, rows, t_ends, work, probes, geo, target, cs, tt, lim, out)
             w[WARM] = 1.0
             w[THR] = thr
             w[G0] = g0
+            w[DC0] = dc0
         w[FLY_ATTEMPTS] += n
         _finish(i, w, t, h, dist, pos, vel, att, om, rtime, step, distance)
 

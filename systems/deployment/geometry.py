@@ -114,24 +114,25 @@ _vdist = vertex_distance.cpu
 
 
 def _clearance(w, ys, ta, vpos, v0, v1, sphere_r, bound_r):
-    """Event function: smallest terrain distance of the probe [m] at the state w[ys:].
+    """Event function: smallest terrain distance of the probe [m] at the state w[ys:], and the
+    terrain distance of its CoM [m] (flight's step limit, :data:`systems.deployment.fly.flight_reach`).
 
     Broadphase (seed §2.2.2's coarse test): while the CoM's distance exceeds twice the bounding
-    radius plus 1 m, return ``d(CoM) − r_bound`` — a lower bound of every vertex's distance for a
-    distance field (1-Lipschitz), never zero there — without touching the vertices. A sphere probe
-    (``sphere_r > 0``) is its centre's distance minus its radius.
+    radius plus 1 m, the first number is ``d(CoM) − r_bound`` — a lower bound of every vertex's
+    distance for a distance field (1-Lipschitz), never zero there — without touching the vertices.
+    A sphere probe (``sphere_r > 0``) is its centre's distance minus its radius.
     """
     dc = _tdist(ta, w[ys], w[ys + 1], w[ys + 2])
     if sphere_r > 0.0:
-        return dc - sphere_r
+        return dc - sphere_r, dc
     if dc > 2.0 * bound_r + 1.0:
-        return dc - bound_r
+        return dc - bound_r, dc
     best = math.inf
     v = v0
     while v < v1:
         best = min(best, _vdist(w, ys, ta, vpos, v))
         v += 1
-    return best
+    return best, dc
 
 
 clearance = dual_call(_clearance)

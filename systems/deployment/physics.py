@@ -81,6 +81,7 @@ DEPLOY_ROW = row_layout("deployment work row", (
                 "previous launch left, so a launch boundary changes no bit)"),
     ("THR", 1, "the event threshold at Y0"),
     ("G0", 1, "the event function's value at Y0"),
+    ("DC0", 1, "the terrain distance of the CoM at Y0 [m] (flight's step limit)"),
     ("LIFT", 5 * LIFT_SET, "lift_out's working set: up to LIFT_SET vertex numbers, then their linearised "
                            "constraints (gradient, right-hand side: 4 numbers each)"),
     ("FLY_ATTEMPTS", 1, "step attempts (accepted and rejected) of the row's fly phase so far: what `tumble "
@@ -88,9 +89,9 @@ DEPLOY_ROW = row_layout("deployment work row", (
                         "streaming active set starts again from 0)"),
     ("CONTACT_ATTEMPTS", 1, "the same for its contact phase"),
 ))
-(Y0, Y1, YS, K0, KFSAL, AUX, R0, R1, RS, RK, RKFSAL, RH, T0, TS, WARM, THR, G0, LIFT, FLY_ATTEMPTS,
+(Y0, Y1, YS, K0, KFSAL, AUX, R0, R1, RS, RK, RKFSAL, RH, T0, TS, WARM, THR, G0, DC0, LIFT, FLY_ATTEMPTS,
  CONTACT_ATTEMPTS) = DEPLOY_ROW.offsets(
-    "Y0 Y1 YS K0 KFSAL AUX R0 R1 RS RK RKFSAL RH T0 TS WARM THR G0 LIFT FLY_ATTEMPTS CONTACT_ATTEMPTS")
+    "Y0 Y1 YS K0 KFSAL AUX R0 R1 RS RK RKFSAL RH T0 TS WARM THR G0 DC0 LIFT FLY_ATTEMPTS CONTACT_ATTEMPTS")
 WORK_SIZE = DEPLOY_ROW.size
 #: w[Y1:SNAP_SAVE_END] is what a dense-output trial step overwrites (:data:`record_snapshots`)
 SNAP_SAVE_END = DEPLOY_ROW.end("RH")
