@@ -48,8 +48,8 @@ from systems.deployment.modes import KernelMode
 from systems.deployment.records import S_V, S_W, ProbeBody
 from systems.deployment.geometry import clearance
 from systems.deployment.physics import (DC0, FLIGHT, G0, K0, RENORMALISE, T0, THR, TS, WARM, Y0, Y1, frame_ends,
-                                        commit_step, dp_attempt, finish_row, FLY_ATTEMPTS, load_state, probe_rhs,
-                                        smooth_step, state_finite, step_size)
+                                        commit_step, dp_attempt, finish_row, first_crossing, FLY_ATTEMPTS, load_state,
+                                        probe_rhs, smooth_step, state_finite, step_size)
 from systems.deployment.events import drop_snapshots_after, escaping, record_snapshots, trace_step, locate_event
 
 _clear = clearance.cpu
@@ -70,6 +70,7 @@ _snaps = record_snapshots.cpu
 _drop_snaps = drop_snapshots_after.cpu
 _trace = trace_step.cpu
 _escaping = escaping.cpu
+_cross_t = first_crossing.cpu
 
 
 #: How far below the surface [bounding radii] a vertex may reach within one flight step, unseen by
@@ -79,12 +80,12 @@ REACH_SLACK = 0.25
 
 def _travel_time(d, b, a):
     """The longest time t ≥ 0 over which a point moving at speed ≤ b [m/s] with acceleration ≤ a
-    [m/s²] travels at most d [m]: the root of ``b t + a t²/2 = d`` (0 for d ≤ 0, inf when it does
-    not move), written without cancellation."""
+    [m/s²] travels at most d [m]: the root of ``b t + a t²/2 = d``
+    (:data:`~systems.deployment.physics.first_crossing` of ``−d``), 0 for d ≤ 0, inf when it does
+    not move."""
     if not (d > 0.0):
         return 0.0
-    den = b + math.sqrt(b * b + 2.0 * a * d)
-    return 2.0 * d / den if den > 0.0 else math.inf
+    return _cross_t(-d, b, a, 0.0)
 
 
 travel_time = dual(_travel_time)
